@@ -1,0 +1,95 @@
+# rankscope: one entry point. `make`, `make check`, `make demo`, `make bench`, `make deps`.
+MAKEFLAGS += -r
+.DELETE_ON_ERROR:
+
+OUTPUT    := build
+OBJ       := $(OUTPUT)/obj
+ARCH      := x86
+CC        ?= gcc
+CLANG     ?= clang
+BPFTOOL   ?= bpftool
+FAMILIES  := sched io net collectives
+
+CFLAGS    ?= -O2 -g
+CFLAGS    += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -MMD -MP
+CFLAGS    += -I$(OBJ)/bpf -Ibpf -Iuser -D_GNU_SOURCE
+ifeq ($(CI),true)
+CFLAGS    += -Werror
+endif
+LDLIBS    := -lbpf -lelf -lz -lm
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf \
+	      -I/usr/include/$(shell uname -m)-linux-gnu -Wall -Wno-unused-function
+
+SKELS     := $(patsubst %,$(OBJ)/bpf/%.skel.h,$(FAMILIES))
+# Kernel-free modules: unit-tested without root.
+LIB_SRCS  := $(filter-out user/main.c user/cmd_%.c user/probe_%.c user/probes.c,$(wildcard user/*.c))
+APP_SRCS  := $(filter-out $(LIB_SRCS),$(wildcard user/*.c))
+LIB_OBJS  := $(patsubst user/%.c,$(OBJ)/user/%.o,$(LIB_SRCS))
+APP_OBJS  := $(patsubst user/%.c,$(OBJ)/user/%.o,$(APP_SRCS))
+UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(wildcard tests/unit/test_*.c))
+
+FIXDIR    := $(OUTPUT)/fixtures
+
+.PHONY: all deps check unit demo bench clean vmlinux fixtures
+all: $(OUTPUT)/rankscope
+
+$(OBJ)/bpf/%.bpf.o: bpf/%.bpf.c vmlinux/$(ARCH)/vmlinux.h | $(OBJ)/bpf
+	$(CLANG) $(BPF_CFLAGS) -MMD -MP -c $< -o $@
+
+$(OBJ)/bpf/%.skel.h: $(OBJ)/bpf/%.bpf.o
+	$(BPFTOOL) gen skeleton $< name $*_bpf > $@
+
+$(OBJ)/user/%.o: user/%.c | $(OBJ)/user $(SKELS)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(OUTPUT)/rankscope: $(APP_OBJS) $(LIB_OBJS)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+$(OUTPUT)/tests/test_%: tests/unit/test_%.c $(LIB_OBJS) | $(OUTPUT)/tests
+	$(CC) $(CFLAGS) $< $(LIB_OBJS) $(LDLIBS) -lcmocka -o $@
+
+$(OBJ)/bpf $(OBJ)/user $(OUTPUT)/tests:
+	mkdir -p $@
+
+-include tests/fixtures/fixtures.mk
+fixtures: $(FIXTURES_BIN)
+
+# Every Debian package the build, the tests, the demo and the bench need; fast when present.
+DEB_PKGS := clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev pkg-config \
+	    libmicrohttpd-dev libcmocka-dev openmpi-bin libopenmpi-dev python3-torch bpftrace \
+	    iproute2 procps
+deps:
+	@missing=""; for p in $(DEB_PKGS); do \
+		dpkg-query -W -f='$${db:Status-Abbrev}' $$p 2>/dev/null | grep -q '^ii' || missing="$$missing $$p"; \
+	done; \
+	if [ -z "$$missing" ]; then echo "deps: all present"; exit 0; fi; \
+	echo "deps: installing$$missing"; \
+	export DEBIAN_FRONTEND=noninteractive; \
+	apt-get update -q && apt-get install -y -q --no-install-recommends $$missing
+
+unit: $(UNIT_BINS)
+	@for t in $(UNIT_BINS); do $$t || exit 1; done
+
+check: deps
+	$(MAKE) all fixtures $(UNIT_BINS)
+	tests/run.sh
+
+demo: deps
+	$(MAKE) all fixtures
+	tests/demo.sh
+
+bench: deps
+	$(MAKE) all fixtures
+	tests/bench/bench.sh
+
+vmlinux:
+	@mkdir -p $(OUTPUT)
+	@$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $(OUTPUT)/vmlinux.h.new
+	@if cmp -s $(OUTPUT)/vmlinux.h.new vmlinux/$(ARCH)/vmlinux.h; then \
+		echo "vmlinux: unchanged"; rm -f $(OUTPUT)/vmlinux.h.new; \
+	else mv $(OUTPUT)/vmlinux.h.new vmlinux/$(ARCH)/vmlinux.h; echo "vmlinux: updated"; fi
+
+clean:
+	rm -rf $(OUTPUT)
+
+-include $(wildcard $(OBJ)/user/*.d $(OBJ)/bpf/*.d $(OUTPUT)/tests/*.d)

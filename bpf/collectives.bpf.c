@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/* collectives family: one uprobe/uretprobe pair per collective API, decoded by attach cookie. */
+#include "common.bpf.h"
+#include "collectives.h"
+
+#define RS_MAX_DEPTH 4
+
+struct rs_frame {
+	__u64 cookie;
+	__u64 enter_ns;
+	__u64 comm;
+	__u64 seq;
+	__u64 count;
+	__u64 dtype;
+	__u64 stream;
+	__u64 arg1;	/* RS_CKF_INIT: the ncclComm_t* to read back at return */
+	__s32 peer;
+	__u32 pad;
+};
+
+struct rs_frames {
+	__u32 depth;
+	__u32 pad;
+	struct rs_frame f[RS_MAX_DEPTH];
+	__u8 unique_id[RS_UNIQUE_ID_BYTES];	/* init never nests in init */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, RS_MAX_THREADS);
+	__type(key, __u32);
+	__type(value, struct rs_frames);
+} rs_coll_frames SEC(".maps");
+
+struct rs_seq_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 comm;
+};
+
+/* Next sequence number per (process, communicator); counted here so drops cannot skew it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct rs_seq_key);
+	__type(value, __u64);
+} rs_coll_seq SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct rs_frames);
+} rs_coll_zero SEC(".maps");
+
+/* SysV x86-64: six integer registers, then 8-byte stack slots above the return address. */
+static __always_inline __u64 arg_n(struct pt_regs *ctx, __u32 n)
+{
+	__u64 v = 0;
+
+	switch (n) {
+	case 1: return PT_REGS_PARM1(ctx);
+	case 2: return PT_REGS_PARM2(ctx);
+	case 3: return PT_REGS_PARM3(ctx);
+	case 4: return PT_REGS_PARM4(ctx);
+	case 5: return PT_REGS_PARM5(ctx);
+	case 6: return BPF_CORE_READ(ctx, r9);
+	case 0: return 0;
+	default:
+		bpf_probe_read_user(&v, sizeof(v), (void *)(PT_REGS_SP(ctx) + 8 * (n - 6)));
+		return v;
+	}
+}
+
+static __always_inline struct rs_frames *frames_get(__u32 tid)
+{
+	struct rs_frames *fr;
+	__u32 zero = 0;
+
+	fr = bpf_map_lookup_elem(&rs_coll_frames, &tid);
+	if (fr)
+		return fr;
+	fr = bpf_map_lookup_elem(&rs_coll_zero, &zero);	/* too big for the stack */
+	if (!fr)
+		return NULL;
+	fr->depth = 0;
+	bpf_map_update_elem(&rs_coll_frames, &tid, fr, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&rs_coll_frames, &tid);
+}
+
+SEC("uprobe")
+int rs_coll_enter(struct pt_regs *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid(), ck, *seq;
+	__u32 tid = (__u32)id, tgid = id >> 32, d, flags;
+	struct rs_seq_key sk = {};
+	struct rs_frames *fr;
+	struct rs_frame *f;
+
+	if (!rs_lookup(tgid))
+		return 0;
+	fr = frames_get(tid);
+	if (!fr)
+		return 0;
+	d = fr->depth;
+	fr->depth = d + 1;	/* counted even when too deep, so returns stay matched */
+	if (d >= RS_MAX_DEPTH)
+		return 0;
+	f = &fr->f[d];
+	ck = bpf_get_attach_cookie(ctx);
+	flags = RS_CK_FLAGS(ck);
+	f->cookie = ck;
+	f->comm = arg_n(ctx, RS_CK_COMM(ck));
+	f->count = arg_n(ctx, RS_CK_COUNT(ck));
+	f->dtype = arg_n(ctx, RS_CK_DTYPE(ck));
+	f->stream = arg_n(ctx, RS_CK_STREAM(ck));
+	f->peer = RS_CK_PEER(ck) ? (__s32)arg_n(ctx, RS_CK_PEER(ck)) : -1;
+	f->arg1 = PT_REGS_PARM1(ctx);
+	f->seq = RS_SEQ_NONE;
+	if (flags & RS_CKF_INIT) {
+		/* ncclUniqueId is passed by value: 128 bytes in memory right above the return address. */
+		bpf_probe_read_user(fr->unique_id, sizeof(fr->unique_id),
+				    (void *)(PT_REGS_SP(ctx) + 8));
+	}
+	if (flags & RS_CKF_SEQ) {
+		sk.tgid = tgid;
+		sk.comm = f->comm;
+		seq = bpf_map_lookup_elem(&rs_coll_seq, &sk);
+		if (seq) {
+			f->seq = __sync_fetch_and_add(seq, 1);
+		} else {
+			__u64 one = 1;
+
+			bpf_map_update_elem(&rs_coll_seq, &sk, &one, BPF_NOEXIST);
+			f->seq = 0;
+		}
+	}
+	f->enter_ns = bpf_ktime_get_ns();
+	return 0;
+}
+
+static __always_inline void emit_init(struct pt_regs *ctx, struct rs_track *tr, __u32 tgid,
+				      __u32 tid, struct rs_frames *fr, struct rs_frame *f, __u64 now)
+{
+	struct rs_ev_comm_init *e;
+	__u64 comm = 0;
+
+	e = rs_reserve(RS_FAM_COLL, sizeof(*e), RS_EV_COMM_INIT, tr, tgid, tid);
+	if (!e)
+		return;
+	bpf_probe_read_user(&comm, sizeof(comm), (void *)f->arg1);
+	e->enter_ns = f->enter_ns;
+	e->exit_ns = now;
+	e->comm = comm;
+	e->ret = PT_REGS_RC(ctx);
+	e->nranks = (__s32)f->dtype;	/* table puts nranks in the dtype slot */
+	e->rank = (__s32)f->count;	/* and rank in the count slot */
+	e->lib = RS_CK_LIB(f->cookie);
+	__builtin_memset(e->pad, 0, sizeof(e->pad));
+	__builtin_memcpy(e->unique_id, fr->unique_id, sizeof(e->unique_id));
+	rs_submit(e);
+}
+
+SEC("uretprobe")
+int rs_coll_exit(struct pt_regs *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid(), now;
+	__u32 tid = (__u32)id, tgid = id >> 32, d;
+	struct rs_ev_coll *e;
+	struct rs_frames *fr;
+	struct rs_track *tr;
+	struct rs_frame *f;
+
+	tr = rs_lookup(tgid);
+	if (!tr)
+		return 0;
+	fr = bpf_map_lookup_elem(&rs_coll_frames, &tid);
+	if (!fr || !fr->depth)
+		return 0;
+	now = bpf_ktime_get_ns();
+	d = --fr->depth;
+	if (d >= RS_MAX_DEPTH)
+		return 0;
+	f = &fr->f[d];
+	if (RS_CK_FLAGS(f->cookie) & RS_CKF_INIT) {
+		emit_init(ctx, tr, tgid, tid, fr, f, now);
+		return 0;
+	}
+	e = rs_reserve(RS_FAM_COLL, sizeof(*e), RS_EV_COLL, tr, tgid, tid);
+	if (!e)
+		return 0;
+	e->enter_ns = f->enter_ns;
+	e->exit_ns = now;
+	e->comm = f->comm;
+	e->seq = f->seq;
+	e->count = f->count;
+	e->dtype = f->dtype;
+	e->stream = f->stream;
+	e->ret = PT_REGS_RC(ctx);
+	e->peer = f->peer;
+	e->lib = RS_CK_LIB(f->cookie);
+	e->op = RS_CK_OP(f->cookie);
+	e->depth = d;
+	e->pad = 0;
+	rs_submit(e);
+	return 0;
+}

@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/* BPF-only helpers shared by every family: the tracked-tgid filter, reserve-or-count-drop. */
+#ifndef RS_COMMON_BPF_H
+#define RS_COMMON_BPF_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "rankscope.h"
+
+/*
+ * These maps exist once per rankscope process: user space creates them and every
+ * family's skeleton reuses the fds, so one ring buffer and one filter serve all families.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, RS_MAX_TRACKED);
+	__type(key, __u32);
+	__type(value, struct rs_track);
+} rs_tracked SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 23);
+} rs_events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, RS_FAM_MAX);
+	__type(key, __u32);
+	__type(value, struct rs_fam_stats);
+} rs_stats SEC(".maps");
+
+/*
+ * Socket -> owning rank. The io family fills it at socket syscalls, the net family at state
+ * changes made in a rank's context; the net family reads it in softirq context.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, RS_MAX_SOCKS);
+	__type(key, __u64);
+	__type(value, struct rs_track);
+} rs_sock_owner SEC(".maps");
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+static __always_inline struct rs_track *rs_lookup(__u32 tgid)
+{
+	return bpf_map_lookup_elem(&rs_tracked, &tgid);
+}
+
+static __always_inline struct rs_track *rs_current(void)
+{
+	return rs_lookup(bpf_get_current_pid_tgid() >> 32);
+}
+
+/* Reserve a record and count the attempt; a failed reserve is counted, never silent. */
+static __always_inline void *rs_reserve(__u32 family, __u32 size, __u32 kind,
+					const struct rs_track *tr, __u32 tgid, __u32 tid)
+{
+	struct rs_fam_stats *st;
+	struct rs_hdr *h;
+
+	st = bpf_map_lookup_elem(&rs_stats, &family);
+	if (st)
+		st->attempted++;
+	h = bpf_ringbuf_reserve(&rs_events, size, 0);
+	if (!h) {
+		if (st)
+			st->dropped++;
+		return NULL;
+	}
+	h->size = size;
+	h->kind = kind;
+	h->tgid = tgid;
+	h->tid = tid;
+	h->slot = tr->slot;
+	h->ts_ns = bpf_ktime_get_ns();
+	return h;
+}
+
+/* No wakeup: a wakeup per event costs the traced thread over a microsecond; user space polls. */
+static __always_inline void rs_submit(void *rec)
+{
+	bpf_ringbuf_submit(rec, BPF_RB_NO_WAKEUP);
+}
+
+static __always_inline __u32 rs_log2(__u64 v)
+{
+	__u32 r = 0, shift;
+
+	shift = (v > 0xffffffffULL) << 5; v >>= shift; r |= shift;
+	shift = (v > 0xffff) << 4; v >>= shift; r |= shift;
+	shift = (v > 0xff) << 3; v >>= shift; r |= shift;
+	shift = (v > 0xf) << 2; v >>= shift; r |= shift;
+	shift = (v > 0x3) << 1; v >>= shift; r |= shift;
+	r |= (v >> 1);
+	return r;
+}
+
+static __always_inline void rs_hist_add(struct rs_hist *h, __u64 ns)
+{
+	__u32 b = rs_log2(ns);
+
+	if (b >= RS_HIST_SLOTS)
+		b = RS_HIST_SLOTS - 1;
+	__sync_fetch_and_add(&h->slots[b], 1);
+	__sync_fetch_and_add(&h->count, 1);
+	__sync_fetch_and_add(&h->sum_ns, ns);
+}
+
+#endif /* RS_COMMON_BPF_H */

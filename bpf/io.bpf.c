@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/* io family: read/write-style syscalls of tracked ranks, by fd kind; streams the long ones. */
+#include "common.bpf.h"
+#include "io.h"
+
+/* Calls shorter than this only land in the histograms. */
+const volatile __u64 io_min_ns = 100000;
+
+#define S_IFMT   00170000
+#define S_IFSOCK 0140000
+#define S_IFREG  0100000
+#define S_IFIFO  0010000
+
+struct rs_inflight {
+	__u64 start_ns;
+	__s32 fd;
+	__u8 op;
+	__u8 kind;
+	__u8 pad[2];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, RS_MAX_THREADS);
+	__type(key, __u32);
+	__type(value, struct rs_inflight);
+} rs_io_inflight SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, RS_IO_STATS_MAX);
+	__type(key, __u32);
+	__type(value, struct rs_io_stat);
+} rs_io_stats SEC(".maps");
+
+static __always_inline struct file *fd_file(int fd)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct file **fds;
+	struct file *f = NULL;
+	unsigned int max;
+
+	if (fd < 0)
+		return NULL;
+	max = BPF_CORE_READ(task, files, fdt, max_fds);
+	if ((unsigned int)fd >= max)
+		return NULL;
+	fds = BPF_CORE_READ(task, files, fdt, fd);
+	if (bpf_core_read(&f, sizeof(f), &fds[fd]))
+		return NULL;
+	return f;
+}
+
+static __always_inline int io_enter(int fd, __u32 op)
+{
+	struct rs_inflight in = {};
+	struct rs_track *tr;
+	struct file *f;
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id, mode;
+
+	tr = rs_lookup(id >> 32);
+	if (!tr)
+		return 0;
+	in.kind = RS_FD_OTHER;
+	f = fd_file(fd);
+	if (f) {
+		mode = BPF_CORE_READ(f, f_inode, i_mode) & S_IFMT;
+		if (mode == S_IFREG) {
+			in.kind = RS_FD_REG;
+		} else if (mode == S_IFIFO) {
+			in.kind = RS_FD_PIPE;
+		} else if (mode == S_IFSOCK) {
+			struct socket *sock = BPF_CORE_READ(f, private_data);
+			__u64 sk = (__u64)BPF_CORE_READ(sock, sk);
+
+			in.kind = RS_FD_SOCK;
+			/* Lets the net family charge softirq-time TCP events to this rank. */
+			if (sk && !bpf_map_lookup_elem(&rs_sock_owner, &sk))
+				bpf_map_update_elem(&rs_sock_owner, &sk, tr, BPF_ANY);
+		}
+	}
+	in.start_ns = bpf_ktime_get_ns();
+	in.fd = fd;
+	in.op = op;
+	bpf_map_update_elem(&rs_io_inflight, &tid, &in, BPF_ANY);
+	return 0;
+}
+
+static __always_inline int io_exit(long ret)
+{
+	struct rs_inflight *in;
+	struct rs_io_stat *st;
+	struct rs_ev_io *e;
+	struct rs_track *tr;
+	__u64 id = bpf_get_current_pid_tgid(), now, dur;
+	__u32 tid = (__u32)id, tgid = id >> 32, idx, is_write;
+
+	in = bpf_map_lookup_elem(&rs_io_inflight, &tid);
+	if (!in)
+		return 0;
+	tr = rs_lookup(tgid);
+	if (!tr)
+		goto out;
+	now = bpf_ktime_get_ns();
+	dur = now - in->start_ns;
+	is_write = in->op >= RS_IO_FIRST_WRITE;
+	idx = rs_io_index(tr->slot, in->kind, is_write);
+	st = bpf_map_lookup_elem(&rs_io_stats, &idx);
+	if (st) {
+		rs_hist_add(&st->lat, dur);
+		if (ret > 0)
+			__sync_fetch_and_add(&st->bytes, ret);
+		else if (ret < 0)
+			__sync_fetch_and_add(&st->errors, 1);
+	}
+	if (dur >= io_min_ns) {
+		e = rs_reserve(RS_FAM_IO, sizeof(*e), RS_EV_IO, tr, tgid, tid);
+		if (e) {
+			e->start_ns = in->start_ns;
+			e->end_ns = now;
+			e->ret = ret;
+			e->fd = in->fd;
+			e->op = in->op;
+			e->fd_kind = in->kind;
+			rs_submit(e);
+		}
+	}
+out:
+	bpf_map_delete_elem(&rs_io_inflight, &tid);
+	return 0;
+}
+
+#define RS_IO_SYSCALL(name, op)							\
+SEC("tracepoint/syscalls/sys_enter_" #name)					\
+int rs_enter_##name(struct trace_event_raw_sys_enter *ctx)			\
+{										\
+	return io_enter((int)ctx->args[0], op);					\
+}										\
+SEC("tracepoint/syscalls/sys_exit_" #name)					\
+int rs_exit_##name(struct trace_event_raw_sys_exit *ctx)			\
+{										\
+	return io_exit(ctx->ret);						\
+}
+
+RS_IO_SYSCALL(read, RS_IO_READ)
+RS_IO_SYSCALL(pread64, RS_IO_PREAD64)
+RS_IO_SYSCALL(readv, RS_IO_READV)
+RS_IO_SYSCALL(preadv, RS_IO_PREADV)
+RS_IO_SYSCALL(recvfrom, RS_IO_RECVFROM)
+RS_IO_SYSCALL(recvmsg, RS_IO_RECVMSG)
+RS_IO_SYSCALL(write, RS_IO_WRITE)
+RS_IO_SYSCALL(pwrite64, RS_IO_PWRITE64)
+RS_IO_SYSCALL(writev, RS_IO_WRITEV)
+RS_IO_SYSCALL(sendto, RS_IO_SENDTO)
+RS_IO_SYSCALL(sendmsg, RS_IO_SENDMSG)

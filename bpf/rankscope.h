@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/* Wire format shared by every probe family and user space: record header, kinds, shared maps. */
+#ifndef RANKSCOPE_H
+#define RANKSCOPE_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+/*
+ * Bump on any incompatible change. Structs are append-only: new fields go at the end and
+ * the reader checks hdr.size before touching them.
+ */
+#define RS_ABI 1
+
+#define RS_MAX_SLOTS	256	/* ranks one rankscope process tracks; a slot indexes per-rank maps */
+#define RS_MAX_TRACKED	8192	/* tgids: ranks plus their forked workers */
+#define RS_MAX_THREADS	65536
+#define RS_MAX_SOCKS	16384
+#define RS_HIST_SLOTS	40	/* log2(ns) buckets: bucket b holds [2^b, 2^(b+1)) ns, up to ~18 min */
+
+enum rs_family {
+	RS_FAM_SCHED,
+	RS_FAM_IO,
+	RS_FAM_NET,
+	RS_FAM_COLL,
+	RS_FAM_MAX,
+};
+
+enum rs_kind {
+	RS_EV_OFFCPU = 1,
+	RS_EV_EXIT,
+	RS_EV_FORK,
+	RS_EV_IO,
+	RS_EV_TCP_STATE,
+	RS_EV_TCP_RETRANS,
+	RS_EV_COLL,
+	RS_EV_COMM_INIT,
+	RS_EV_KIND_MAX,
+};
+
+/* Every ring-buffer record starts with this; size covers the whole record. */
+struct rs_hdr {
+	__u16 size;
+	__u16 kind;
+	__u32 tgid;
+	__u32 tid;
+	__u32 slot;
+	__u64 ts_ns;	/* CLOCK_MONOTONIC (bpf_ktime_get_ns) when the record was made */
+};
+_Static_assert(sizeof(struct rs_hdr) == 24, "rs_hdr wire size");
+
+#define RS_TRACK_ROOT	0x1	/* the rank's own process, not a forked worker */
+
+/* Value of rs_tracked, keyed by tgid. User space fills roots; the sched family adds children. */
+struct rs_track {
+	__u32 slot;
+	__u32 root_tgid;
+	__u32 flags;
+	__u32 pad;
+};
+_Static_assert(sizeof(struct rs_track) == 16, "rs_track wire size");
+
+/* Per-CPU, indexed by enum rs_family. attempted == received + dropped once drained. */
+struct rs_fam_stats {
+	__u64 attempted;
+	__u64 dropped;
+};
+_Static_assert(sizeof(struct rs_fam_stats) == 16, "rs_fam_stats wire size");
+
+/* Cumulative log2 histogram; never reset, readers diff two snapshots. */
+struct rs_hist {
+	__u64 slots[RS_HIST_SLOTS];
+	__u64 count;
+	__u64 sum_ns;
+};
+_Static_assert(sizeof(struct rs_hist) == 8 * (RS_HIST_SLOTS + 2), "rs_hist wire size");
+
+#endif /* RANKSCOPE_H */

@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/* sched family: on/off-CPU time and run-queue delay per thread, and a rank's family tree. */
+#include "common.bpf.h"
+#include "sched.h"
+
+/* Off-CPU intervals shorter than this are only counted, not streamed. */
+const volatile __u64 offcpu_min_ns = 100000;
+
+struct rs_thread {
+	__u64 on_ns;	/* switched in at; 0 if unknown */
+	__u64 off_ns;	/* switched out at; 0 if unknown */
+	__u64 wake_ns;	/* became runnable at; 0 if not runnable */
+	__s64 off_state;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, RS_MAX_THREADS);
+	__type(key, __u32);
+	__type(value, struct rs_thread);
+} rs_threads SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, RS_MAX_SLOTS);
+	__type(key, __u32);
+	__type(value, struct rs_sched_slot);
+} rs_sched_slots SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, RS_MAX_SLOTS);
+	__type(key, __u32);
+	__type(value, struct rs_hist);
+} rs_runq_hist SEC(".maps");
+
+/* Kernels before 5.14 (commit 2f064a59a11f) named the field 'state'. */
+struct task_struct___o {
+	volatile long state;
+} __attribute__((preserve_access_index));
+
+static __always_inline __s64 task_state(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->__state))
+		return BPF_CORE_READ(t, __state);
+	return BPF_CORE_READ((struct task_struct___o *)t, state);
+}
+
+static __always_inline struct rs_thread *thread_get(__u32 tid)
+{
+	struct rs_thread *t, zero = {};
+
+	t = bpf_map_lookup_elem(&rs_threads, &tid);
+	if (t)
+		return t;
+	bpf_map_update_elem(&rs_threads, &tid, &zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&rs_threads, &tid);
+}
+
+static __always_inline int on_wakeup(struct task_struct *p)
+{
+	struct rs_thread *t;
+
+	if (!rs_lookup(BPF_CORE_READ(p, tgid)))
+		return 0;
+	t = thread_get(BPF_CORE_READ(p, pid));
+	if (t && !t->wake_ns)
+		t->wake_ns = bpf_ktime_get_ns();
+	return 0;
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(rs_sched_wakeup, struct task_struct *p)
+{
+	return on_wakeup(p);
+}
+
+SEC("tp_btf/sched_wakeup_new")
+int BPF_PROG(rs_sched_wakeup_new, struct task_struct *p)
+{
+	return on_wakeup(p);
+}
+
+static __always_inline void switch_out(struct task_struct *prev, __u64 now)
+{
+	struct rs_sched_slot *ss;
+	struct rs_track *tr;
+	struct rs_thread *t;
+	__u32 tid;
+
+	tr = rs_lookup(prev->tgid);
+	if (!tr)
+		return;
+	tid = prev->pid;
+	t = thread_get(tid);
+	if (!t)
+		return;
+	ss = bpf_map_lookup_elem(&rs_sched_slots, &tr->slot);
+	if (ss && t->on_ns && now > t->on_ns) {
+		__sync_fetch_and_add(&ss->all_on_ns, now - t->on_ns);
+		if (tid == tr->root_tgid)
+			__sync_fetch_and_add(&ss->main_on_ns, now - t->on_ns);
+	}
+	t->on_ns = 0;
+	t->off_ns = now;
+	t->off_state = task_state(prev);
+	/* Preempted while runnable: its run-queue wait starts now. */
+	t->wake_ns = t->off_state == 0 ? now : 0;
+}
+
+static __always_inline void switch_in(struct task_struct *next, __u64 now)
+{
+	struct rs_sched_slot *ss;
+	struct rs_ev_offcpu *e;
+	struct rs_track *tr;
+	struct rs_thread *t;
+	__u64 off = 0, runq = 0;
+	__u32 tid, tgid;
+
+	tgid = next->tgid;
+	tr = rs_lookup(tgid);
+	if (!tr)
+		return;
+	tid = next->pid;
+	t = thread_get(tid);
+	if (!t)
+		return;
+	if (t->wake_ns && now > t->wake_ns)
+		runq = now - t->wake_ns;
+	if (t->off_ns && now > t->off_ns)
+		off = now - t->off_ns;
+	ss = bpf_map_lookup_elem(&rs_sched_slots, &tr->slot);
+	if (ss) {
+		__sync_fetch_and_add(&ss->switches, 1);
+		__sync_fetch_and_add(&ss->all_off_ns, off);
+		__sync_fetch_and_add(&ss->all_runq_ns, runq);
+		if (tid == tr->root_tgid) {
+			__sync_fetch_and_add(&ss->main_off_ns, off);
+			__sync_fetch_and_add(&ss->main_runq_ns, runq);
+		}
+	}
+	if (t->wake_ns) {
+		struct rs_hist *h = bpf_map_lookup_elem(&rs_runq_hist, &tr->slot);
+
+		if (h)
+			rs_hist_add(h, runq);
+	}
+	if (t->off_ns && off >= offcpu_min_ns) {
+		e = rs_reserve(RS_FAM_SCHED, sizeof(*e), RS_EV_OFFCPU, tr, tgid, tid);
+		if (e) {
+			e->start_ns = t->off_ns;
+			e->end_ns = now;
+			e->runq_ns = runq;
+			e->state = t->off_state;
+			rs_submit(e);
+		}
+	}
+	t->on_ns = now;
+	t->off_ns = 0;
+	t->wake_ns = 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(rs_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	__u64 now = bpf_ktime_get_ns();
+
+	switch_out(prev, now);
+	switch_in(next, now);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(rs_sched_fork, struct task_struct *parent, struct task_struct *child)
+{
+	struct rs_sched_slot *ss;
+	struct rs_track *tr, ctr;
+	struct rs_ev_fork *e;
+	__u32 ptgid = parent->tgid, ctgid = child->tgid;
+
+	if (ctgid == ptgid)	/* a new thread: already covered by its tgid */
+		return 0;
+	tr = rs_lookup(ptgid);
+	if (!tr)
+		return 0;
+	/* A forked worker (data loader) belongs to the same rank as its parent. */
+	ctr = *tr;
+	ctr.flags &= ~RS_TRACK_ROOT;
+	bpf_map_update_elem(&rs_tracked, &ctgid, &ctr, BPF_ANY);
+	ss = bpf_map_lookup_elem(&rs_sched_slots, &tr->slot);
+	if (ss)
+		__sync_fetch_and_add(&ss->forks, 1);
+	e = rs_reserve(RS_FAM_SCHED, sizeof(*e), RS_EV_FORK, tr, ptgid, parent->pid);
+	if (!e)
+		return 0;
+	e->child_tgid = ctgid;
+	rs_submit(e);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(rs_sched_exit, struct task_struct *p)
+{
+	struct rs_ev_exit *e;
+	struct rs_track *tr;
+	__u32 tgid = BPF_CORE_READ(p, tgid), tid = BPF_CORE_READ(p, pid);
+
+	tr = rs_lookup(tgid);
+	if (!tr)
+		return 0;
+	bpf_map_delete_elem(&rs_threads, &tid);
+	/* signal->live drops to 0 in do_exit() before this tracepoint for the last thread. */
+	if (BPF_CORE_READ(p, signal, live.counter) != 0)
+		return 0;
+	e = rs_reserve(RS_FAM_SCHED, sizeof(*e), RS_EV_EXIT, tr, tgid, tid);
+	if (e) {
+		e->exit_code = BPF_CORE_READ(p, exit_code);
+		e->flags = tr->flags & RS_TRACK_ROOT;
+		rs_submit(e);
+	}
+	/* Children are ours to forget; roots are removed by user space, which owns them. */
+	if (!(tr->flags & RS_TRACK_ROOT))
+		bpf_map_delete_elem(&rs_tracked, &tgid);
+	return 0;
+}

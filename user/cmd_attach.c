@@ -1,0 +1,703 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/* `rankscope attach`: attach to running ranks by PID and stream per-rank events and stats. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/libbpf.h>
+#include "cmd.h"
+#include "comms.h"
+#include "decode.h"
+#include "json.h"
+#include "log.h"
+#include "preflight.h"
+#include "probes.h"
+#include "procfs.h"
+#include "ranks.h"
+#include "report.h"
+#include "stats.h"
+#include "targets.h"
+
+struct attach_opts {
+	pid_t pids[TARGETS_MAX];
+	int npids;
+	bool all;
+	bool json;
+	bool events;
+	double duration_s;	/* 0: until the ranks exit or a signal */
+	double interval_s;
+	uint32_t drain_ms;
+	struct probes_cfg pcfg;
+};
+
+struct session {
+	struct attach_opts o;
+	struct probes probes;
+	struct ring_buffer *rb;
+	struct rank_state *ranks;
+	int nranks;
+	struct comms comms;
+	struct self_stats self;
+	struct json j;
+	FILE *out;
+	bool tty;
+	int write_err;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+/* One JSON line out; a closed stdout ends the session instead of killing it with SIGPIPE. */
+static void emit(struct session *s)
+{
+	if (s->j.err || !s->j.len)
+		goto out;
+	if (fwrite(s->j.buf, 1, s->j.len, s->out) != s->j.len || fputc('\n', s->out) == EOF)
+		s->write_err = -EPIPE;
+out:
+	json__reset(&s->j);
+}
+
+static struct rank_state *rank_of(struct session *s, uint32_t slot)
+{
+	return slot < (uint32_t)s->nranks ? &s->ranks[slot] : NULL;
+}
+
+static void emit_rank(struct session *s, struct rank_state *rs)
+{
+	const char *fams[RS_FAM_MAX];
+	int f, n = 0;
+
+	for (f = 0; f < RS_FAM_MAX; f++) {
+		if (s->probes.fam_err[f])
+			continue;
+		if (f == RS_FAM_COLL && !rs->coll_probes)
+			continue;
+		fams[n++] = decode__family_name(f);
+	}
+	report__rank(&s->j, rs, fams, n);
+	if (s->o.json) {
+		emit(s);
+		fflush(s->out);
+		return;
+	}
+	json__reset(&s->j);
+	fprintf(stderr, "rankscope: rank %d pid %d (%s) job '%s' rank from %s; collective probes: %d%s\n",
+		rs->info.rank, rs->pid, rs->comm, rs->info.job, ranks__source_name(rs->info.src),
+		rs->coll_probes, rs->coll_probes ? "" : " (no NCCL, MPI or gloo mapped: sched/io/net only)");
+}
+
+static void on_coll(struct session *s, struct rank_state *rs, const struct rs_ev_coll *e)
+{
+	char comm[COMM_NAME_MAX + 24];
+	uint64_t esize = 0;
+
+	stats__on_coll(rs, e->op, e->enter_ns, e->exit_ns);
+	if (!s->o.events)
+		return;
+	if (e->lib == RS_LIB_NCCL)
+		esize = decode__nccl_dtype_size(e->dtype);
+	else if (e->lib == RS_LIB_MPI)
+		esize = comms__dtype_size(&s->comms, rs->pid, e->dtype);
+	comms__name(&s->comms, rs->pid, e->lib, e->comm, comm, sizeof(comm));
+	report__coll(&s->j, rs, e, comm, esize * e->count);
+	emit(s);
+}
+
+static void on_init(struct session *s, struct rank_state *rs, const struct rs_ev_comm_init *e)
+{
+	char comm[COMM_NAME_MAX + 24];
+
+	if (e->ret == 0 && e->comm)
+		comms__set_nccl(&s->comms, rs->pid, e->comm, e->unique_id, sizeof(e->unique_id));
+	/* the environ had no rank: the communicator knows it */
+	if (e->ret == 0 && rs->info.src != RANK_SRC_ENV && e->rank >= 0 && e->rank < RANK_MAX &&
+	    e->nranks > e->rank) {
+		rs->info.rank = e->rank;
+		rs->info.world_size = e->nranks;
+		rs->info.src = RANK_SRC_COMM_INIT;
+		emit_rank(s, rs);
+	}
+	if (!s->o.events)
+		return;
+	comms__name(&s->comms, rs->pid, e->lib, e->comm, comm, sizeof(comm));
+	report__comm_init(&s->j, rs, e, comm);
+	emit(s);
+}
+
+static int handle_event(void *ctx, void *data, size_t len)
+{
+	struct session *s = ctx;
+	struct rank_state *rs;
+	struct rs_event ev;
+	int fam, err;
+
+	err = decode__event(data, len, &ev);
+	if (err) {
+		s->self.invalid++;
+		/* still account it to its family so attempted == received + dropped holds */
+		if (len >= sizeof(struct rs_hdr)) {
+			fam = decode__family(((const struct rs_hdr *)data)->kind);
+			if (fam >= 0)
+				s->self.received[fam]++;
+		}
+		return 0;
+	}
+	s->self.received[decode__family(ev.kind)]++;
+	rs = rank_of(s, ev.h.slot);
+	if (!rs)
+		return 0;
+	switch (ev.kind) {
+	case RS_EV_COLL:
+		on_coll(s, rs, &ev.coll);
+		return 0;
+	case RS_EV_COMM_INIT:
+		on_init(s, rs, &ev.init);
+		return 0;
+	case RS_EV_FORK:
+		rs->workers++;
+		break;
+	case RS_EV_EXIT:
+		if ((pid_t)ev.h.tgid == rs->pid) {
+			rs->exited = true;
+			rs->exit_code = ev.exit.exit_code;
+		}
+		break;
+	default:
+		break;
+	}
+	if (s->o.events) {
+		report__event(&s->j, rs, &ev);
+		emit(s);
+	}
+	return 0;
+}
+
+static void read_self(struct session *s)
+{
+	struct rs_fam_stats fs[RS_FAM_MAX];
+	int f;
+
+	if (probes__fam_stats(&s->probes, fs))
+		return;
+	for (f = 0; f < RS_FAM_MAX; f++) {
+		s->self.attempted[f] = fs[f].attempted;
+		s->self.dropped[f] = fs[f].dropped;
+	}
+	s->self.probes_attached = probes__count(&s->probes);
+}
+
+/* A rank is gone when its pid is gone, is a zombie, or is another process (pid reuse). */
+static void check_alive(struct session *s)
+{
+	struct proc_stat st;
+	int i;
+
+	for (i = 0; i < s->nranks; i++) {
+		struct rank_state *rs = &s->ranks[i];
+
+		if (rs->exited)
+			continue;
+		if (procfs__stat(rs->pid, &st) || st.starttime != rs->starttime ||
+		    st.state == 'Z' || st.state == 'X')
+			rs->exited = true;
+	}
+}
+
+static void tick(struct session *s, bool final)
+{
+	struct rank_row *rows;
+	struct slot_snapshot snap;
+	uint64_t t = now_ns();
+	int i;
+
+	read_self(s);
+	rows = calloc(s->nranks, sizeof(*rows));
+	if (!rows)
+		return;
+	for (i = 0; i < s->nranks; i++) {
+		probes__read_slot(&s->probes, s->ranks[i].slot, &snap);
+		stats__row(&s->ranks[i], &snap, t, &rows[i]);
+		if (s->o.json) {
+			report__stats(&s->j, &rows[i], t);
+			emit(s);
+		}
+	}
+	if (s->o.json) {
+		report__self(&s->j, &s->self, t, final);
+		emit(s);
+	} else {
+		report__table(s->out, rows, s->nranks, &s->self, s->tty && !final);
+	}
+	fflush(s->out);
+	free(rows);
+}
+
+static bool all_exited(const struct session *s)
+{
+	int i;
+
+	for (i = 0; i < s->nranks; i++)
+		if (!s->ranks[i].exited)
+			return false;
+	return true;
+}
+
+static int make_timer(uint64_t period_ns)
+{
+	struct itimerspec its = {
+		.it_interval = { period_ns / 1000000000ULL, period_ns % 1000000000ULL },
+		.it_value = { period_ns / 1000000000ULL, period_ns % 1000000000ULL },
+	};
+	int fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+
+	if (fd < 0)
+		return -errno;
+	if (timerfd_settime(fd, 0, &its, NULL)) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+static int prepare_rank(struct session *s, int i, pid_t pid)
+{
+	struct rank_state *rs = &s->ranks[i];
+	struct proc_stat st;
+	char *env = NULL;
+	ssize_t n;
+	int err;
+
+	rs->slot = i;
+	rs->pid = pid;
+	ranks__init(&rs->info);
+	err = procfs__stat(pid, &st);
+	if (err || st.state == 'Z' || st.state == 'X') {
+		pr_warn("attach: no process with PID %d; is it still running? (check: ps -p %d)",
+			pid, pid);
+		return -ESRCH;
+	}
+	rs->starttime = st.starttime;
+	snprintf(rs->comm, sizeof(rs->comm), "%s", st.comm);
+	n = procfs__read(pid, "environ", &env, PROC_ENVIRON_MAX);
+	if (n >= 0) {
+		ranks__from_environ(env, n, &rs->info);
+		free(env);
+	} else {
+		pr_warn("attach: failed to read environ of PID %d: %s; rank falls back to init/order",
+			pid, strerror(-n));
+	}
+	if (!rs->info.job[0])
+		snprintf(rs->info.job, sizeof(rs->info.job), "ppid-%d", st.ppid);
+	err = libs__discover(pid, &rs->libs);
+	if (err < 0)
+		pr_warn("attach: failed to read maps of PID %d: %s", pid, strerror(-err));
+	return 0;
+}
+
+static void attach_rank(struct session *s, struct rank_state *rs)
+{
+	pid_t kids[64];
+	char path[PATH_MAX + 64];
+	const struct proc_lib *mpi = &rs->libs.lib[RS_LIB_MPI];
+	int n, i, err, lib;
+
+	err = probes__track(&s->probes, rs->pid, rs->slot, rs->pid, true);
+	if (err)
+		pr_warn("attach: failed to track PID %d: %s", rs->pid, strerror(-err));
+	/* workers forked before we came: the kernel only sees forks from now on */
+	n = targets__children(rs->pid, kids, 64);
+	for (i = 0; i < n; i++)
+		probes__track(&s->probes, kids[i], rs->slot, rs->pid, false);
+	rs->workers = n > 0 ? n : 0;
+	if (!s->probes.coll)
+		return;
+	rs->coll_probes = probes__attach_coll(&s->probes, rs->pid, &rs->libs, &rs->coll);
+	if (rs->coll_probes < 0) {
+		pr_warn("attach: failed to attach collective probes to PID %d: %s", rs->pid,
+			strerror(-rs->coll_probes));
+		rs->coll_probes = 0;
+	}
+	for (lib = 1; lib < RS_LIB_MAX; lib++)
+		if (rs->coll.err[lib])
+			pr_warn("attach: failed to probe %s in PID %d (%s): %s; other families keep running",
+				decode__lib_name(lib), rs->pid, rs->libs.lib[lib].path,
+				strerror(-rs->coll.err[lib]));
+	if (mpi->found && !libs__root_path(rs->pid, mpi->path, path, sizeof(path)))
+		comms__scan_mpi(&s->comms, rs->pid, path, mpi);
+}
+
+static int run_loop(struct session *s)
+{
+	struct epoll_event ev, evs[4];
+	struct signalfd_siginfo si;
+	uint64_t deadline = 0, exp;
+	sigset_t mask;
+	int ep, sfd, dfd, tfd, i, n, err = 0;
+	bool stop = false;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	dfd = make_timer((uint64_t)s->o.drain_ms * 1000000ULL);
+	tfd = make_timer((uint64_t)(s->o.interval_s * 1e9));
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	if (sfd < 0 || dfd < 0 || tfd < 0 || ep < 0) {
+		err = -errno;
+		pr_warn("attach: failed to set up the event loop: %s", strerror(errno));
+		goto out;
+	}
+	ev.events = EPOLLIN;
+	ev.data.fd = sfd;
+	epoll_ctl(ep, EPOLL_CTL_ADD, sfd, &ev);
+	ev.data.fd = dfd;
+	epoll_ctl(ep, EPOLL_CTL_ADD, dfd, &ev);
+	ev.data.fd = tfd;
+	epoll_ctl(ep, EPOLL_CTL_ADD, tfd, &ev);
+	if (s->o.duration_s > 0)
+		deadline = now_ns() + (uint64_t)(s->o.duration_s * 1e9);
+	while (!stop) {
+		n = epoll_wait(ep, evs, 4, 1000);
+		if (n < 0 && errno != EINTR) {
+			err = -errno;
+			break;
+		}
+		for (i = 0; i < n; i++) {
+			if (evs[i].data.fd == sfd) {
+				if (read(sfd, &si, sizeof(si)) == sizeof(si))
+					pr_info("attach: got %s, detaching", strsignal(si.ssi_signo));
+				stop = true;
+			} else if (evs[i].data.fd == dfd) {
+				if (read(dfd, &exp, sizeof(exp)) < 0)
+					continue;
+				ring_buffer__consume(s->rb);
+			} else if (evs[i].data.fd == tfd) {
+				if (read(tfd, &exp, sizeof(exp)) < 0)
+					continue;
+				ring_buffer__consume(s->rb);
+				check_alive(s);
+				if (all_exited(s))
+					stop = true;
+				else
+					tick(s, false);
+			}
+		}
+		if (s->write_err)
+			stop = true;
+		if (deadline && now_ns() >= deadline)
+			stop = true;
+	}
+out:
+	if (ep >= 0)
+		close(ep);
+	if (sfd >= 0)
+		close(sfd);
+	if (dfd >= 0)
+		close(dfd);
+	if (tfd >= 0)
+		close(tfd);
+	return err;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"Usage: rankscope attach (-p PID[,PID...] | --all) [OPTIONS]\n"
+"\n"
+"Attach to running training ranks and show, per rank, collectives, blocking I/O,\n"
+"run-queue delay, off-CPU time and TCP health. Exits once every rank has exited.\n"
+"\n"
+"  -p, --pid PIDS         comma-separated rank PIDs (rank order = order given,\n"
+"                         unless the environ or communicator init says otherwise)\n"
+"  -a, --all              every process that maps NCCL/MPI/gloo or has a rank variable\n"
+"  -d, --duration S       stop after S seconds (default: until the ranks exit)\n"
+"  -j, --json             JSON lines on stdout instead of the table\n"
+"  -e, --events           with --json: also one line per collective call and per\n"
+"                         streamed event (io, offcpu, fork, exit, tcp)\n"
+"  -i, --interval S       stats/table period in seconds (default 1)\n"
+"      --io-min-us N      stream I/O syscalls of at least N us (default 100)\n"
+"      --offcpu-min-us N  stream off-CPU intervals of at least N us (default 100)\n"
+"      --ringbuf-kb N     ring buffer size, power of two >= 4 (default 8192)\n"
+"      --drain-ms N       ring buffer drain period (default 100)\n"
+"      --no-FAMILY        skip a probe family: --no-sched --no-io --no-net --no-collectives\n"
+"  -v, --verbose          more diagnostics (libbpf messages)\n"
+"  -h, --help             this help\n"
+"\n"
+"Needs root (or CAP_BPF+CAP_PERFMON), kernel BTF and tracefs.\n");
+}
+
+enum {
+	OPT_IO_MIN = 256, OPT_OFFCPU_MIN, OPT_RINGBUF, OPT_DRAIN,
+	OPT_NO_SCHED, OPT_NO_IO, OPT_NO_NET, OPT_NO_COLL,
+};
+
+static int parse_num(const char *opt, const char *arg, long lo, long hi, long *out)
+{
+	if (!parse_long(arg, lo, hi, out))
+		return 0;
+	pr_warn("attach: invalid %s '%s': expected a whole number from %ld to %ld", opt, arg, lo, hi);
+	return -EINVAL;
+}
+
+static int parse_secs(const char *opt, const char *arg, double lo, double hi, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(arg, &end);
+	if (!*arg || *end || errno || !(v >= lo && v <= hi)) {
+		pr_warn("attach: invalid %s '%s': expected seconds from %g to %g", opt, arg, lo, hi);
+		return -EINVAL;
+	}
+	*out = v;
+	return 0;
+}
+
+static int parse_opts(int argc, char **argv, struct attach_opts *o)
+{
+	static const struct option longopts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "all", no_argument, NULL, 'a' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "events", no_argument, NULL, 'e' },
+		{ "interval", required_argument, NULL, 'i' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "io-min-us", required_argument, NULL, OPT_IO_MIN },
+		{ "offcpu-min-us", required_argument, NULL, OPT_OFFCPU_MIN },
+		{ "ringbuf-kb", required_argument, NULL, OPT_RINGBUF },
+		{ "drain-ms", required_argument, NULL, OPT_DRAIN },
+		{ "no-sched", no_argument, NULL, OPT_NO_SCHED },
+		{ "no-io", no_argument, NULL, OPT_NO_IO },
+		{ "no-net", no_argument, NULL, OPT_NO_NET },
+		{ "no-collectives", no_argument, NULL, OPT_NO_COLL },
+		{},
+	};
+	const char *bad;
+	long v;
+	int c, n;
+
+	memset(o, 0, sizeof(*o));
+	o->interval_s = 1;
+	o->drain_ms = 100;
+	o->pcfg.ringbuf_bytes = 8192 * 1024;
+	o->pcfg.io_min_ns = 100000;
+	o->pcfg.offcpu_min_ns = 100000;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "p:ad:jei:vh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			n = targets__parse_pids(optarg, o->pids + o->npids, TARGETS_MAX - o->npids,
+						&bad);
+			if (n < 0) {
+				pr_warn("attach: invalid PID list '%s' at '%s': expected PID[,PID...] of "
+					"positive numbers (at most %d)", optarg, bad, TARGETS_MAX);
+				return -EINVAL;
+			}
+			o->npids += n;
+			break;
+		case 'a': o->all = true; break;
+		case 'j': o->json = true; break;
+		case 'e': o->events = true; break;
+		case 'v': log_verbosity = LOG_DEBUG; break;
+		case 'd':
+			if (parse_secs("--duration", optarg, 0.001, 1e7, &o->duration_s))
+				return -EINVAL;
+			break;
+		case 'i':
+			if (parse_secs("--interval", optarg, 0.05, 3600, &o->interval_s))
+				return -EINVAL;
+			break;
+		case OPT_IO_MIN:
+			if (parse_num("--io-min-us", optarg, 0, 60000000, &v))
+				return -EINVAL;
+			o->pcfg.io_min_ns = v * 1000ULL;
+			break;
+		case OPT_OFFCPU_MIN:
+			if (parse_num("--offcpu-min-us", optarg, 0, 60000000, &v))
+				return -EINVAL;
+			o->pcfg.offcpu_min_ns = v * 1000ULL;
+			break;
+		case OPT_RINGBUF:
+			if (parse_num("--ringbuf-kb", optarg, 4, 1 << 20, &v))
+				return -EINVAL;
+			if (v & (v - 1)) {
+				pr_warn("attach: invalid --ringbuf-kb '%s': must be a power of two (4, 8, ... 1048576)",
+					optarg);
+				return -EINVAL;
+			}
+			o->pcfg.ringbuf_bytes = v * 1024;
+			break;
+		case OPT_DRAIN:
+			if (parse_num("--drain-ms", optarg, 1, 10000, &v))
+				return -EINVAL;
+			o->drain_ms = v;
+			break;
+		case OPT_NO_SCHED: o->pcfg.disable[RS_FAM_SCHED] = true; break;
+		case OPT_NO_IO: o->pcfg.disable[RS_FAM_IO] = true; break;
+		case OPT_NO_NET: o->pcfg.disable[RS_FAM_NET] = true; break;
+		case OPT_NO_COLL: o->pcfg.disable[RS_FAM_COLL] = true; break;
+		case 'h':
+			usage(stdout);
+			return 1;
+		default:
+			fprintf(stderr, "Try 'rankscope attach --help'.\n");
+			return -EINVAL;
+		}
+	}
+	if (optind < argc) {
+		pr_warn("attach: unexpected argument '%s'; PIDs go after -p, comma-separated",
+			argv[optind]);
+		return -EINVAL;
+	}
+	if (!o->npids && !o->all) {
+		pr_warn("attach: no target; give -p PID[,PID...] or --all");
+		return -EINVAL;
+	}
+	if (o->events && !o->json) {
+		pr_warn("attach: --events needs --json (events are JSON lines)");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int final_drain(struct session *s)
+{
+	int n, total = 0;
+
+	/* whatever the kernel committed before now, so the final counts balance */
+	while ((n = ring_buffer__consume(s->rb)) > 0)
+		total += n;
+	return total;
+}
+
+int cmd_attach(int argc, char **argv)
+{
+	struct rank_info *infos = NULL;
+	struct session s = {};
+	char msg[256];
+	int err, i, running, f;
+
+	err = parse_opts(argc, argv, &s.o);
+	if (err)
+		return err > 0 ? 0 : 2;
+	signal(SIGPIPE, SIG_IGN);
+	s.out = stdout;
+	s.tty = isatty(STDOUT_FILENO);
+	json__init(&s.j);
+	comms__init(&s.comms);
+
+	if (s.o.all) {
+		i = targets__discover(s.o.pids + s.o.npids, TARGETS_MAX - s.o.npids, getpid());
+		if (i < 0) {
+			pr_warn("attach: failed to scan /proc: %s", strerror(-i));
+			return 1;
+		}
+		s.o.npids += i;
+		if (!s.o.npids) {
+			pr_warn("attach: --all found no training process (none maps NCCL, MPI or gloo "
+				"or has RANK/OMPI_COMM_WORLD_RANK/PMI_RANK/SLURM_PROCID); start the job first");
+			return 1;
+		}
+	}
+	for (i = 0; i < s.o.npids; i++) {
+		if (s.o.pids[i] == getpid()) {
+			pr_warn("attach: PID %d is rankscope itself; give the training processes' PIDs",
+				s.o.pids[i]);
+			return 2;
+		}
+	}
+	if (preflight__privileges(msg, sizeof(msg)) ||
+	    preflight__btf(&preflight_default, msg, sizeof(msg)) ||
+	    preflight__tracefs(&preflight_default, 1, msg, sizeof(msg))) {
+		pr_warn("attach: %s", msg);
+		return 1;
+	}
+	s.ranks = calloc(s.o.npids, sizeof(*s.ranks));
+	infos = calloc(s.o.npids, sizeof(*infos));
+	if (!s.ranks || !infos) {
+		err = -ENOMEM;
+		goto out;
+	}
+	s.nranks = s.o.npids;
+	for (i = 0; i < s.nranks; i++) {
+		err = prepare_rank(&s, i, s.o.pids[i]);
+		if (err)
+			goto out;
+		infos[i] = s.ranks[i].info;
+	}
+	ranks__assign_by_order(infos, s.nranks);
+	for (i = 0; i < s.nranks; i++) {
+		s.ranks[i].info.rank = infos[i].rank;
+		s.ranks[i].info.src = infos[i].src;
+	}
+
+	running = probes__open(&s.probes, &s.o.pcfg);
+	if (running < 0) {
+		err = running;
+		pr_warn("attach: failed to create BPF maps: %s; is the memlock limit too low "
+			"(ulimit -l) or BPF disabled?", strerror(-err));
+		goto out;
+	}
+	for (f = 0; f < RS_FAM_MAX; f++)
+		if (s.probes.fam_err[f] && s.probes.fam_err[f] != -ECANCELED)
+			pr_warn("attach: probe family %s skipped: %s", decode__family_name(f),
+				s.probes.fam_why[f]);
+	if (!running) {
+		err = -ENOENT;
+		pr_warn("attach: no probe family could be loaded; run with -v for the verifier log");
+		goto out;
+	}
+	s.rb = ring_buffer__new(s.probes.events_fd, handle_event, &s, NULL);
+	if (!s.rb) {
+		err = -errno;
+		pr_warn("attach: failed to open the ring buffer: %s", strerror(errno));
+		goto out;
+	}
+	for (i = 0; i < s.nranks; i++) {
+		attach_rank(&s, &s.ranks[i]);
+		emit_rank(&s, &s.ranks[i]);
+	}
+	pr_info("attach: attached to %d rank%s, %u probes; Ctrl-C to detach", s.nranks,
+		s.nranks == 1 ? "" : "s", probes__count(&s.probes));
+	/* the first stats interval starts now */
+	for (i = 0; i < s.nranks; i++) {
+		struct slot_snapshot snap;
+		struct rank_row row;
+
+		probes__read_slot(&s.probes, s.ranks[i].slot, &snap);
+		stats__row(&s.ranks[i], &snap, now_ns(), &row);
+	}
+	err = run_loop(&s);
+	final_drain(&s);
+	tick(&s, true);
+out:
+	ring_buffer__free(s.rb);
+	probes__close(&s.probes);
+	comms__free(&s.comms);
+	json__free(&s.j);
+	free(infos);
+	free(s.ranks);
+	return err ? 1 : 0;
+}

@@ -1,0 +1,237 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/* The collective API table and per-process library discovery. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sysmacros.h>
+#include "elfsym.h"
+#include "libs.h"
+#include "procfs.h"
+
+#define SEQ RS_CKF_SEQ
+#define INIT RS_CKF_INIT
+
+/*
+ * Argument positions from the headers: nccl.h 2.28 (checked against the real library in
+ * tests), OpenMPI 4.1 mpi.h, gloo 0.5, torch 1.13. Position 7+ is on the stack.
+ * For COMM_INIT the count slot carries the rank and the dtype slot nranks.
+ */
+const struct coll_api coll_apis[] = {
+	/* ncclAllReduce(send, recv, count, dtype, op, comm, stream) */
+	{ RS_LIB_NCCL, RS_OP_ALLREDUCE, "ncclAllReduce", 3, 4, 6, 7, 0, SEQ },
+	/* ncclAllGather(send, recv, sendcount, dtype, comm, stream) */
+	{ RS_LIB_NCCL, RS_OP_ALLGATHER, "ncclAllGather", 3, 4, 5, 6, 0, SEQ },
+	/* ncclReduceScatter(send, recv, recvcount, dtype, op, comm, stream) */
+	{ RS_LIB_NCCL, RS_OP_REDUCE_SCATTER, "ncclReduceScatter", 3, 4, 6, 7, 0, SEQ },
+	/* ncclBroadcast(send, recv, count, dtype, root, comm, stream) */
+	{ RS_LIB_NCCL, RS_OP_BROADCAST, "ncclBroadcast", 3, 4, 6, 7, 5, SEQ },
+	/* ncclReduce(send, recv, count, dtype, op, root, comm, stream) */
+	{ RS_LIB_NCCL, RS_OP_REDUCE, "ncclReduce", 3, 4, 7, 8, 6, SEQ },
+	/* ncclSend/ncclRecv(buf, count, dtype, peer, comm, stream) */
+	{ RS_LIB_NCCL, RS_OP_SEND, "ncclSend", 2, 3, 5, 6, 4, SEQ },
+	{ RS_LIB_NCCL, RS_OP_RECV, "ncclRecv", 2, 3, 5, 6, 4, SEQ },
+	{ RS_LIB_NCCL, RS_OP_GROUP_START, "ncclGroupStart", 0, 0, 0, 0, 0, 0 },
+	{ RS_LIB_NCCL, RS_OP_GROUP_END, "ncclGroupEnd", 0, 0, 0, 0, 0, 0 },
+	/* ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank):
+	 * the 128-byte id goes on the stack, so rank is the third integer register. */
+	{ RS_LIB_NCCL, RS_OP_COMM_INIT, "ncclCommInitRank", 3, 2, 0, 0, 0, INIT },
+	{ RS_LIB_NCCL, RS_OP_COMM_INIT, "ncclCommInitRankConfig", 3, 2, 0, 0, 0, INIT },
+
+	/* MPI_Allreduce(send, recv, count, dtype, op, comm) */
+	{ RS_LIB_MPI, RS_OP_ALLREDUCE, "MPI_Allreduce", 3, 4, 6, 0, 0, SEQ },
+	/* MPI_Allgather(send, scount, stype, recv, rcount, rtype, comm) */
+	{ RS_LIB_MPI, RS_OP_ALLGATHER, "MPI_Allgather", 2, 3, 7, 0, 0, SEQ },
+	/* MPI_Reduce_scatter_block(send, recv, rcount, dtype, op, comm) */
+	{ RS_LIB_MPI, RS_OP_REDUCE_SCATTER, "MPI_Reduce_scatter_block", 3, 4, 6, 0, 0, SEQ },
+	/* MPI_Reduce_scatter(send, recv, rcounts[], dtype, op, comm): counts is an array */
+	{ RS_LIB_MPI, RS_OP_REDUCE_SCATTER, "MPI_Reduce_scatter", 0, 4, 6, 0, 0, SEQ },
+	/* MPI_Bcast(buf, count, dtype, root, comm) */
+	{ RS_LIB_MPI, RS_OP_BROADCAST, "MPI_Bcast", 2, 3, 5, 0, 4, SEQ },
+	/* MPI_Reduce(send, recv, count, dtype, op, root, comm) */
+	{ RS_LIB_MPI, RS_OP_REDUCE, "MPI_Reduce", 3, 4, 7, 0, 6, SEQ },
+	/* MPI_Alltoall(send, scount, stype, recv, rcount, rtype, comm) */
+	{ RS_LIB_MPI, RS_OP_ALLTOALL, "MPI_Alltoall", 2, 3, 7, 0, 0, SEQ },
+	/* MPI_Barrier(comm) */
+	{ RS_LIB_MPI, RS_OP_BARRIER, "MPI_Barrier", 0, 0, 1, 0, 0, SEQ },
+	/* MPI_Gather/Scatter(send, scount, stype, recv, rcount, rtype, root, comm) */
+	{ RS_LIB_MPI, RS_OP_GATHER, "MPI_Gather", 2, 3, 8, 0, 7, SEQ },
+	{ RS_LIB_MPI, RS_OP_SCATTER, "MPI_Scatter", 2, 3, 8, 0, 7, SEQ },
+	/* MPI_Send(buf, count, dtype, dest, tag, comm); MPI_Recv(..., source, tag, comm, status).
+	 * Point-to-point is sequenced per communicator too: it is part of the job's clock. */
+	{ RS_LIB_MPI, RS_OP_SEND, "MPI_Send", 2, 3, 6, 0, 4, SEQ },
+	{ RS_LIB_MPI, RS_OP_RECV, "MPI_Recv", 2, 3, 6, 0, 4, SEQ },
+
+	/* gloo::X(XOptions&): arguments live inside an opaque C++ object. */
+	{ RS_LIB_GLOO, RS_OP_ALLREDUCE, "_ZN4gloo9allreduceERKNS_16AllreduceOptionsE", 0, 0, 0, 0, 0, SEQ },
+	{ RS_LIB_GLOO, RS_OP_ALLGATHER, "_ZN4gloo9allgatherERNS_16AllgatherOptionsE", 0, 0, 0, 0, 0, SEQ },
+	{ RS_LIB_GLOO, RS_OP_ALLGATHER, "_ZN4gloo10allgathervERNS_17AllgathervOptionsE", 0, 0, 0, 0, 0, SEQ },
+	{ RS_LIB_GLOO, RS_OP_BROADCAST, "_ZN4gloo9broadcastERNS_16BroadcastOptionsE", 0, 0, 0, 0, 0, SEQ },
+	{ RS_LIB_GLOO, RS_OP_BARRIER, "_ZN4gloo7barrierERNS_14BarrierOptionsE", 0, 0, 0, 0, 0, SEQ },
+	{ RS_LIB_GLOO, RS_OP_REDUCE, "_ZN4gloo6reduceERNS_13ReduceOptionsE", 0, 0, 0, 0, 0, SEQ },
+	{ RS_LIB_GLOO, RS_OP_GATHER, "_ZN4gloo6gatherERNS_13GatherOptionsE", 0, 0, 0, 0, 0, SEQ },
+	{ RS_LIB_GLOO, RS_OP_SCATTER, "_ZN4gloo7scatterERNS_14ScatterOptionsE", 0, 0, 0, 0, 0, SEQ },
+	{ RS_LIB_GLOO, RS_OP_ALLTOALL, "_ZN4gloo8alltoallERNS_15AlltoallOptionsE", 0, 0, 0, 0, 0, SEQ },
+
+	/* DDP step markers: arg1 is the Reducer (this), one per model. */
+	{ RS_LIB_TORCH, RS_OP_STEP_FORWARD, "_ZN4c10d7Reducer19prepare_for_forwardEv", 0, 0, 1, 0, 0, SEQ },
+	{ RS_LIB_TORCH, RS_OP_STEP_BACKWARD, "_ZN4c10d7Reducer17finalize_backwardEv", 0, 0, 1, 0, 0, 0 },
+};
+const int coll_apis_n = sizeof(coll_apis) / sizeof(coll_apis[0]);
+
+uint64_t libs__cookie(const struct coll_api *a)
+{
+	return rs_cookie(a->op, a->lib, a->count, a->dtype, a->comm, a->stream, a->peer, a->flags);
+}
+
+/* "libfoo.so" or "libfoo.so.<anything>" */
+static bool soname_is(const char *base, const char *stem)
+{
+	size_t n = strlen(stem);
+
+	return !strncmp(base, stem, n) && (base[n] == '\0' || base[n] == '.');
+}
+
+enum rs_lib libs__classify(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	if (soname_is(base, "libnccl.so"))
+		return RS_LIB_NCCL;
+	if (soname_is(base, "libmpi.so"))
+		return RS_LIB_MPI;
+	if (soname_is(base, "libgloo.so"))
+		return RS_LIB_GLOO;
+	if (soname_is(base, "libtorch_cpu.so"))
+		return RS_LIB_TORCH;
+	return RS_LIB_NONE;
+}
+
+int libs__scan_maps(const char *maps, struct proc_libs *out)
+{
+	const char *line = maps, *nl;
+	struct proc_map m;
+	struct proc_lib *pl;
+	char buf[PATH_MAX + 256];
+	size_t n, plen;
+	enum rs_lib lib;
+	int found = 0;
+
+	memset(out, 0, sizeof(*out));
+	for (; *line; line = nl ? nl + 1 : line + n) {
+		nl = strchr(line, '\n');
+		n = nl ? (size_t)(nl - line) : strlen(line);
+		if (n >= sizeof(buf))
+			continue;
+		memcpy(buf, line, n);
+		buf[n] = '\0';
+		if (procfs__parse_maps_line(buf, &m) || m.path[0] != '/' || !m.inode)
+			continue;
+		plen = strlen(m.path);
+		/* replaced on disk since mapping: the path no longer names what runs */
+		if (plen > 10 && !strcmp(m.path + plen - 10, " (deleted)"))
+			continue;
+		lib = libs__classify(m.path);
+		if (lib == RS_LIB_NONE || plen >= PATH_MAX)
+			continue;
+		pl = &out->lib[lib];
+		if (pl->found && (pl->inode != m.inode || pl->start <= m.start))
+			continue;	/* keep the first library of a kind, at its lowest mapping */
+		if (!pl->found)
+			found++;
+		pl->found = true;
+		memcpy(pl->path, m.path, plen + 1);
+		pl->dev = makedev(m.dev_major, m.dev_minor);
+		pl->inode = m.inode;
+		pl->start = m.start;
+		pl->end = m.end;
+		pl->pgoff = m.pgoff;
+	}
+	return found;
+}
+
+int libs__discover(pid_t pid, struct proc_libs *out)
+{
+	char *maps;
+	ssize_t n;
+	int found;
+
+	n = procfs__read(pid, "maps", &maps, PROC_MAPS_MAX);
+	if (n < 0)
+		return n;
+	found = libs__scan_maps(maps, out);
+	free(maps);
+	return found;
+}
+
+int libs__root_path(pid_t pid, const char *path, char *out, size_t n)
+{
+	int len;
+
+	if (path[0] != '/')
+		return -EINVAL;
+	len = snprintf(out, n, "/proc/%d/root%s", (int)pid, path);
+	if (len < 0 || (size_t)len >= n)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+struct resolve_ctx {
+	struct elfsym *e;
+	unsigned int lib;
+	struct probe_site *sites;
+	bool *seen;
+	int n;
+};
+
+static int resolve_cb(const char *name, uint64_t vaddr, uint64_t size, bool is_func, void *vctx)
+{
+	struct resolve_ctx *c = vctx;
+	struct probe_site *s;
+	int i;
+
+	if (!is_func)
+		return 0;
+	for (i = 0; i < coll_apis_n; i++) {
+		if (coll_apis[i].lib != c->lib || c->seen[i] || strcmp(coll_apis[i].sym, name))
+			continue;
+		s = &c->sites[c->n];
+		if (elfsym__probe_offset(c->e, vaddr, &s->offset, &s->skipped_endbr))
+			return 0;
+		s->api = &coll_apis[i];
+		c->seen[i] = true;
+		c->n++;
+	}
+	return 0;
+}
+
+int libs__resolve(const char *host_path, const struct proc_lib *pl, unsigned int lib,
+		  struct probe_site *sites)
+{
+	struct resolve_ctx c = { .lib = lib, .sites = sites };
+	uint64_t dev, ino;
+	int err;
+
+	err = elfsym__open(host_path, &c.e);
+	if (err)
+		return err;
+	elfsym__ident(c.e, &dev, &ino);
+	/* the path must still name the inode the process mapped (no swap behind our back) */
+	if (ino != pl->inode || (pl->dev && dev != pl->dev)) {
+		err = -ESTALE;
+		goto out;
+	}
+	c.seen = calloc(coll_apis_n, sizeof(bool));
+	if (!c.seen) {
+		err = -ENOMEM;
+		goto out;
+	}
+	err = elfsym__foreach(c.e, resolve_cb, &c);
+	free(c.seen);
+	if (!err)
+		err = c.n;
+out:
+	elfsym__free(c.e);
+	return err;
+}

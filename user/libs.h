@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/* Collective libraries: which APIs we probe, where a process mapped them, and the probe sites. */
+#ifndef RS_LIBS_H
+#define RS_LIBS_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <linux/types.h>
+#include "collectives.h"
+
+/* One probed API: which SysV argument holds what (see RS_CK_* in collectives.h). */
+struct coll_api {
+	unsigned char lib;
+	unsigned char op;
+	const char *sym;	/* exact (mangled) name */
+	unsigned char count, dtype, comm, stream, peer, flags;
+};
+
+extern const struct coll_api coll_apis[];
+extern const int coll_apis_n;
+
+/* A supported library as one process mapped it. */
+struct proc_lib {
+	bool found;
+	char path[PATH_MAX];	/* as in /proc/PID/maps (inside the process' mount namespace) */
+	uint64_t dev;		/* makedev(major, minor) from maps */
+	uint64_t inode;
+	uint64_t start;		/* lowest mapping, for the load bias */
+	uint64_t end;
+	uint64_t pgoff;
+};
+
+struct proc_libs {
+	struct proc_lib lib[RS_LIB_MAX];
+};
+
+struct probe_site {
+	const struct coll_api *api;
+	uint64_t offset;	/* file offset for the uprobe */
+	bool skipped_endbr;
+};
+
+/* Which supported library a mapped path is, by file name; RS_LIB_NONE if none. */
+enum rs_lib libs__classify(const char *path);
+
+/* Scan a maps text (NUL-terminated) for supported libraries. Returns how many were found. */
+int libs__scan_maps(const char *maps, struct proc_libs *out);
+
+/* Read /proc/PID/maps and scan it. Returns the count found or -errno. */
+int libs__discover(pid_t pid, struct proc_libs *out);
+
+/* Build "/proc/PID/root<path>". Returns 0 or -ENAMETOOLONG / -EINVAL (path not absolute). */
+int libs__root_path(pid_t pid, const char *path, char *out, size_t n);
+
+/* Resolve every table API of lib in the file at host_path (which must be the mapped inode:
+ * -ESTALE otherwise). sites must hold coll_apis_n entries. Returns the number of sites. */
+int libs__resolve(const char *host_path, const struct proc_lib *pl, unsigned int lib,
+		  struct probe_site *sites);
+
+uint64_t libs__cookie(const struct coll_api *api);
+
+#endif /* RS_LIBS_H */

@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/* rankscope: dispatch to one verb. */
+#include <stdio.h>
+#include <string.h>
+#include "cmd.h"
+#include "log.h"
+#include "rankscope.h"
+
+#define RANKSCOPE_VERSION "0.1.0"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"Usage: rankscope COMMAND [OPTIONS]\n"
+"\n"
+"Zero-instrumentation profiler for distributed training jobs.\n"
+"\n"
+"Commands:\n"
+"  attach    attach to running ranks by PID and show per-rank collectives, I/O,\n"
+"            scheduling and TCP (rankscope attach --help)\n"
+"  version   print the version\n"
+"  help      this help\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "attach"))
+		return cmd_attach(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {
+		printf("rankscope %s (wire ABI %d)\n", RANKSCOPE_VERSION, RS_ABI);
+		return 0;
+	}
+	if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		usage(stdout);
+		return 0;
+	}
+	pr_warn("unknown command '%s'; run 'rankscope help' for the list", argv[1]);
+	return 2;
+}

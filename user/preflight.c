@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/* Preflight checks: the cheapest place to turn a cryptic libbpf error into the fix. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <linux/capability.h>
+#include "preflight.h"
+
+#ifndef CAP_PERFMON
+#define CAP_PERFMON 38
+#endif
+#ifndef CAP_BPF
+#define CAP_BPF 39
+#endif
+
+const struct preflight_paths preflight_default = {
+	.btf = "/sys/kernel/btf/vmlinux",
+	.tracefs = "/sys/kernel/tracing",
+	.debugfs_tracing = "/sys/kernel/debug/tracing",
+};
+
+static int has_cap(const struct __user_cap_data_struct *d, int cap)
+{
+	return !!(d[cap / 32].effective & (1u << (cap % 32)));
+}
+
+int preflight__privileges(char *msg, size_t n)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2] = {};
+
+	if (syscall(SYS_capget, &h, d)) {
+		snprintf(msg, n, "failed to read capabilities: %s", strerror(errno));
+		return -EPERM;
+	}
+	if (has_cap(d, CAP_SYS_ADMIN) || (has_cap(d, CAP_BPF) && has_cap(d, CAP_PERFMON)))
+		return 0;
+	snprintf(msg, n, "need root or CAP_BPF+CAP_PERFMON to load eBPF probes; run with sudo "
+		 "(in Kubernetes: a privileged pod, see deploy/)");
+	return -EPERM;
+}
+
+int preflight__btf(const struct preflight_paths *pp, char *msg, size_t n)
+{
+	if (!access(pp->btf, R_OK))
+		return 0;
+	snprintf(msg, n, "kernel BTF not found at %s; rankscope needs a kernel built with "
+		 "CONFIG_DEBUG_INFO_BTF=y (5.8 or later)", pp->btf);
+	return -ENOENT;
+}
+
+static int has_events(const char *dir)
+{
+	char p[PATH_MAX];
+	struct stat st;
+
+	snprintf(p, sizeof(p), "%s/events", dir);
+	return !stat(p, &st) && S_ISDIR(st.st_mode);
+}
+
+int preflight__tracefs(const struct preflight_paths *pp, int try_mount, char *msg, size_t n)
+{
+	if (has_events(pp->tracefs) || has_events(pp->debugfs_tracing))
+		return 0;
+	/* Debian does not mount it in containers or minimal VMs; it is safe to mount. */
+	if (try_mount && !mount("nodev", pp->tracefs, "tracefs", 0, NULL) &&
+	    has_events(pp->tracefs))
+		return 0;
+	snprintf(msg, n, "tracefs is not mounted at %s (needed for syscall tracepoints); run: "
+		 "mount -t tracefs nodev %s", pp->tracefs, pp->tracefs);
+	return -ENOENT;
+}

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/* Checks before loading anything, each failing with the one-line fix. */
+#ifndef RS_PREFLIGHT_H
+#define RS_PREFLIGHT_H
+
+#include <stddef.h>
+
+struct preflight_paths {
+	const char *btf;	/* /sys/kernel/btf/vmlinux */
+	const char *tracefs;	/* /sys/kernel/tracing */
+	const char *debugfs_tracing;	/* /sys/kernel/debug/tracing */
+};
+
+extern const struct preflight_paths preflight_default;
+
+/* Privileges: root, or CAP_BPF + CAP_PERFMON (+ CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH for /proc).
+ * Returns 0 or -EPERM with msg filled. */
+int preflight__privileges(char *msg, size_t n);
+
+/* BTF present. Returns 0 or -ENOENT with msg filled. */
+int preflight__btf(const struct preflight_paths *pp, char *msg, size_t n);
+
+/* tracefs reachable (tries to mount it when try_mount). Returns 0 or -ENOENT with msg. */
+int preflight__tracefs(const struct preflight_paths *pp, int try_mount, char *msg, size_t n);
+
+#endif /* RS_PREFLIGHT_H */

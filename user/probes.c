@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/* Shared maps and family lifecycle; each family's skeleton lives in user/probe_<family>.c. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "decode.h"
+#include "log.h"
+#include "probes.h"
+
+static const struct {
+	int (*load)(struct probes *p);
+	void (*free)(struct probes *p);
+} families[RS_FAM_MAX] = {
+	[RS_FAM_SCHED] = { probe_sched__load, probe_sched__free },
+	[RS_FAM_IO] = { probe_io__load, probe_io__free },
+	[RS_FAM_NET] = { probe_net__load, probe_net__free },
+	[RS_FAM_COLL] = { probe_collectives__load, probe_collectives__free },
+};
+
+void probes__fail(struct probes *p, int fam, int err, const char *step)
+{
+	char buf[96];
+
+	p->fam_err[fam] = err ? err : -EINVAL;
+	libbpf_strerror(p->fam_err[fam], buf, sizeof(buf));
+	snprintf(p->fam_why[fam], sizeof(p->fam_why[fam]), "failed to %s: %s", step, buf);
+}
+
+int probes__reuse_shared(struct probes *p, struct bpf_map *tracked, struct bpf_map *events,
+			 struct bpf_map *stats, struct bpf_map *sock)
+{
+	int err;
+
+	err = bpf_map__reuse_fd(tracked, p->tracked_fd);
+	if (!err)
+		err = bpf_map__set_max_entries(events, p->cfg.ringbuf_bytes);
+	if (!err)
+		err = bpf_map__reuse_fd(events, p->events_fd);
+	if (!err)
+		err = bpf_map__reuse_fd(stats, p->stats_fd);
+	if (!err)
+		err = bpf_map__reuse_fd(sock, p->sock_fd);
+	return err;
+}
+
+static int create_shared(struct probes *p)
+{
+	p->tracked_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "rs_tracked", sizeof(__u32),
+				       sizeof(struct rs_track), RS_MAX_TRACKED, NULL);
+	if (p->tracked_fd < 0)
+		return -errno;
+	p->events_fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "rs_events", 0, 0,
+				      p->cfg.ringbuf_bytes, NULL);
+	if (p->events_fd < 0)
+		return -errno;
+	p->stats_fd = bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "rs_stats", sizeof(__u32),
+				     sizeof(struct rs_fam_stats), RS_FAM_MAX, NULL);
+	if (p->stats_fd < 0)
+		return -errno;
+	p->sock_fd = bpf_map_create(BPF_MAP_TYPE_LRU_HASH, "rs_sock_owner", sizeof(__u64),
+				    sizeof(struct rs_track), RS_MAX_SOCKS, NULL);
+	if (p->sock_fd < 0)
+		return -errno;
+	return 0;
+}
+
+static int silent_print(enum libbpf_print_level lvl, const char *fmt, va_list ap)
+{
+	if (lvl == LIBBPF_DEBUG && log_verbosity < LOG_DEBUG)
+		return 0;
+	if (log_verbosity < LOG_DEBUG)
+		return 0;	/* failures are reported once, per family, by us */
+	return vfprintf(stderr, fmt, ap);
+}
+
+int probes__open(struct probes *p, const struct probes_cfg *cfg)
+{
+	int fam, running = 0, err;
+
+	memset(p, 0, sizeof(*p));
+	p->cfg = *cfg;
+	p->tracked_fd = p->events_fd = p->stats_fd = p->sock_fd = -1;
+	libbpf_set_print(silent_print);
+	err = create_shared(p);
+	if (err)
+		return err;
+	for (fam = 0; fam < RS_FAM_MAX; fam++) {
+		if (cfg->disable[fam]) {
+			p->fam_err[fam] = -ECANCELED;
+			snprintf(p->fam_why[fam], sizeof(p->fam_why[fam]), "disabled");
+			continue;
+		}
+		err = families[fam].load(p);
+		if (err) {
+			if (!p->fam_err[fam])
+				probes__fail(p, fam, err, "load");
+			families[fam].free(p);
+			continue;
+		}
+		running++;
+	}
+	return running;
+}
+
+void probes__close(struct probes *p)
+{
+	int fam;
+
+	for (fam = 0; fam < RS_FAM_MAX; fam++)
+		families[fam].free(p);
+	if (p->tracked_fd >= 0)
+		close(p->tracked_fd);
+	if (p->events_fd >= 0)
+		close(p->events_fd);
+	if (p->stats_fd >= 0)
+		close(p->stats_fd);
+	if (p->sock_fd >= 0)
+		close(p->sock_fd);
+	p->tracked_fd = p->events_fd = p->stats_fd = p->sock_fd = -1;
+}
+
+int probes__track(struct probes *p, pid_t tgid, uint32_t slot, pid_t root, bool is_root)
+{
+	struct rs_track tr = {
+		.slot = slot,
+		.root_tgid = root,
+		.flags = is_root ? RS_TRACK_ROOT : 0,
+	};
+	__u32 key = tgid;
+
+	if (slot >= RS_MAX_SLOTS)
+		return -E2BIG;
+	if (bpf_map_update_elem(p->tracked_fd, &key, &tr, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+int probes__untrack(struct probes *p, pid_t tgid)
+{
+	__u32 key = tgid;
+
+	if (bpf_map_delete_elem(p->tracked_fd, &key) && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
+int probes__attach_coll(struct probes *p, pid_t pid, const struct proc_libs *libs,
+			struct coll_report *rep)
+{
+	struct probe_site *sites;
+	char path[PATH_MAX + 64];
+	int lib, i, n, err, total = 0;
+
+	memset(rep, 0, sizeof(*rep));
+	if (!p->coll)
+		return -ENOENT;
+	sites = calloc(coll_apis_n, sizeof(*sites));
+	if (!sites)
+		return -ENOMEM;
+	for (lib = 1; lib < RS_LIB_MAX; lib++) {
+		const struct proc_lib *pl = &libs->lib[lib];
+
+		if (!pl->found)
+			continue;
+		err = libs__root_path(pid, pl->path, path, sizeof(path));
+		rep->via[lib] = "root";
+		n = err ? err : libs__resolve(path, pl, lib, sites);
+		if (n == -ESTALE || n == -ENOENT) {
+			/* overlayfs shows another inode through the path; map_files is the mapping */
+			snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", (int)pid,
+				 (unsigned long long)pl->start, (unsigned long long)pl->end);
+			n = -ESTALE;
+		}
+		if (n < 0) {
+			rep->err[lib] = n;
+			continue;
+		}
+		for (i = 0; i < n; i++) {
+			err = probe_collectives__attach(p, pid, path, sites[i].offset,
+							libs__cookie(sites[i].api));
+			if (err) {
+				rep->err[lib] = err;
+				break;
+			}
+			rep->nsites[lib]++;
+			rep->endbr[lib] += sites[i].skipped_endbr;
+			total++;
+		}
+	}
+	free(sites);
+	return total;
+}
+
+int probes__fam_stats(struct probes *p, struct rs_fam_stats out[RS_FAM_MAX])
+{
+	int ncpu = libbpf_num_possible_cpus(), c;
+	struct rs_fam_stats *per;
+	__u32 fam;
+
+	memset(out, 0, sizeof(*out) * RS_FAM_MAX);
+	if (ncpu <= 0)
+		return ncpu ? ncpu : -EINVAL;
+	per = calloc(ncpu, sizeof(*per));
+	if (!per)
+		return -ENOMEM;
+	for (fam = 0; fam < RS_FAM_MAX; fam++) {
+		if (bpf_map_lookup_elem(p->stats_fd, &fam, per))
+			continue;
+		for (c = 0; c < ncpu; c++) {
+			out[fam].attempted += per[c].attempted;
+			out[fam].dropped += per[c].dropped;
+		}
+	}
+	free(per);
+	return 0;
+}
+
+int probes__read_slot(struct probes *p, uint32_t slot, struct slot_snapshot *s)
+{
+	memset(s, 0, sizeof(*s));
+	if (slot >= RS_MAX_SLOTS)
+		return -E2BIG;
+	if (p->sched)
+		probe_sched__read(p, slot, s);
+	if (p->io)
+		probe_io__read(p, slot, s);
+	if (p->net)
+		probe_net__read(p, slot, s);
+	return 0;
+}
+
+unsigned int probes__count(const struct probes *p)
+{
+	unsigned int n = 0;
+	int fam;
+
+	for (fam = 0; fam < RS_FAM_MAX; fam++)
+		n += p->fam_progs[fam];
+	return n;
+}

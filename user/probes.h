@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/* The probe families: shared maps, one skeleton per family, per-target collective uprobes. */
+#ifndef RS_PROBES_H
+#define RS_PROBES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <linux/types.h>
+#include "rankscope.h"
+#include "sched.h"
+#include "io.h"
+#include "net.h"
+#include "libs.h"
+
+struct bpf_link;
+struct ring_buffer;
+struct sched_bpf;
+struct io_bpf;
+struct net_bpf;
+struct collectives_bpf;
+
+struct probes_cfg {
+	uint32_t ringbuf_bytes;		/* power of two, >= page size */
+	uint64_t offcpu_min_ns;
+	uint64_t io_min_ns;
+	bool disable[RS_FAM_MAX];
+};
+
+struct probes {
+	struct probes_cfg cfg;
+	/* shared across every skeleton */
+	int tracked_fd;
+	int events_fd;
+	int stats_fd;
+	int sock_fd;
+	/* one skeleton per family; NULL when it failed or is disabled */
+	struct sched_bpf *sched;
+	struct io_bpf *io;
+	struct net_bpf *net;
+	struct collectives_bpf *coll;
+	int fam_err[RS_FAM_MAX];	/* 0, or -errno of the step that failed */
+	char fam_why[RS_FAM_MAX][160];
+	unsigned int fam_progs[RS_FAM_MAX];	/* programs or probes attached */
+	struct bpf_link **coll_links;
+	size_t coll_nlinks;
+	size_t coll_cap;
+};
+
+/* What attaching the collective probes to one process found. */
+struct coll_report {
+	int nsites[RS_LIB_MAX];		/* probe sites attached per library */
+	int endbr[RS_LIB_MAX];		/* of those, moved past an endbr64 */
+	int err[RS_LIB_MAX];		/* -errno per library that was found but failed */
+	const char *via[RS_LIB_MAX];	/* "root" or "map_files" */
+};
+
+struct slot_snapshot {
+	struct rs_sched_slot sched;
+	struct rs_hist runq;
+	struct rs_io_stat io[RS_FD_MAX][2];	/* [kind][is_write] */
+	struct rs_net_slot net;
+};
+
+/* Create the shared maps and load + attach every enabled family. A family that fails is
+ * recorded in fam_err/fam_why and skipped. Returns the number of families running, or
+ * -errno when the shared maps cannot be created (nothing can run). */
+int probes__open(struct probes *p, const struct probes_cfg *cfg);
+void probes__close(struct probes *p);
+
+/* Track tgid as a rank root (flags RS_TRACK_ROOT) or child. Returns 0 or -errno. */
+int probes__track(struct probes *p, pid_t tgid, uint32_t slot, pid_t root, bool is_root);
+int probes__untrack(struct probes *p, pid_t tgid);
+
+/* Put the collective uprobes on every supported library pid maps.
+ * Returns the number of probes attached (0: no collective library), or -errno. */
+int probes__attach_coll(struct probes *p, pid_t pid, const struct proc_libs *libs,
+			struct coll_report *rep);
+
+/* Sum the per-CPU family counters. */
+int probes__fam_stats(struct probes *p, struct rs_fam_stats out[RS_FAM_MAX]);
+
+/* Read one slot's cumulative per-rank maps (zeros for families not running). */
+int probes__read_slot(struct probes *p, uint32_t slot, struct slot_snapshot *s);
+
+/* Every probe attached right now (family programs + collective uprobes). */
+unsigned int probes__count(const struct probes *p);
+
+/* Family owners (user/probe_<family>.c). Each returns 0 or -errno and fills fam_why. */
+int probe_sched__load(struct probes *p);
+void probe_sched__free(struct probes *p);
+int probe_io__load(struct probes *p);
+void probe_io__free(struct probes *p);
+int probe_net__load(struct probes *p);
+void probe_net__free(struct probes *p);
+int probe_collectives__load(struct probes *p);
+void probe_collectives__free(struct probes *p);
+int probe_collectives__attach(struct probes *p, pid_t pid, const char *path, uint64_t offset,
+			      uint64_t cookie);
+int probe_sched__read(struct probes *p, uint32_t slot, struct slot_snapshot *s);
+int probe_io__read(struct probes *p, uint32_t slot, struct slot_snapshot *s);
+int probe_net__read(struct probes *p, uint32_t slot, struct slot_snapshot *s);
+
+/* Helpers for the family owners. */
+struct bpf_map;
+int probes__reuse_shared(struct probes *p, struct bpf_map *tracked, struct bpf_map *events,
+			 struct bpf_map *stats, struct bpf_map *sock);
+void probes__fail(struct probes *p, int fam, int err, const char *step);
+
+#endif /* RS_PROBES_H */

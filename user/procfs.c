@@ -1,0 +1,228 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/* /proc readers and parsers; pure helpers return -errno and never log. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "procfs.h"
+
+ssize_t procfs__read(pid_t pid, const char *name, char **bufp, size_t max)
+{
+	char path[64], *buf = NULL, *nb;
+	size_t len = 0, cap = 0;
+	ssize_t n;
+	int fd, err;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		if (len + 1 >= cap) {
+			if (cap >= max + 1)
+				break;	/* truncated at max */
+			cap = cap ? cap * 2 : 4096;
+			if (cap > max + 1)
+				cap = max + 1;
+			nb = realloc(buf, cap);
+			if (!nb) {
+				err = -ENOMEM;
+				goto fail;
+			}
+			buf = nb;
+		}
+		n = read(fd, buf + len, cap - 1 - len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			err = -errno;
+			goto fail;
+		}
+		if (n == 0)
+			break;
+		len += n;
+	}
+	close(fd);
+	if (!buf) {
+		buf = malloc(1);
+		if (!buf)
+			return -ENOMEM;
+	}
+	buf[len] = '\0';
+	*bufp = buf;
+	return len;
+fail:
+	close(fd);
+	free(buf);
+	return err;
+}
+
+static int parse_hex(const char **p, uint64_t *out)
+{
+	const char *s = *p;
+	uint64_t v = 0;
+	int digits = 0, d;
+
+	for (;; s++, digits++) {
+		if (*s >= '0' && *s <= '9')
+			d = *s - '0';
+		else if (*s >= 'a' && *s <= 'f')
+			d = *s - 'a' + 10;
+		else if (*s >= 'A' && *s <= 'F')
+			d = *s - 'A' + 10;
+		else
+			break;
+		if (digits >= 16)
+			return -EINVAL;
+		v = v << 4 | d;
+	}
+	if (!digits)
+		return -EINVAL;
+	*out = v;
+	*p = s;
+	return 0;
+}
+
+static int expect(const char **p, char c)
+{
+	if (**p != c)
+		return -EINVAL;
+	(*p)++;
+	return 0;
+}
+
+int procfs__parse_maps_line(const char *line, struct proc_map *m)
+{
+	const char *p = line;
+	uint64_t v;
+	int i;
+
+	memset(m, 0, sizeof(*m));
+	if (parse_hex(&p, &m->start) || expect(&p, '-') || parse_hex(&p, &m->end) ||
+	    expect(&p, ' '))
+		return -EINVAL;
+	for (i = 0; i < 4; i++, p++) {
+		if (!*p || *p == ' ')
+			return -EINVAL;
+		m->perms[i] = *p;
+	}
+	if (expect(&p, ' ') || parse_hex(&p, &m->pgoff) || expect(&p, ' '))
+		return -EINVAL;
+	if (parse_hex(&p, &v) || v > UINT_MAX || expect(&p, ':'))
+		return -EINVAL;
+	m->dev_major = v;
+	if (parse_hex(&p, &v) || v > UINT_MAX || expect(&p, ' '))
+		return -EINVAL;
+	m->dev_minor = v;
+	/* inode is decimal */
+	if (*p < '0' || *p > '9')
+		return -EINVAL;
+	for (v = 0; *p >= '0' && *p <= '9'; p++) {
+		if (v > (UINT64_MAX - 9) / 10)
+			return -EINVAL;
+		v = v * 10 + (*p - '0');
+	}
+	m->inode = v;
+	if (m->end < m->start)
+		return -EINVAL;
+	while (*p == ' ')
+		p++;
+	m->path = p;
+	return 0;
+}
+
+const char *procfs__environ_get(const char *env, size_t len, const char *key)
+{
+	size_t klen = strlen(key), i = 0, elen;
+	const char *e, *nul;
+
+	while (i < len) {
+		e = env + i;
+		nul = memchr(e, '\0', len - i);
+		elen = nul ? (size_t)(nul - e) : len - i;
+		/* an unterminated last entry is truncated input: ignore it */
+		if (nul && elen > klen && !memcmp(e, key, klen) && e[klen] == '=')
+			return e + klen + 1;
+		i += elen + 1;
+	}
+	return NULL;
+}
+
+int procfs__parse_stat(const char *buf, size_t len, struct proc_stat *st)
+{
+	const char *open, *close, *p, *end = buf + len;
+	unsigned long long start;
+	size_t clen;
+	int field, n;
+	char state;
+
+	memset(st, 0, sizeof(*st));
+	open = memchr(buf, '(', len);
+	if (!open)
+		return -EINVAL;
+	/* comm may itself contain ')': the real one is the last */
+	for (close = NULL, p = open; p < end; p++)
+		if (*p == ')')
+			close = p;
+	if (!close || close + 2 >= end)
+		return -EINVAL;
+	if (sscanf(buf, "%d", &st->pid) != 1)
+		return -EINVAL;
+	clen = close - open - 1;
+	if (clen >= sizeof(st->comm))
+		clen = sizeof(st->comm) - 1;
+	memcpy(st->comm, open + 1, clen);
+	st->comm[clen] = '\0';
+	p = close + 2;
+	if (sscanf(p, "%c %d%n", &state, &st->ppid, &n) != 2)
+		return -EINVAL;
+	st->state = state;
+	p += n;
+	/* fields 5..21 precede starttime (22) */
+	for (field = 5; field <= 21; field++) {
+		while (p < end && *p == ' ')
+			p++;
+		while (p < end && *p != ' ')
+			p++;
+		if (p >= end)
+			return -EINVAL;
+	}
+	if (sscanf(p, " %llu", &start) != 1)
+		return -EINVAL;
+	st->starttime = start;
+	return 0;
+}
+
+int procfs__stat(pid_t pid, struct proc_stat *st)
+{
+	char *buf;
+	ssize_t n;
+	int err;
+
+	n = procfs__read(pid, "stat", &buf, 4096);
+	if (n < 0)
+		return n;
+	err = procfs__parse_stat(buf, n, st);
+	free(buf);
+	return err;
+}
+
+int parse_long(const char *s, long lo, long hi, long *out)
+{
+	char *end;
+	long v;
+
+	if (!s || !*s || *s == ' ')
+		return -EINVAL;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (*end)
+		return -EINVAL;
+	if (errno == ERANGE || v < lo || v > hi)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/* /proc readers and parsers. Everything read here comes from a possibly hostile process. */
+#ifndef RS_PROCFS_H
+#define RS_PROCFS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define PROC_ENVIRON_MAX	(1 << 20)	/* larger environs are truncated, never trusted further */
+#define PROC_MAPS_MAX		(16 << 20)
+
+struct proc_map {
+	uint64_t start;
+	uint64_t end;
+	uint64_t pgoff;
+	uint64_t inode;
+	unsigned int dev_major;
+	unsigned int dev_minor;
+	char perms[5];
+	const char *path;	/* points into the parsed line; "" for anonymous mappings */
+};
+
+struct proc_stat {
+	int pid;
+	char comm[64];
+	char state;
+	int ppid;
+	uint64_t starttime;	/* clock ticks since boot: with pid, identifies a process across reuse */
+};
+
+/* Read /proc/PID/NAME into a NUL-terminated malloc'd buffer of at most max bytes.
+ * Returns the length, or -errno (-ENOENT/-ESRCH when the process is gone). */
+ssize_t procfs__read(pid_t pid, const char *name, char **buf, size_t max);
+
+/* Parse one /proc/PID/maps line (NUL-terminated, no newline); modifies nothing.
+ * Returns 0, or -EINVAL on malformed input. m->path points into line. */
+int procfs__parse_maps_line(const char *line, struct proc_map *m);
+
+/* Find KEY in a NUL-separated environ block of len bytes.
+ * Returns a pointer to the value inside env (NUL-terminated within len), or NULL. */
+const char *procfs__environ_get(const char *env, size_t len, const char *key);
+
+/* Parse /proc/PID/stat text. Returns 0 or -EINVAL. */
+int procfs__parse_stat(const char *buf, size_t len, struct proc_stat *st);
+
+/* Read and parse /proc/PID/stat. Returns 0 or -errno. */
+int procfs__stat(pid_t pid, struct proc_stat *st);
+
+/* Strict decimal parse of a whole string into [lo, hi]. Returns 0 or -EINVAL/-ERANGE. */
+int parse_long(const char *s, long lo, long hi, long *out);
+
+#endif /* RS_PROCFS_H */

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/* Output: the JSON-lines contract and the live table. Field names here are a stable API. */
+#ifndef RS_REPORT_H
+#define RS_REPORT_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include "decode.h"
+#include "json.h"
+#include "stats.h"
+
+struct self_stats {
+	uint64_t attempted[RS_FAM_MAX];
+	uint64_t received[RS_FAM_MAX];
+	uint64_t dropped[RS_FAM_MAX];
+	uint64_t invalid;		/* records that failed to decode */
+	unsigned int probes_attached;
+};
+
+/* {"type":"rank",...}: once per rank on attach, again if its rank number is learned later. */
+void report__rank(struct json *j, const struct rank_state *rs, const char *const *families,
+		  int nfam);
+
+/* {"type":"collective",...}: comm is the communicator's global name, bytes 0 if unknown. */
+void report__coll(struct json *j, const struct rank_state *rs, const struct rs_ev_coll *e,
+		  const char *comm, uint64_t bytes);
+
+/* {"type":"comm_init",...} */
+void report__comm_init(struct json *j, const struct rank_state *rs,
+		       const struct rs_ev_comm_init *e, const char *comm);
+
+/* The other streamed kinds with --events: "offcpu", "io", "fork", "exit", "tcp". */
+void report__event(struct json *j, const struct rank_state *rs, const struct rs_event *ev);
+
+/* {"type":"stats",...}: once a second per rank. */
+void report__stats(struct json *j, const struct rank_row *row, uint64_t t_ns);
+
+/* {"type":"self",...}: once a second and once at exit ("final":true). */
+void report__self(struct json *j, const struct self_stats *s, uint64_t t_ns, bool final);
+
+/* The live table. ansi: clear the screen first (a TTY). */
+void report__table(FILE *f, const struct rank_row *rows, int n, const struct self_stats *s,
+		   bool ansi);
+
+/* "1.2ms"-style duration into buf. */
+const char *report__dur(double ns, char *buf, size_t n);
+
+#endif /* RS_REPORT_H */

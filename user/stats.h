@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/* Per-rank live numbers: collective counters from events, the rest from kernel map snapshots. */
+#ifndef RS_STATS_H
+#define RS_STATS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "probes.h"
+#include "ranks.h"
+
+struct op_acc {
+	uint64_t calls;
+	uint64_t inside_ns;
+};
+
+/* Everything rankscope knows about one attached rank. Owned by the attach session. */
+struct rank_state {
+	uint32_t slot;
+	pid_t pid;
+	uint64_t starttime;
+	char comm[64];
+	struct rank_info info;
+	struct proc_libs libs;
+	struct coll_report coll;
+	int coll_probes;
+	bool exited;
+	int exit_code;
+	uint64_t workers;		/* forked processes seen */
+	struct op_acc ops[RS_OP_MAX];	/* cumulative, from collective events */
+	struct op_acc prev_ops[RS_OP_MAX];
+	struct slot_snapshot prev;
+	uint64_t prev_t_ns;
+};
+
+/* One table row / stats line: rates over the last interval. */
+struct rank_row {
+	int rank;
+	pid_t pid;
+	double dt_s;
+	struct {
+		uint64_t calls;		/* in the interval */
+		uint64_t total;		/* since attach */
+		double per_s;
+		double mean_inside_ns;
+	} ops[RS_OP_MAX];
+	struct {
+		uint64_t calls;
+		uint64_t p50_ns;
+		uint64_t p99_ns;
+		uint64_t bytes;
+		uint64_t ns;
+	} rd[RS_FD_MAX], wr[RS_FD_MAX];
+	uint64_t runq_p99_ns;
+	double offcpu_share;		/* main thread, 0..1; NaN when it never switched */
+	uint64_t retrans;		/* in the interval */
+	uint64_t retrans_total;
+	double srtt_us;			/* mean over the interval's samples; last known if none */
+	bool exited;
+};
+
+void stats__on_coll(struct rank_state *rs, unsigned int op, uint64_t enter_ns, uint64_t exit_ns);
+
+/* Compute the row for the interval since the previous call and make now the new baseline. */
+void stats__row(struct rank_state *rs, const struct slot_snapshot *now, uint64_t t_ns,
+		struct rank_row *row);
+
+#endif /* RS_STATS_H */

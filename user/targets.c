@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/* Target selection from /proc. */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include "libs.h"
+#include "procfs.h"
+#include "ranks.h"
+#include "targets.h"
+
+int targets__parse_pids(const char *s, pid_t *pids, int max, const char **bad)
+{
+	char tok[32];
+	const char *p = s, *comma;
+	size_t len;
+	long v;
+	int n = 0, i;
+	bool dup;
+
+	*bad = s;
+	if (!s || !*s)
+		return -EINVAL;
+	for (;;) {
+		comma = strchr(p, ',');
+		len = comma ? (size_t)(comma - p) : strlen(p);
+		*bad = p;
+		if (!len || len >= sizeof(tok))
+			return -EINVAL;
+		memcpy(tok, p, len);
+		tok[len] = '\0';
+		if (parse_long(tok, 1, 4194304, &v))
+			return -EINVAL;
+		for (dup = false, i = 0; i < n; i++)
+			dup |= pids[i] == (pid_t)v;
+		if (!dup) {
+			if (n >= max)
+				return -E2BIG;
+			pids[n++] = v;
+		}
+		if (!comma)
+			break;
+		p = comma + 1;
+	}
+	return n;
+}
+
+struct cand {
+	pid_t pid;
+	pid_t ppid;
+	bool has_rank;
+	int rank;
+};
+
+static bool looks_like_rank(pid_t pid, struct cand *c)
+{
+	struct rank_info ri;
+	struct proc_libs libs;
+	struct proc_stat st;
+	char *env;
+	ssize_t n;
+
+	if (procfs__stat(pid, &st) || st.state == 'Z')
+		return false;
+	c->pid = pid;
+	c->ppid = st.ppid;
+	c->has_rank = false;
+	ranks__init(&ri);
+	n = procfs__read(pid, "environ", &env, PROC_ENVIRON_MAX);
+	if (n > 0) {
+		c->has_rank = ranks__from_environ(env, n, &ri) == 1;
+		c->rank = ri.rank;
+	}
+	if (n >= 0)
+		free(env);
+	if (c->has_rank)
+		return true;
+	if (libs__discover(pid, &libs) <= 0)
+		return false;
+	return libs.lib[RS_LIB_NCCL].found || libs.lib[RS_LIB_MPI].found ||
+	       libs.lib[RS_LIB_GLOO].found;
+}
+
+static bool is_pid_name(const char *s)
+{
+	for (; *s; s++)
+		if (!isdigit((unsigned char)*s))
+			return false;
+	return true;
+}
+
+int targets__discover(pid_t *pids, int max, pid_t self)
+{
+	struct cand *c = NULL, *nc;
+	struct dirent *de;
+	size_t nc_n = 0, cap = 0, i, k;
+	DIR *d;
+	long v;
+	int out = 0;
+	bool keep;
+
+	d = opendir("/proc");
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		if (!is_pid_name(de->d_name) || parse_long(de->d_name, 1, 4194304, &v))
+			continue;
+		if ((pid_t)v == self)
+			continue;
+		if (nc_n == cap) {
+			cap = cap ? cap * 2 : 64;
+			nc = realloc(c, cap * sizeof(*c));
+			if (!nc) {
+				closedir(d);
+				free(c);
+				return -ENOMEM;
+			}
+			c = nc;
+		}
+		if (looks_like_rank(v, &c[nc_n]))
+			nc_n++;
+	}
+	closedir(d);
+	for (i = 0; i < nc_n; i++) {
+		keep = true;
+		for (k = 0; k < nc_n; k++) {
+			/* a worker: forked by a rank, inherits its environ */
+			if (c[k].pid == c[i].ppid && (!c[i].has_rank ||
+			    (c[k].has_rank && c[k].rank == c[i].rank)))
+				keep = false;
+			/* a launcher: its children are the ranks */
+			if (c[k].ppid == c[i].pid && c[k].has_rank && !c[i].has_rank)
+				keep = false;
+		}
+		if (keep && out < max)
+			pids[out++] = c[i].pid;
+	}
+	free(c);
+	return out;
+}
+
+int targets__children(pid_t root, pid_t *out, int max)
+{
+	struct proc_stat st;
+	struct dirent *de;
+	pid_t *all = NULL, *ppid = NULL, *np;
+	size_t n = 0, cap = 0, i;
+	int nout = 0, j, changed;
+	DIR *d;
+	long v;
+
+	d = opendir("/proc");
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		if (!is_pid_name(de->d_name) || parse_long(de->d_name, 1, 4194304, &v))
+			continue;
+		if (procfs__stat(v, &st))
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 256;
+			np = realloc(all, cap * sizeof(*all));
+			if (!np)
+				break;
+			all = np;
+			np = realloc(ppid, cap * sizeof(*ppid));
+			if (!np)
+				break;
+			ppid = np;
+		}
+		all[n] = v;
+		ppid[n] = st.ppid;
+		n++;
+	}
+	closedir(d);
+	/* transitive closure over parent links, bounded by max */
+	do {
+		changed = 0;
+		for (i = 0; i < n; i++) {
+			bool mine = ppid[i] == root, seen = false;
+
+			for (j = 0; j < nout && !mine; j++)
+				mine = ppid[i] == out[j];
+			for (j = 0; j < nout; j++)
+				seen |= out[j] == all[i];
+			if (mine && !seen && nout < max) {
+				out[nout++] = all[i];
+				changed = 1;
+			}
+		}
+	} while (changed);
+	free(all);
+	free(ppid);
+	return nout;
+}

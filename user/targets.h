@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/* Choosing which processes are ranks: -p lists, --all discovery, a rank's existing workers. */
+#ifndef RS_TARGETS_H
+#define RS_TARGETS_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#define TARGETS_MAX 256
+
+/* Parse "PID[,PID...]" into pids (deduplicated, order kept). Returns the count, or -EINVAL
+ * with bad pointing at the offending token, -E2BIG beyond max. */
+int targets__parse_pids(const char *s, pid_t *pids, int max, const char **bad);
+
+/* Every process on the host that looks like a training rank: has a rank variable in its
+ * environ or maps NCCL/MPI/gloo. Workers (whose parent is a candidate) and launchers (whose
+ * children carry rank variables and which have none themselves) are left out.
+ * Returns the count or -errno. */
+int targets__discover(pid_t *pids, int max, pid_t self);
+
+/* Descendant processes of root that exist now (forked before attach). Returns the count. */
+int targets__children(pid_t root, pid_t *out, int max);
+
+#endif /* RS_TARGETS_H */
