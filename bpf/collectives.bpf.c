@@ -14,8 +14,10 @@ struct rs_frame {
 	__u64 dtype;
 	__u64 stream;
 	__u64 arg1;	/* RS_CKF_INIT: the ncclComm_t* to read back at return */
+	__u64 sendbuf;
+	__u64 recvbuf;
 	__s32 peer;
-	__u32 pad;
+	__s32 redop;
 };
 
 struct rs_frames {
@@ -116,6 +118,9 @@ int rs_coll_enter(struct pt_regs *ctx)
 	f->stream = arg_n(ctx, RS_CK_STREAM(ck));
 	f->peer = RS_CK_PEER(ck) ? (__s32)arg_n(ctx, RS_CK_PEER(ck)) : -1;
 	f->arg1 = PT_REGS_PARM1(ctx);
+	f->sendbuf = arg_n(ctx, RS_CK_SENDBUF(ck));
+	f->recvbuf = arg_n(ctx, RS_CK_RECVBUF(ck));
+	f->redop = RS_CK_REDOP(ck) ? (__s32)arg_n(ctx, RS_CK_REDOP(ck)) : -1;
 	f->seq = RS_SEQ_NONE;
 	if (flags & RS_CKF_INIT) {
 		/* ncclUniqueId is passed by value: 128 bytes in memory right above the return address. */
@@ -202,6 +207,10 @@ int rs_coll_exit(struct pt_regs *ctx)
 	e->op = RS_CK_OP(f->cookie);
 	e->depth = d;
 	e->pad = 0;
+	e->sendbuf = f->sendbuf;
+	e->recvbuf = f->recvbuf;
+	e->redop = f->redop;
+	e->pad2 = 0;
 	rs_submit(e);
 	return 0;
 }

@@ -48,17 +48,22 @@ enum rs_op {
 #define RS_CK_STREAM(ck)	(((ck) >> 24) & 0xf)
 #define RS_CK_PEER(ck)		(((ck) >> 28) & 0xf)
 #define RS_CK_FLAGS(ck)		(((ck) >> 32) & 0xff)
+#define RS_CK_REDOP(ck)		(((ck) >> 40) & 0xf)
+#define RS_CK_SENDBUF(ck)	(((ck) >> 44) & 0xf)
+#define RS_CK_RECVBUF(ck)	(((ck) >> 48) & 0xf)
 
 #define RS_CKF_SEQ	0x1	/* a real collective: takes the next sequence number of its comm */
 #define RS_CKF_INIT	0x2	/* communicator init: arg1 is ncclComm_t*, the unique id is on the stack */
 
 static inline __u64 rs_cookie(__u32 op, __u32 lib, __u32 count, __u32 dtype, __u32 comm,
-			      __u32 stream, __u32 peer, __u32 flags)
+			      __u32 stream, __u32 peer, __u32 flags, __u32 redop, __u32 sendbuf,
+			      __u32 recvbuf)
 {
 	return (__u64)(op & 0xff) | (__u64)(lib & 0xf) << 8 | (__u64)(count & 0xf) << 12 |
 	       (__u64)(dtype & 0xf) << 16 | (__u64)(comm & 0xf) << 20 |
 	       (__u64)(stream & 0xf) << 24 | (__u64)(peer & 0xf) << 28 |
-	       (__u64)(flags & 0xff) << 32;
+	       (__u64)(flags & 0xff) << 32 | (__u64)(redop & 0xf) << 40 |
+	       (__u64)(sendbuf & 0xf) << 44 | (__u64)(recvbuf & 0xf) << 48;
 }
 
 #define RS_SEQ_NONE ((__u64)-1)
@@ -79,8 +84,12 @@ struct rs_ev_coll {
 	__u8 op;
 	__u8 depth;	/* nesting of tracked calls on this thread, 0 = outermost */
 	__u8 pad;
+	__u64 sendbuf;	/* 0 when the API has none */
+	__u64 recvbuf;
+	__s32 redop;	/* NCCL: ncclRedOp_t; MPI: low bits of the MPI_Op handle; -1 if none */
+	__u32 pad2;
 };
-_Static_assert(sizeof(struct rs_ev_coll) == 96, "rs_ev_coll wire size");
+_Static_assert(sizeof(struct rs_ev_coll) == 120, "rs_ev_coll wire size");
 
 #define RS_UNIQUE_ID_BYTES 128	/* NCCL_UNIQUE_ID_BYTES */
 

@@ -339,8 +339,16 @@ static void attach_rank(struct session *s, struct rank_state *rs)
 			pr_warn("attach: failed to probe %s in PID %d (%s): %s; other families keep running",
 				decode__lib_name(lib), rs->pid, rs->libs.lib[lib].path,
 				strerror(-rs->coll.err[lib]));
-	if (mpi->found && !libs__root_path(rs->pid, mpi->path, path, sizeof(path)))
-		comms__scan_mpi(&s->comms, rs->pid, path, mpi);
+	if (mpi->found) {
+		struct proc_lib exe;
+
+		if (!libs__root_path(rs->pid, mpi->path, path, sizeof(path)))
+			comms__scan_mpi(&s->comms, rs->pid, path, mpi);
+		/* copy relocations move MPI_COMM_WORLD & co. into the executable */
+		if (!libs__exe(rs->pid, &exe) &&
+		    !libs__root_path(rs->pid, exe.path, path, sizeof(path)))
+			comms__scan_mpi(&s->comms, rs->pid, path, &exe);
+	}
 }
 
 static int run_loop(struct session *s)

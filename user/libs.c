@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 #include "elfsym.h"
 #include "libs.h"
 #include "procfs.h"
@@ -19,69 +20,70 @@
  */
 const struct coll_api coll_apis[] = {
 	/* ncclAllReduce(send, recv, count, dtype, op, comm, stream) */
-	{ RS_LIB_NCCL, RS_OP_ALLREDUCE, "ncclAllReduce", 3, 4, 6, 7, 0, SEQ },
+	{ RS_LIB_NCCL, RS_OP_ALLREDUCE, "ncclAllReduce", 3, 4, 6, 7, 0, SEQ, 5, 1, 2 },
 	/* ncclAllGather(send, recv, sendcount, dtype, comm, stream) */
-	{ RS_LIB_NCCL, RS_OP_ALLGATHER, "ncclAllGather", 3, 4, 5, 6, 0, SEQ },
+	{ RS_LIB_NCCL, RS_OP_ALLGATHER, "ncclAllGather", 3, 4, 5, 6, 0, SEQ, 0, 1, 2 },
 	/* ncclReduceScatter(send, recv, recvcount, dtype, op, comm, stream) */
-	{ RS_LIB_NCCL, RS_OP_REDUCE_SCATTER, "ncclReduceScatter", 3, 4, 6, 7, 0, SEQ },
+	{ RS_LIB_NCCL, RS_OP_REDUCE_SCATTER, "ncclReduceScatter", 3, 4, 6, 7, 0, SEQ, 5, 1, 2 },
 	/* ncclBroadcast(send, recv, count, dtype, root, comm, stream) */
-	{ RS_LIB_NCCL, RS_OP_BROADCAST, "ncclBroadcast", 3, 4, 6, 7, 5, SEQ },
+	{ RS_LIB_NCCL, RS_OP_BROADCAST, "ncclBroadcast", 3, 4, 6, 7, 5, SEQ, 0, 1, 2 },
 	/* ncclReduce(send, recv, count, dtype, op, root, comm, stream) */
-	{ RS_LIB_NCCL, RS_OP_REDUCE, "ncclReduce", 3, 4, 7, 8, 6, SEQ },
+	{ RS_LIB_NCCL, RS_OP_REDUCE, "ncclReduce", 3, 4, 7, 8, 6, SEQ, 5, 1, 2 },
 	/* ncclSend/ncclRecv(buf, count, dtype, peer, comm, stream) */
-	{ RS_LIB_NCCL, RS_OP_SEND, "ncclSend", 2, 3, 5, 6, 4, SEQ },
-	{ RS_LIB_NCCL, RS_OP_RECV, "ncclRecv", 2, 3, 5, 6, 4, SEQ },
-	{ RS_LIB_NCCL, RS_OP_GROUP_START, "ncclGroupStart", 0, 0, 0, 0, 0, 0 },
-	{ RS_LIB_NCCL, RS_OP_GROUP_END, "ncclGroupEnd", 0, 0, 0, 0, 0, 0 },
+	{ RS_LIB_NCCL, RS_OP_SEND, "ncclSend", 2, 3, 5, 6, 4, SEQ, 0, 1, 0 },
+	{ RS_LIB_NCCL, RS_OP_RECV, "ncclRecv", 2, 3, 5, 6, 4, SEQ, 0, 0, 1 },
+	{ RS_LIB_NCCL, RS_OP_GROUP_START, "ncclGroupStart", 0, 0, 0, 0, 0, 0, 0, 0, 0 },
+	{ RS_LIB_NCCL, RS_OP_GROUP_END, "ncclGroupEnd", 0, 0, 0, 0, 0, 0, 0, 0, 0 },
 	/* ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank):
 	 * the 128-byte id goes on the stack, so rank is the third integer register. */
-	{ RS_LIB_NCCL, RS_OP_COMM_INIT, "ncclCommInitRank", 3, 2, 0, 0, 0, INIT },
-	{ RS_LIB_NCCL, RS_OP_COMM_INIT, "ncclCommInitRankConfig", 3, 2, 0, 0, 0, INIT },
+	{ RS_LIB_NCCL, RS_OP_COMM_INIT, "ncclCommInitRank", 3, 2, 0, 0, 0, INIT, 0, 0, 0 },
+	{ RS_LIB_NCCL, RS_OP_COMM_INIT, "ncclCommInitRankConfig", 3, 2, 0, 0, 0, INIT, 0, 0, 0 },
 
 	/* MPI_Allreduce(send, recv, count, dtype, op, comm) */
-	{ RS_LIB_MPI, RS_OP_ALLREDUCE, "MPI_Allreduce", 3, 4, 6, 0, 0, SEQ },
+	{ RS_LIB_MPI, RS_OP_ALLREDUCE, "MPI_Allreduce", 3, 4, 6, 0, 0, SEQ, 5, 1, 2 },
 	/* MPI_Allgather(send, scount, stype, recv, rcount, rtype, comm) */
-	{ RS_LIB_MPI, RS_OP_ALLGATHER, "MPI_Allgather", 2, 3, 7, 0, 0, SEQ },
+	{ RS_LIB_MPI, RS_OP_ALLGATHER, "MPI_Allgather", 2, 3, 7, 0, 0, SEQ, 0, 1, 4 },
 	/* MPI_Reduce_scatter_block(send, recv, rcount, dtype, op, comm) */
-	{ RS_LIB_MPI, RS_OP_REDUCE_SCATTER, "MPI_Reduce_scatter_block", 3, 4, 6, 0, 0, SEQ },
+	{ RS_LIB_MPI, RS_OP_REDUCE_SCATTER, "MPI_Reduce_scatter_block", 3, 4, 6, 0, 0, SEQ, 5, 1, 2 },
 	/* MPI_Reduce_scatter(send, recv, rcounts[], dtype, op, comm): counts is an array */
-	{ RS_LIB_MPI, RS_OP_REDUCE_SCATTER, "MPI_Reduce_scatter", 0, 4, 6, 0, 0, SEQ },
+	{ RS_LIB_MPI, RS_OP_REDUCE_SCATTER, "MPI_Reduce_scatter", 0, 4, 6, 0, 0, SEQ, 5, 1, 2 },
 	/* MPI_Bcast(buf, count, dtype, root, comm) */
-	{ RS_LIB_MPI, RS_OP_BROADCAST, "MPI_Bcast", 2, 3, 5, 0, 4, SEQ },
+	{ RS_LIB_MPI, RS_OP_BROADCAST, "MPI_Bcast", 2, 3, 5, 0, 4, SEQ, 0, 1, 1 },
 	/* MPI_Reduce(send, recv, count, dtype, op, root, comm) */
-	{ RS_LIB_MPI, RS_OP_REDUCE, "MPI_Reduce", 3, 4, 7, 0, 6, SEQ },
+	{ RS_LIB_MPI, RS_OP_REDUCE, "MPI_Reduce", 3, 4, 7, 0, 6, SEQ, 5, 1, 2 },
 	/* MPI_Alltoall(send, scount, stype, recv, rcount, rtype, comm) */
-	{ RS_LIB_MPI, RS_OP_ALLTOALL, "MPI_Alltoall", 2, 3, 7, 0, 0, SEQ },
+	{ RS_LIB_MPI, RS_OP_ALLTOALL, "MPI_Alltoall", 2, 3, 7, 0, 0, SEQ, 0, 1, 4 },
 	/* MPI_Barrier(comm) */
-	{ RS_LIB_MPI, RS_OP_BARRIER, "MPI_Barrier", 0, 0, 1, 0, 0, SEQ },
+	{ RS_LIB_MPI, RS_OP_BARRIER, "MPI_Barrier", 0, 0, 1, 0, 0, SEQ, 0, 0, 0 },
 	/* MPI_Gather/Scatter(send, scount, stype, recv, rcount, rtype, root, comm) */
-	{ RS_LIB_MPI, RS_OP_GATHER, "MPI_Gather", 2, 3, 8, 0, 7, SEQ },
-	{ RS_LIB_MPI, RS_OP_SCATTER, "MPI_Scatter", 2, 3, 8, 0, 7, SEQ },
+	{ RS_LIB_MPI, RS_OP_GATHER, "MPI_Gather", 2, 3, 8, 0, 7, SEQ, 0, 1, 4 },
+	{ RS_LIB_MPI, RS_OP_SCATTER, "MPI_Scatter", 2, 3, 8, 0, 7, SEQ, 0, 1, 4 },
 	/* MPI_Send(buf, count, dtype, dest, tag, comm); MPI_Recv(..., source, tag, comm, status).
 	 * Point-to-point is sequenced per communicator too: it is part of the job's clock. */
-	{ RS_LIB_MPI, RS_OP_SEND, "MPI_Send", 2, 3, 6, 0, 4, SEQ },
-	{ RS_LIB_MPI, RS_OP_RECV, "MPI_Recv", 2, 3, 6, 0, 4, SEQ },
+	{ RS_LIB_MPI, RS_OP_SEND, "MPI_Send", 2, 3, 6, 0, 4, SEQ, 0, 1, 0 },
+	{ RS_LIB_MPI, RS_OP_RECV, "MPI_Recv", 2, 3, 6, 0, 4, SEQ, 0, 0, 1 },
 
 	/* gloo::X(XOptions&): arguments live inside an opaque C++ object. */
-	{ RS_LIB_GLOO, RS_OP_ALLREDUCE, "_ZN4gloo9allreduceERKNS_16AllreduceOptionsE", 0, 0, 0, 0, 0, SEQ },
-	{ RS_LIB_GLOO, RS_OP_ALLGATHER, "_ZN4gloo9allgatherERNS_16AllgatherOptionsE", 0, 0, 0, 0, 0, SEQ },
-	{ RS_LIB_GLOO, RS_OP_ALLGATHER, "_ZN4gloo10allgathervERNS_17AllgathervOptionsE", 0, 0, 0, 0, 0, SEQ },
-	{ RS_LIB_GLOO, RS_OP_BROADCAST, "_ZN4gloo9broadcastERNS_16BroadcastOptionsE", 0, 0, 0, 0, 0, SEQ },
-	{ RS_LIB_GLOO, RS_OP_BARRIER, "_ZN4gloo7barrierERNS_14BarrierOptionsE", 0, 0, 0, 0, 0, SEQ },
-	{ RS_LIB_GLOO, RS_OP_REDUCE, "_ZN4gloo6reduceERNS_13ReduceOptionsE", 0, 0, 0, 0, 0, SEQ },
-	{ RS_LIB_GLOO, RS_OP_GATHER, "_ZN4gloo6gatherERNS_13GatherOptionsE", 0, 0, 0, 0, 0, SEQ },
-	{ RS_LIB_GLOO, RS_OP_SCATTER, "_ZN4gloo7scatterERNS_14ScatterOptionsE", 0, 0, 0, 0, 0, SEQ },
-	{ RS_LIB_GLOO, RS_OP_ALLTOALL, "_ZN4gloo8alltoallERNS_15AlltoallOptionsE", 0, 0, 0, 0, 0, SEQ },
+	{ RS_LIB_GLOO, RS_OP_ALLREDUCE, "_ZN4gloo9allreduceERKNS_16AllreduceOptionsE", 0, 0, 0, 0, 0, SEQ, 0, 0, 0 },
+	{ RS_LIB_GLOO, RS_OP_ALLGATHER, "_ZN4gloo9allgatherERNS_16AllgatherOptionsE", 0, 0, 0, 0, 0, SEQ, 0, 0, 0 },
+	{ RS_LIB_GLOO, RS_OP_ALLGATHER, "_ZN4gloo10allgathervERNS_17AllgathervOptionsE", 0, 0, 0, 0, 0, SEQ, 0, 0, 0 },
+	{ RS_LIB_GLOO, RS_OP_BROADCAST, "_ZN4gloo9broadcastERNS_16BroadcastOptionsE", 0, 0, 0, 0, 0, SEQ, 0, 0, 0 },
+	{ RS_LIB_GLOO, RS_OP_BARRIER, "_ZN4gloo7barrierERNS_14BarrierOptionsE", 0, 0, 0, 0, 0, SEQ, 0, 0, 0 },
+	{ RS_LIB_GLOO, RS_OP_REDUCE, "_ZN4gloo6reduceERNS_13ReduceOptionsE", 0, 0, 0, 0, 0, SEQ, 0, 0, 0 },
+	{ RS_LIB_GLOO, RS_OP_GATHER, "_ZN4gloo6gatherERNS_13GatherOptionsE", 0, 0, 0, 0, 0, SEQ, 0, 0, 0 },
+	{ RS_LIB_GLOO, RS_OP_SCATTER, "_ZN4gloo7scatterERNS_14ScatterOptionsE", 0, 0, 0, 0, 0, SEQ, 0, 0, 0 },
+	{ RS_LIB_GLOO, RS_OP_ALLTOALL, "_ZN4gloo8alltoallERNS_15AlltoallOptionsE", 0, 0, 0, 0, 0, SEQ, 0, 0, 0 },
 
 	/* DDP step markers: arg1 is the Reducer (this), one per model. */
-	{ RS_LIB_TORCH, RS_OP_STEP_FORWARD, "_ZN4c10d7Reducer19prepare_for_forwardEv", 0, 0, 1, 0, 0, SEQ },
-	{ RS_LIB_TORCH, RS_OP_STEP_BACKWARD, "_ZN4c10d7Reducer17finalize_backwardEv", 0, 0, 1, 0, 0, 0 },
+	{ RS_LIB_TORCH, RS_OP_STEP_FORWARD, "_ZN4c10d7Reducer19prepare_for_forwardEv", 0, 0, 1, 0, 0, SEQ, 0, 0, 0 },
+	{ RS_LIB_TORCH, RS_OP_STEP_BACKWARD, "_ZN4c10d7Reducer17finalize_backwardEv", 0, 0, 1, 0, 0, 0, 0, 0, 0 },
 };
 const int coll_apis_n = sizeof(coll_apis) / sizeof(coll_apis[0]);
 
 uint64_t libs__cookie(const struct coll_api *a)
 {
-	return rs_cookie(a->op, a->lib, a->count, a->dtype, a->comm, a->stream, a->peer, a->flags);
+	return rs_cookie(a->op, a->lib, a->count, a->dtype, a->comm, a->stream, a->peer, a->flags,
+			 a->redop, a->sendbuf, a->recvbuf);
 }
 
 /* "libfoo.so" or "libfoo.so.<anything>" */
@@ -163,6 +165,46 @@ int libs__discover(pid_t pid, struct proc_libs *out)
 	found = libs__scan_maps(maps, out);
 	free(maps);
 	return found;
+}
+
+int libs__exe(pid_t pid, struct proc_lib *out)
+{
+	char link[64], exe[PATH_MAX], line[PATH_MAX + 256];
+	const char *p, *nl;
+	struct proc_map m;
+	char *maps;
+	ssize_t n;
+	size_t len;
+
+	memset(out, 0, sizeof(*out));
+	snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
+	n = readlink(link, exe, sizeof(exe) - 1);
+	if (n < 0)
+		return -errno;
+	exe[n] = '\0';
+	n = procfs__read(pid, "maps", &maps, PROC_MAPS_MAX);
+	if (n < 0)
+		return n;
+	for (p = maps; *p; p = nl ? nl + 1 : p + len) {
+		nl = strchr(p, '\n');
+		len = nl ? (size_t)(nl - p) : strlen(p);
+		if (len >= sizeof(line))
+			continue;
+		memcpy(line, p, len);
+		line[len] = '\0';
+		if (procfs__parse_maps_line(line, &m) || strcmp(m.path, exe))
+			continue;
+		out->found = true;
+		snprintf(out->path, sizeof(out->path), "%s", m.path);
+		out->dev = makedev(m.dev_major, m.dev_minor);
+		out->inode = m.inode;
+		out->start = m.start;
+		out->end = m.end;
+		out->pgoff = m.pgoff;
+		break;
+	}
+	free(maps);
+	return out->found ? 0 : -ENOENT;
 }
 
 int libs__root_path(pid_t pid, const char *path, char *out, size_t n)

@@ -16,6 +16,7 @@ struct coll_api {
 	unsigned char op;
 	const char *sym;	/* exact (mangled) name */
 	unsigned char count, dtype, comm, stream, peer, flags;
+	unsigned char redop, sendbuf, recvbuf;
 };
 
 extern const struct coll_api coll_apis[];
@@ -47,6 +48,9 @@ enum rs_lib libs__classify(const char *path);
 
 /* Scan a maps text (NUL-terminated) for supported libraries. Returns how many were found. */
 int libs__scan_maps(const char *maps, struct proc_libs *out);
+
+/* The main executable's lowest mapping (copy relocations put library data there). */
+int libs__exe(pid_t pid, struct proc_lib *out);
 
 /* Read /proc/PID/maps and scan it. Returns the count found or -errno. */
 int libs__discover(pid_t pid, struct proc_libs *out);

@@ -90,6 +90,9 @@ void report__coll(struct json *j, const struct rank_state *rs, const struct rs_e
 	json__kuint(j, "comm_handle", e->comm);
 	json__kuint(j, "stream", e->stream);
 	json__kint(j, "peer", e->peer);
+	json__kuint(j, "sendbuf", e->sendbuf);
+	json__kuint(j, "recvbuf", e->recvbuf);
+	json__kint(j, "redop", e->redop);
 	json__kint(j, "ret", e->ret);
 	json__kint(j, "depth", e->depth);
 	json__kuint(j, "enter_ns", e->enter_ns);
