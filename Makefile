@@ -12,7 +12,7 @@ FAMILIES  := sched io net collectives
 
 CFLAGS    ?= -O2 -g
 CFLAGS    += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -MMD -MP
-CFLAGS    += -I$(OBJ)/bpf -Ibpf -Iuser -D_GNU_SOURCE
+CFLAGS    += -I$(OBJ)/bpf -iquote bpf -iquote user -D_GNU_SOURCE
 ifeq ($(CI),true)
 CFLAGS    += -Werror
 endif

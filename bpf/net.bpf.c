@@ -53,13 +53,15 @@ static __always_inline void emit(__u32 kind, const struct sock *sk, const struct
 				 int oldstate, int newstate)
 {
 	__u64 id = bpf_get_current_pid_tgid();
+	struct rs_track *cur;
 	struct rs_ev_tcp *e;
 
 	e = rs_reserve(RS_FAM_NET, sizeof(*e), kind, tr, tr->root_tgid, 0);
 	if (!e)
 		return;
-	/* Softirq context: the current task is not the owner, so the header names the rank. */
-	if (rs_lookup(id >> 32)) {
+	/* Softirq context runs on any task: name it only when it is of the owning rank. */
+	cur = rs_lookup(id >> 32);
+	if (cur && cur->slot == tr->slot) {
 		e->h.tgid = id >> 32;
 		e->h.tid = (__u32)id;
 	}

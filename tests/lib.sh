@@ -1,0 +1,78 @@
+# Shared helpers for the root and end-to-end tests. Source it; each test is its own script.
+# Exit codes: 0 pass, 1 fail, 77 skipped (the last "SKIP: reason" line says why).
+set -u
+TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+RS="$TOP/build/rankscope"
+FIX="$TOP/build/fixtures"
+PY=/usr/bin/python3
+T=$(mktemp -d /tmp/rankscope-test.XXXXXX)
+BG_PIDS=()
+
+cleanup() {
+	local p
+	for p in "${BG_PIDS[@]}"; do
+		kill -TERM -- "-$p" 2>/dev/null || kill -TERM "$p" 2>/dev/null
+	done
+	sleep 0.2
+	for p in "${BG_PIDS[@]}"; do
+		kill -KILL -- "-$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null
+	done
+	rm -rf "$T"
+}
+trap cleanup EXIT
+
+skip() { echo "SKIP: $*"; exit 77; }
+fail() { echo "FAIL: $*"; exit 1; }
+pass() { echo "PASS: $*"; exit 0; }
+
+need_root() {
+	[ "$(id -u)" = 0 ] || skip "needs root (eBPF attach)"
+	[ -r /sys/kernel/btf/vmlinux ] || skip "kernel has no BTF"
+}
+
+# bg NAME CMD...: run CMD in its own process group, output to $T/NAME.out
+bg() {
+	local name=$1
+	shift
+	setsid "$@" >"$T/$name.out" 2>&1 &
+	BG_PIDS+=($!)
+	eval "PID_$name=$!"
+}
+
+# wait_lines FILE REGEX N TIMEOUT_S: wait until FILE has N lines matching REGEX
+wait_lines() {
+	local f=$1 re=$2 n=$3 t=$4 i
+	for ((i = 0; i < t * 10; i++)); do
+		[ "$(grep -cE "$re" "$f" 2>/dev/null)" -ge "$n" ] && return 0
+		sleep 0.1
+	done
+	echo "timed out waiting for $n lines /$re/ in $f:"
+	tail -20 "$f"
+	return 1
+}
+
+# ready_pids FILE: rank pids from "ready rank=R pid=P" lines, ordered by rank, comma-separated
+ready_pids() {
+	grep -E '^ready rank=' "$1" | sort -t= -k2 -n | sed 's/.*pid=//' | paste -sd,
+}
+
+# wait_exit PID TIMEOUT_S: wait for a background process to end; returns its status
+wait_exit() {
+	local pid=$1 t=$2 i
+	for ((i = 0; i < t * 10; i++)); do
+		kill -0 "$pid" 2>/dev/null || { wait "$pid"; return $?; }
+		sleep 0.1
+	done
+	echo "process $pid still running after ${t}s"
+	return 124
+}
+
+# rs_attach NAME ARGS...: start rankscope attach in the background, wait until every rank is
+# attached (one rank line per PID given) and the loop runs.
+rs_attach() {
+	local name=$1 n
+	shift
+	bg "$name" "$RS" attach "$@"
+	n=$(echo "$*" | sed -n 's/.*-p \([0-9,]*\).*/\1/p' | tr ',' '\n' | grep -c .)
+	wait_lines "$T/$name.out" '"type":"rank"' "${n:-1}" 30 || fail "rankscope did not attach"
+}
