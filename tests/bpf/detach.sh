@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Clean detach: after SIGTERM, and after the targets exit, no rankscope program, link or
+# uprobe remains in the kernel.
+. "$(dirname "$0")/../lib.sh"
+need_root
+command -v bpftool >/dev/null || skip "bpftool not installed (make deps)"
+# leftovers [PID]: rs_ programs held open by PID, or (no PID) by no process at all. This
+# bpftool has no pid column, so read prog_id from every process' fdinfo.
+leftovers() {
+	bpftool -j prog show 2>/dev/null | $PY -c '
+import glob, json, re, sys
+want = sys.argv[1] if len(sys.argv) > 1 else None
+held = {}
+for f in glob.glob("/proc/[0-9]*/fdinfo/*"):
+    try:
+        m = re.search(r"^prog_id:\s*(\d+)", open(f).read(), re.M)
+    except OSError:
+        continue
+    if m:
+        held.setdefault(int(m[1]), set()).add(f.split("/")[2])
+progs = [p["id"] for p in json.load(sys.stdin) if p.get("name", "").startswith("rs_")]
+print(len([i for i in progs if (want in held.get(i, ()) if want else not held.get(i))]))' "$@"
+}
+[ "$(leftovers)" = 0 ] || fail "rs_ programs held by no process before the test: $(leftovers)"
+
+# 1) SIGTERM while the targets still run
+bg job "$FIX/nccl_ranks" --go-file "$T/go" --nranks 2 --iters 1000000
+wait_lines "$T/job.out" '^ready rank=' 2 20 || fail "job did not start"
+rs_attach rs -p "$(ready_pids "$T/job.out")" --json
+touch "$T/go"
+sleep 1
+[ "$(leftovers "$PID_rs")" -gt 0 ] || fail "no rs_ programs held by rankscope while attached (test cannot see them)"
+kill -TERM "$PID_rs"
+wait_exit "$PID_rs" 60 || fail "rankscope did not exit on SIGTERM"
+[ "$(leftovers "$PID_rs")" = 0 ] || fail "rs_ programs left after SIGTERM: $(bpftool prog show | grep rs_)"
+grep -q '"final":true' "$T/rs.out" || fail "no final self line after SIGTERM"
+kill -TERM -- "-$PID_job" 2>/dev/null
+wait_exit "$PID_job" 30
+
+# 2) the targets exit by themselves
+bg job2 "$FIX/nccl_ranks" --go-file "$T/go2" --nranks 2 --iters 50
+wait_lines "$T/job2.out" '^ready rank=' 2 20 || fail "job did not start"
+rs_attach rs2 -p "$(ready_pids "$T/job2.out")" --json
+touch "$T/go2"
+wait_exit "$PID_job2" 30 || fail "job failed"
+wait_exit "$PID_rs2" 60 || fail "rankscope did not exit after the targets"
+[ "$(leftovers "$PID_rs2")" = 0 ] || fail "rs_ programs left after the targets exited"
+if [ -r /sys/kernel/tracing/uprobe_events ] && grep -q . /sys/kernel/tracing/uprobe_events; then
+	fail "uprobe_events not empty: $(head -3 /sys/kernel/tracing/uprobe_events)"
+fi
+pass "nothing left after SIGTERM nor after the targets exited"

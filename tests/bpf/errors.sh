@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Bad input gets one clear line and the right exit status. (No BTF and no tracefs cannot be
+# staged on a running kernel; tests/unit/test_preflight covers their messages.)
+. "$(dirname "$0")/../lib.sh"
+need_root
+expect() {	# expect WANT_RC REGEX CMD...
+	local want=$1 re=$2 out rc
+	shift 2
+	out=$("$@" 2>&1)
+	rc=$?
+	[ "$rc" = "$want" ] || fail "'$*' exited $rc, want $want: $out"
+	echo "$out" | grep -qE "$re" || fail "'$*' said '$out', want /$re/"
+	echo "ok: $* -> $(echo "$out" | grep -E "$re" | head -1)"
+}
+expect 1 'no process with PID 4194000; is it still running' "$RS" attach -p 4194000 --duration 1
+expect 2 "invalid PID list 'abc'" "$RS" attach -p abc
+expect 2 "invalid PID list '1,,2'" "$RS" attach -p 1,,2
+expect 2 'must be a power of two' "$RS" attach -p 1 --ringbuf-kb 6
+expect 2 'no target; give -p' "$RS" attach
+expect 2 "unknown command 'frobnicate'" "$RS" frobnicate
+expect 2 'events needs --json' "$RS" attach -p 1 --events
+expect 2 "invalid --duration 'x'" "$RS" attach -p 1 --duration x
+# a process that is not a training job: attach, say so, keep the other families
+sleep 30 &
+SLEEPER=$!
+BG_PIDS+=($SLEEPER)
+expect 0 'no collective library' "$RS" attach -p $SLEEPER --duration 1.5 --json
+# not root: drop every capability
+if command -v setpriv >/dev/null; then
+	expect 1 'need root or CAP_BPF' setpriv --reuid=65534 --regid=65534 --clear-groups \
+		--inh-caps=-all --bounding-set=-all "$RS" attach -p $SLEEPER --duration 1
+fi
+pass "errors are one line with the fix"
