@@ -51,7 +51,8 @@ $(OUTPUT)/tests/test_%: tests/unit/test_%.c $(LIB_OBJS) | $(OUTPUT)/tests
 $(OBJ)/bpf $(OBJ)/user $(OUTPUT)/tests:
 	mkdir -p $@
 
--include tests/fixtures/fixtures.mk
+include tests/fixtures/fixtures.mk
+include tests/bench/bench.mk
 fixtures: $(FIXTURES_BIN)
 
 # Every Debian package the build, the tests, the demo and the bench need; fast when present.
@@ -79,7 +80,7 @@ demo: deps
 	tests/demo.sh
 
 bench: deps
-	$(MAKE) all fixtures
+	$(MAKE) all fixtures bench-bin
 	tests/bench/bench.sh
 
 vmlinux:
