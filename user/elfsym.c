@@ -200,14 +200,20 @@ int elfsym__load_bias(const struct elfsym *e, uint64_t map_start, uint64_t pgoff
 {
 	uint64_t page = 4096, seg_page_off;
 	size_t i;
+	int pass;
 
-	for (i = 0; i < e->nload; i++) {
-		seg_page_off = e->load[i].off & ~(page - 1);
-		if (pgoff < seg_page_off || pgoff - seg_page_off >= e->load[i].filesz + page)
-			continue;
-		/* the mapping at pgoff shows vaddr (page-aligned) + (pgoff - seg_page_off) */
-		*bias = map_start - ((e->load[i].vaddr & ~(page - 1)) + (pgoff - seg_page_off));
-		return 0;
+	/* A page can hold the tail of one segment and the head of the next (RELRO): prefer the
+	 * segment that starts on this page, then the one that contains it. */
+	for (pass = 0; pass < 2; pass++) {
+		for (i = 0; i < e->nload; i++) {
+			seg_page_off = e->load[i].off & ~(page - 1);
+			if (pass == 0 ? pgoff != seg_page_off :
+			    pgoff < seg_page_off || pgoff - seg_page_off >= e->load[i].filesz)
+				continue;
+			/* the mapping at pgoff shows vaddr (page-aligned) + (pgoff - seg_page_off) */
+			*bias = map_start - ((e->load[i].vaddr & ~(page - 1)) + (pgoff - seg_page_off));
+			return 0;
+		}
 	}
 	return -ENOENT;
 }

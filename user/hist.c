@@ -45,7 +45,8 @@ uint64_t hist__quantile(const struct rs_hist *h, double q)
 			lo = i ? 1ULL << i : 0;
 			hi = 1ULL << (i + 1);
 			frac = (target - (double)seen) / (double)h->slots[i];
-			return lo + (uint64_t)llround(frac * (double)(hi - lo));
+			/* stay inside the bucket: hi itself belongs to the next one */
+			return lo + (uint64_t)llround(frac * (double)(hi - 1 - lo));
 		}
 		seen += h->slots[i];
 	}

@@ -151,7 +151,21 @@ const char *procfs__environ_get(const char *env, size_t len, const char *key)
 	return NULL;
 }
 
+static int parse_stat_nul(const char *buf, size_t len, struct proc_stat *st);
+
 int procfs__parse_stat(const char *buf, size_t len, struct proc_stat *st)
+{
+	char copy[1024];
+
+	/* sscanf needs a terminator at len, and the caller's buffer may not have one there */
+	if (len >= sizeof(copy))
+		return -EINVAL;
+	memcpy(copy, buf, len);
+	copy[len] = '\0';
+	return parse_stat_nul(copy, len, st);
+}
+
+static int parse_stat_nul(const char *buf, size_t len, struct proc_stat *st)
 {
 	const char *open, *close, *p, *end = buf + len;
 	unsigned long long start;
@@ -215,7 +229,8 @@ int parse_long(const char *s, long lo, long hi, long *out)
 	char *end;
 	long v;
 
-	if (!s || !*s || *s == ' ')
+	/* strtol skips leading white space of any kind; hostile text must not get that far */
+	if (!s || !((*s >= '0' && *s <= '9') || *s == '-' || *s == '+'))
 		return -EINVAL;
 	errno = 0;
 	v = strtol(s, &end, 10);

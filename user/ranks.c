@@ -73,8 +73,10 @@ int ranks__from_environ(const char *env, size_t len, struct rank_info *ri)
 	var = first_int(env, len, rank_vars, 0, RANK_MAX - 1, &x);
 	if (!var)
 		return 0;
-	if (ri->world_size > 0 && x >= ri->world_size)
-		return 0;	/* inconsistent: do not trust either */
+	if (ri->world_size > 0 && x >= ri->world_size) {
+		ri->world_size = -1;	/* inconsistent: trust neither */
+		return 0;
+	}
 	ri->rank = x;
 	ri->src = RANK_SRC_ENV;
 	snprintf(ri->src_var, sizeof(ri->src_var), "%s", var);

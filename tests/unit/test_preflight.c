@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/* preflight: BTF and tracefs checks fail with the message that names the fix. */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include "preflight.h"
+
+static char tmpdir[64], tracefs[128], events[160], btf[128], plain[128], plain_events[160];
+
+static int group_setup(void **state)
+{
+	int fd;
+
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/rs-preflight-XXXXXX");
+	if (!mkdtemp(tmpdir))
+		return -1;
+	/* tracefs: a directory with an events/ subdirectory */
+	snprintf(tracefs, sizeof(tracefs), "%s/tracing", tmpdir);
+	snprintf(events, sizeof(events), "%s/events", tracefs);
+	/* plain: a directory whose events is a file, not a directory */
+	snprintf(plain, sizeof(plain), "%s/plain", tmpdir);
+	snprintf(plain_events, sizeof(plain_events), "%s/events", plain);
+	snprintf(btf, sizeof(btf), "%s/vmlinux", tmpdir);
+	if (mkdir(tracefs, 0700) || mkdir(events, 0700) || mkdir(plain, 0700))
+		return -1;
+	fd = open(plain_events, O_WRONLY | O_CREAT, 0600);
+	if (fd < 0)
+		return -1;
+	close(fd);
+	fd = open(btf, O_WRONLY | O_CREAT, 0600);
+	if (fd < 0)
+		return -1;
+	close(fd);
+	return 0;
+}
+
+static int group_teardown(void **state)
+{
+	unlink(btf);
+	unlink(plain_events);
+	rmdir(plain);
+	rmdir(events);
+	rmdir(tracefs);
+	rmdir(tmpdir);
+	return 0;
+}
+
+static void btf__missing__enoent_names_config(void **state)
+{
+	struct preflight_paths pp = preflight_default;
+	char msg[512] = "";
+
+	pp.btf = "/nonexistent/btf/vmlinux";
+	assert_int_equal(preflight__btf(&pp, msg, sizeof(msg)), -ENOENT);
+	assert_non_null(strstr(msg, "CONFIG_DEBUG_INFO_BTF"));
+	assert_non_null(strstr(msg, "/nonexistent/btf/vmlinux"));
+	assert_null(strchr(msg, '\n'));
+}
+
+static void btf__small_buffer__truncated_terminated(void **state)
+{
+	struct preflight_paths pp = preflight_default;
+	char msg[16];
+
+	memset(msg, 'x', sizeof(msg));
+	pp.btf = "/nonexistent/btf/vmlinux";
+	assert_int_equal(preflight__btf(&pp, msg, sizeof(msg)), -ENOENT);
+	assert_int_equal(strlen(msg), sizeof(msg) - 1);
+}
+
+static void btf__readable_file__ok(void **state)
+{
+	struct preflight_paths pp = preflight_default;
+	char msg[512] = "untouched";
+
+	pp.btf = btf;
+	assert_int_equal(preflight__btf(&pp, msg, sizeof(msg)), 0);
+	assert_string_equal(msg, "untouched");
+}
+
+static void tracefs__not_mounted_no_mount__enoent_with_command(void **state)
+{
+	struct preflight_paths pp = {
+		.btf = btf,
+		.tracefs = "/nonexistent/sys/kernel/tracing",
+		.debugfs_tracing = "/nonexistent/sys/kernel/debug/tracing",
+	};
+	char msg[512] = "";
+
+	assert_int_equal(preflight__tracefs(&pp, 0, msg, sizeof(msg)), -ENOENT);
+	assert_non_null(strstr(msg, "mount -t tracefs"));
+	/* the command mounts it where we looked */
+	assert_non_null(strstr(msg, "mount -t tracefs nodev /nonexistent/sys/kernel/tracing"));
+	assert_null(strchr(msg, '\n'));
+}
+
+static void tracefs__events_dir__ok(void **state)
+{
+	struct preflight_paths pp = {
+		.btf = btf,
+		.tracefs = tracefs,
+		.debugfs_tracing = "/nonexistent/debug/tracing",
+	};
+	char msg[512] = "untouched";
+
+	assert_int_equal(preflight__tracefs(&pp, 0, msg, sizeof(msg)), 0);
+	assert_string_equal(msg, "untouched");
+}
+
+static void tracefs__only_debugfs_path__ok(void **state)
+{
+	struct preflight_paths pp = {
+		.btf = btf,
+		.tracefs = "/nonexistent/tracing",
+		.debugfs_tracing = tracefs,
+	};
+	char msg[512];
+
+	assert_int_equal(preflight__tracefs(&pp, 0, msg, sizeof(msg)), 0);
+}
+
+static void tracefs__events_is_a_file__enoent(void **state)
+{
+	struct preflight_paths pp = {
+		.btf = btf,
+		.tracefs = plain,
+		.debugfs_tracing = plain,
+	};
+	char msg[512] = "";
+
+	/* an existing directory without events/ is not a mounted tracefs */
+	assert_int_equal(preflight__tracefs(&pp, 0, msg, sizeof(msg)), -ENOENT);
+	assert_non_null(strstr(msg, plain));
+	pp.tracefs = tmpdir;
+	pp.debugfs_tracing = tmpdir;
+	assert_int_equal(preflight__tracefs(&pp, 0, msg, sizeof(msg)), -ENOENT);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(btf__missing__enoent_names_config),
+		cmocka_unit_test(btf__small_buffer__truncated_terminated),
+		cmocka_unit_test(btf__readable_file__ok),
+		cmocka_unit_test(tracefs__not_mounted_no_mount__enoent_with_command),
+		cmocka_unit_test(tracefs__events_dir__ok),
+		cmocka_unit_test(tracefs__only_debugfs_path__ok),
+		cmocka_unit_test(tracefs__events_is_a_file__enoent),
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
