@@ -1,0 +1,344 @@
+#!/usr/bin/env bash
+# bench.sh - what rankscope costs a traced job, side by side with the bare uprobe floor and
+# bpftrace. Run by `make bench` (after `make all fixtures`), as root; exits 77 otherwise.
+#
+#   1. per-call cost on MPI_Allreduce (1 rank, ~60 ns calls, so the probes dominate):
+#      (a) no probes, (b) empty uprobe+uretprobe (build/bench/uprobe_floor),
+#      (c) rankscope attach --json, (d) bpftrace enter/exit latency histogram;
+#      alternating a,b,c,d rounds; probe cost = t(x) - t(a); reported over the floor t(b) - t(a).
+#   2. loop-iteration time of a 4-rank mpi_loop job with rankscope on all ranks vs without,
+#      alternating runs; overhead in %.
+#
+# Knobs (environment): BENCH_ROUNDS, BENCH_CALLS, BENCH_COUNT, BENCH_RUNS, BENCH_NP,
+# BENCH_ITERS, BENCH_COMPUTE_US, BENCH_RUN_TIMEOUT (s), BENCH_RESULTS (markdown output),
+# BENCH_PARTS ("12": which parts to run), BENCH_RS_ARGS (extra `rankscope attach` options, e.g. "--no-sched", to find a cost's source).
+set -u -o pipefail
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "SKIP: bench: needs root to attach uprobes and load BPF; run 'sudo make bench'" >&2
+	exit 77
+fi
+
+TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$TOP" || exit 1
+
+ROUNDS=${BENCH_ROUNDS:-7}
+CALLS=${BENCH_CALLS:-200000}
+COUNT=${BENCH_COUNT:-1}
+RUNS=${BENCH_RUNS:-7}
+NP=${BENCH_NP:-4}
+ITERS=${BENCH_ITERS:-300}
+COMPUTE_US=${BENCH_COMPUTE_US:-1000}
+RUN_TIMEOUT=${BENCH_RUN_TIMEOUT:-90}
+RESULTS=${BENCH_RESULTS:-tests/bench/results.md}
+PARTS=${BENCH_PARTS:-12}
+read -r -a RS_ARGS <<<"${BENCH_RS_ARGS:-}"
+
+RS=build/rankscope
+LOOP=build/fixtures/mpi_loop
+FLOOR=build/bench/uprobe_floor
+ARNS=build/bench/allreduce_ns
+PY=/usr/bin/python3
+MPIRUN=(mpirun --allow-run-as-root --oversubscribe)
+
+die() { echo "bench: $*" >&2; exit 1; }
+log() { echo "bench: $*" >&2; }
+
+for f in "$RS" "$LOOP"; do
+	[ -x "$f" ] || die "missing $f; run 'make all fixtures' first (or 'make bench')"
+done
+command -v mpirun >/dev/null || die "mpirun not found; run 'make deps'"
+[ -x "$PY" ] || die "$PY not found; run 'make deps'"
+[ -r /sys/kernel/btf/vmlinux ] || { echo "SKIP: bench: kernel has no BTF" >&2; exit 77; }
+make -s -f tests/bench/bench.mk BENCHDIR=build/bench >&2 ||
+	die "failed to build the bench helpers; see the make output above"
+HAVE_BPFTRACE=1
+command -v bpftrace >/dev/null || { HAVE_BPFTRACE=0; log "bpftrace not found: condition d skipped"; }
+
+T=$(mktemp -d /tmp/rankscope-bench.XXXXXX)
+SAMPLES=$T/samples.tsv
+: >"$SAMPLES"
+BG=()		# process-group leaders started here (setsid), killed as groups on exit
+RANK_PIDS=()	# MPI ranks, in case mpirun moved them out of our groups
+
+cleanup() {
+	local p
+	for p in "${BG[@]}"; do
+		kill -TERM -- "-$p" 2>/dev/null
+	done
+	# Only ranks still running our command line (their go-file lies in $T): PIDs get reused.
+	for p in "${RANK_PIDS[@]}"; do
+		grep -qF "$T/" "/proc/$p/cmdline" 2>/dev/null && kill -TERM "$p" 2>/dev/null
+	done
+	sleep 0.3
+	for p in "${BG[@]}"; do
+		kill -KILL -- "-$p" 2>/dev/null
+	done
+	for p in "${RANK_PIDS[@]}"; do
+		grep -qF "$T/" "/proc/$p/cmdline" 2>/dev/null && kill -KILL "$p" 2>/dev/null
+	done
+	rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'log "interrupted"; exit 130' INT TERM
+
+# bg OUT ERR CMD...: CMD in its own session, under a timeout; sets BG_PID (= its group id).
+bg() {
+	local out=$1 err=$2
+	shift 2
+	setsid timeout -k 5 "$RUN_TIMEOUT" "$@" >"$out" 2>"$err" &
+	BG_PID=$!
+	BG+=("$BG_PID")
+}
+
+# wait_lines FILE REGEX N TIMEOUT_S [PID]: 0 once FILE has N lines matching REGEX; 1 on
+# timeout; 2 if PID ended first (a tool that failed to attach).
+wait_lines() {
+	local f=$1 re=$2 n=$3 t=$4 pid=${5:-} i
+	for ((i = 0; i < t * 20; i++)); do
+		[ "$(grep -cE "$re" "$f" 2>/dev/null)" -ge "$n" ] && return 0
+		if [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null; then
+			[ "$(grep -cE "$re" "$f" 2>/dev/null)" -ge "$n" ] && return 0
+			return 2
+		fi
+		sleep 0.05
+	done
+	return 1
+}
+
+# stop PID TIMEOUT_S: wait for a bg group to end by itself, then SIGINT, then SIGKILL.
+# Returns the command's exit status (124/137: the run's own timeout fired).
+stop() {
+	local pid=$1 t=$2 i
+	for ((i = 0; i < t * 20; i++)); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		kill -INT -- "-$pid" 2>/dev/null
+		for ((i = 0; i < 100; i++)); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.05
+		done
+		kill -KILL -- "-$pid" 2>/dev/null
+	fi
+	wait "$pid" 2>/dev/null
+	i=$?
+	forget "$pid"
+	return $i
+}
+
+# forget PID: a reaped group leader's PID may be reused by anyone: never signal it again.
+forget() {
+	local p keep=()
+	for p in "${BG[@]}"; do
+		[ "$p" = "$1" ] || keep+=("$p")
+	done
+	BG=("${keep[@]}")
+}
+
+# rank_pids FILE: rank PIDs from "ready rank=R pid=P" lines, in rank order, one per line
+rank_pids() {
+	grep -E '^ready rank=' "$1" | sort -t= -k2 -n | sed 's/.*pid=\([0-9]*\).*/\1/'
+}
+
+# rs_check_attached OUT PID...: every PID has a rank line with MPI collective probes.
+rs_check_attached() {
+	local out=$1 pid line
+	shift
+	for pid in "$@"; do
+		line=$(grep -E "^\{\"type\":\"rank\".*\"pid\":$pid," "$out" | head -1)
+		[ -n "$line" ] || { log "rankscope printed no rank line for pid $pid"; return 1; }
+		if ! grep -qE '"collective_probes":\{[^}]*"mpi":\{"sites":[1-9][0-9]*,' <<<"$line" ||
+		   grep -qE '"mpi":\{[^}]*"error"' <<<"$line"; then
+			log "rankscope attached no MPI collective probes to pid $pid: $line"
+			return 1
+		fi
+	done
+}
+
+# rs_coll_attempted OUT: collective events the BPF side attempted, from the final self line.
+rs_coll_attempted() {
+	grep -E '^\{"type":"self".*"final":true' "$1" | tail -1 |
+		sed -n 's/.*"collectives":{"attempted":\([0-9]*\).*/\1/p'
+}
+
+# bt_hist_total OUT: sum of the bucket counts of bpftrace's printed histogram
+bt_hist_total() {
+	awk '/^\[/ { for (i = 1; i < NF; i++) if ($i ~ /[)\]]$/) { s += $(i + 1); break } }
+	     END { print s + 0 }' "$1"
+}
+
+# abort_run: ends the caller's job and tool (its locals $job, $tool) after a failed step.
+abort_run() {
+	[ -n "${tool:-}" ] && stop "$tool" 1
+	[ -n "${job:-}" ] && stop "$job" 1
+	return 0
+}
+
+# p1_run COND ROUND: one 1-rank allreduce_ns run under condition a|b|c|d; appends a sample.
+p1_run() {
+	local cond=$1 round=$2 d="$T/p1.$2.$1" job pid lib tool="" rc seen line
+	mkdir -p "$d"
+	bg "$d/job.out" "$d/job.err" "${MPIRUN[@]}" -np 1 "$ARNS" --go-file "$d/go" \
+		--calls "$CALLS" --count "$COUNT"
+	job=$BG_PID
+	wait_lines "$d/job.out" '^ready rank=' 1 30 "$job" ||
+		{ log "p1 $cond/$round: allreduce_ns did not start"; tail -5 "$d/job.err" >&2; abort_run; return 1; }
+	pid=$(rank_pids "$d/job.out")
+	RANK_PIDS+=("$pid")
+	lib=$(awk '$6 ~ /\/libmpi\.so\.40/ { print $6; exit }' "/proc/$pid/maps")
+	[ -n "$lib" ] || { log "p1: pid $pid maps no libmpi.so.40"; abort_run; return 1; }
+
+	case $cond in
+	b)	bg "$d/tool.out" "$d/tool.err" "$FLOOR" -p "$pid" -l "$lib" -s MPI_Allreduce
+		tool=$BG_PID
+		wait_lines "$d/tool.out" '^uprobe_floor: attached' 1 20 "$tool" ||
+			{ log "p1 b/$round: uprobe_floor did not attach:"; cat "$d/tool.err" >&2; abort_run; return 1; } ;;
+	c)	bg "$d/tool.out" "$d/tool.err" "$RS" attach -p "$pid" --json "${RS_ARGS[@]}"
+		tool=$BG_PID
+		wait_lines "$d/tool.out" '^\{"type":"rank"' 1 30 "$tool" ||
+			{ log "p1 c/$round: rankscope did not attach:"; tail -5 "$d/tool.err" >&2; abort_run; return 1; }
+		rs_check_attached "$d/tool.out" "$pid" || { abort_run; return 1; } ;;
+	d)	bg "$d/tool.out" "$d/tool.err" bpftrace -p "$pid" -e "
+			uprobe:$lib:MPI_Allreduce { @s[tid] = nsecs; }
+			uretprobe:$lib:MPI_Allreduce /@s[tid]/ {
+				@h = hist(nsecs - @s[tid]); delete(@s[tid]); }"
+		tool=$BG_PID
+		wait_lines "$d/tool.out" '^Attaching' 1 30 "$tool" ||
+			{ log "p1 d/$round: bpftrace did not attach:"; tail -5 "$d/tool.err" >&2; abort_run; return 1; }
+		sleep 1 ;;
+	esac
+
+	touch "$d/go"
+	stop "$job" "$RUN_TIMEOUT"
+	rc=$?
+	job=""
+	line=$(grep -E '^done rank=0 ' "$d/job.out")
+	if [ "$rc" -ne 0 ] || [ -z "$line" ]; then
+		log "p1 $cond/$round: allreduce_ns failed (exit $rc):"
+		tail -5 "$d/job.err" >&2
+		abort_run
+		return 1
+	fi
+
+	seen=""
+	if [ -n "$tool" ]; then
+		stop "$tool" 15
+		tool=""
+		case $cond in
+		c)	seen=$(rs_coll_attempted "$d/tool.out") ;;
+		d)	seen=$(bt_hist_total "$d/tool.out") ;;
+		esac
+		if [ "$cond" != b ] && [ "${seen:-0}" -lt "$CALLS" ]; then
+			log "p1 $cond/$round: the tool saw ${seen:-no} calls of $CALLS: not measuring it"
+			return 1
+		fi
+	fi
+	# part cond round mean_ns median_ns calls_seen
+	printf 'p1\t%s\t%s\t%s\t%s\t%s\n' "$cond" "$round" \
+		"$(sed -n 's/.* mean_ns=\([0-9.]*\).*/\1/p' <<<"$line")" \
+		"$(sed -n 's/.* median_ns=\([0-9]*\).*/\1/p' <<<"$line")" "${seen:--}" >>"$SAMPLES"
+	log "p1 round $round cond $cond: $(sed 's/.*calls=/calls=/' <<<"$line")${seen:+ tool_saw=$seen}"
+}
+
+# p2_run COND RUN: one NP-rank mpi_loop run, rankscope on all ranks (on) or not (off).
+p2_run() {
+	local cond=$1 run=$2 d="$T/p2.$2.$1" job tool="" rc pids seen med p
+	mkdir -p "$d"
+	bg "$d/job.out" "$d/job.err" "${MPIRUN[@]}" -np "$NP" "$LOOP" --go-file "$d/go" \
+		--iters "$ITERS" --compute-us "$COMPUTE_US"
+	job=$BG_PID
+	wait_lines "$d/job.out" '^ready rank=' "$NP" 60 "$job" ||
+		{ log "p2 $cond/$run: mpi_loop did not start"; tail -5 "$d/job.err" >&2; abort_run; return 1; }
+	mapfile -t pids < <(rank_pids "$d/job.out")
+	RANK_PIDS+=("${pids[@]}")
+	if [ "$cond" = on ]; then
+		bg "$d/tool.out" "$d/tool.err" "$RS" attach -p "$(IFS=,; echo "${pids[*]}")" --json \
+			"${RS_ARGS[@]}"
+		tool=$BG_PID
+		wait_lines "$d/tool.out" '^\{"type":"rank"' "$NP" 30 "$tool" ||
+			{ log "p2 on/$run: rankscope did not attach:"; tail -5 "$d/tool.err" >&2; abort_run; return 1; }
+		rs_check_attached "$d/tool.out" "${pids[@]}" || { abort_run; return 1; }
+	fi
+
+	touch "$d/go"
+	stop "$job" "$RUN_TIMEOUT"
+	rc=$?
+	job=""
+	if [ "$rc" -ne 0 ] || [ "$(grep -cE '^done rank=' "$d/job.out")" -ne "$NP" ]; then
+		log "p2 $cond/$run: mpi_loop failed (exit $rc):"
+		tail -5 "$d/job.err" >&2
+		abort_run
+		return 1
+	fi
+	seen=""
+	if [ -n "$tool" ]; then
+		stop "$tool" 15
+		tool=""
+		seen=$(rs_coll_attempted "$d/tool.out")
+		if [ "${seen:-0}" -lt $((NP * ITERS)) ]; then
+			log "p2 on/$run: rankscope saw ${seen:-no} calls of $((NP * ITERS)): not measuring it"
+			return 1
+		fi
+	fi
+	# part cond run median-over-ranks(iter_ns_median) per-rank-values calls_seen
+	med=$(sed -n 's/.*iter_ns_median=\([0-9]*\).*/\1/p' "$d/job.out" | sort -n |
+		awk '{ v[NR] = $1 }
+		 END { printf "%.0f\n", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+	p=$(grep -E '^done rank=' "$d/job.out" | sort -t= -k2 -n |
+		sed -n 's/.*iter_ns_median=\([0-9]*\).*/\1/p' | paste -sd,)
+	printf 'p2\t%s\t%s\t%s\t%s\t%s\n' "$cond" "$run" "$med" "$p" "${seen:--}" >>"$SAMPLES"
+	log "p2 run $run $cond: median iter ${med} ns (ranks: $p)${seen:+ rankscope_saw=$seen}"
+}
+
+# retry FN ARGS...: a run may fail on a loaded machine (a slow start); one more try, then give up.
+retry() {
+	"$@" && return 0
+	log "retrying $*"
+	"$@" || die "$* failed twice; the logs above say why"
+}
+
+START=$(date +%s)
+LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
+CONDS=(a b c)
+[ "$HAVE_BPFTRACE" = 1 ] && CONDS+=(d)
+
+if [[ $PARTS == *1* ]]; then
+	log "part 1: $ROUNDS rounds of ${CONDS[*]}, $CALLS MPI_Allreduce calls of $COUNT double(s), 1 rank"
+	p1_run a 0 && sed -i '$d' "$SAMPLES"	# warm-up: page cache, first mpirun; not counted
+	for ((r = 1; r <= ROUNDS; r++)); do
+		for c in "${CONDS[@]}"; do
+			retry p1_run "$c" "$r"
+		done
+	done
+fi
+
+P1_S=$(( $(date +%s) - START ))
+log "part 1 took ${P1_S}s"
+if [[ $PARTS == *2* ]]; then
+	log "part 2: $RUNS alternating runs off/on, $NP ranks, $ITERS iterations of ${COMPUTE_US} us compute"
+	for ((r = 1; r <= RUNS; r++)); do
+		retry p2_run off "$r"
+		retry p2_run on "$r"
+	done
+fi
+
+LOAD1=$(cut -d' ' -f1-3 /proc/loadavg)
+ELAPSED=$(( $(date +%s) - START ))
+log "part 2 took $((ELAPSED - P1_S))s"
+
+CPU=$(sed -n 's/^model name[[:space:]]*:[[:space:]]*//p' /proc/cpuinfo | head -1)
+REV=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+git diff --quiet HEAD 2>/dev/null || REV="$REV+dirty"
+"$PY" tests/bench/summarize.py "$SAMPLES" \
+	--date "$(date -u '+%Y-%m-%d %H:%M:%S UTC')" \
+	--kernel "$(uname -r)" --cpu "${CPU:-unknown} ($(nproc) CPUs)" --rev "$REV" \
+	--mpi "$(mpirun --version 2>/dev/null | head -1)" \
+	--bpftrace "$( [ "$HAVE_BPFTRACE" = 1 ] && bpftrace --version 2>/dev/null | head -1 || echo none)" \
+	--load "$LOAD0 -> $LOAD1" --elapsed "$ELAPSED" --rs-args "${BENCH_RS_ARGS:-}" \
+	--calls "$CALLS" --count "$COUNT" --rounds "$ROUNDS" \
+	--np "$NP" --iters "$ITERS" --compute-us "$COMPUTE_US" --runs "$RUNS" \
+	--out "$RESULTS" || die "failed to summarize $SAMPLES"
+cat "$RESULTS"
+log "wrote $RESULTS in ${ELAPSED}s"
