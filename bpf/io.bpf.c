@@ -131,26 +131,45 @@ out:
 	return 0;
 }
 
-#define RS_IO_SYSCALL(name, op)							\
-SEC("tracepoint/syscalls/sys_enter_" #name)					\
-int rs_enter_##name(struct trace_event_raw_sys_enter *ctx)			\
-{										\
-	return io_enter((int)ctx->args[0], op);					\
-}										\
-SEC("tracepoint/syscalls/sys_exit_" #name)					\
-int rs_exit_##name(struct trace_event_raw_sys_exit *ctx)			\
-{										\
-	return io_exit(ctx->ret);						\
+/* x86-64 syscall numbers (arch/x86/entry/syscalls/syscall_64.tbl); -1: not ours. */
+static __always_inline int io_op(long nr)
+{
+	switch (nr) {
+	case 0: return RS_IO_READ;
+	case 17: return RS_IO_PREAD64;
+	case 19: return RS_IO_READV;
+	case 295: return RS_IO_PREADV;
+	case 45: return RS_IO_RECVFROM;
+	case 47: return RS_IO_RECVMSG;
+	case 1: return RS_IO_WRITE;
+	case 18: return RS_IO_PWRITE64;
+	case 20: return RS_IO_WRITEV;
+	case 44: return RS_IO_SENDTO;
+	case 46: return RS_IO_SENDMSG;
+	default: return -1;
+	}
 }
 
-RS_IO_SYSCALL(read, RS_IO_READ)
-RS_IO_SYSCALL(pread64, RS_IO_PREAD64)
-RS_IO_SYSCALL(readv, RS_IO_READV)
-RS_IO_SYSCALL(preadv, RS_IO_PREADV)
-RS_IO_SYSCALL(recvfrom, RS_IO_RECVFROM)
-RS_IO_SYSCALL(recvmsg, RS_IO_RECVMSG)
-RS_IO_SYSCALL(write, RS_IO_WRITE)
-RS_IO_SYSCALL(pwrite64, RS_IO_PWRITE64)
-RS_IO_SYSCALL(writev, RS_IO_WRITEV)
-RS_IO_SYSCALL(sendto, RS_IO_SENDTO)
-RS_IO_SYSCALL(sendmsg, RS_IO_SENDMSG)
+/*
+ * One program on the raw syscall tracepoints instead of one perf-event tracepoint per
+ * syscall: cheaper per traced call, and 2 links to detach instead of 22 (each detach of a
+ * faultable tracepoint waits for an RCU tasks-trace grace period). Every syscall on the host
+ * runs it, so the syscall number, already in a register, is checked before the tgid map.
+ */
+SEC("tp_btf/sys_enter")
+int BPF_PROG(rs_sys_enter, struct pt_regs *regs, long id)
+{
+	int op = io_op(id);
+
+	if (op < 0)
+		return 0;
+	return io_enter((int)regs->di, op);
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(rs_sys_exit, struct pt_regs *regs, long ret)
+{
+	if (io_op(regs->orig_ax) < 0)
+		return 0;
+	return io_exit(ret);
+}

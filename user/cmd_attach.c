@@ -450,7 +450,7 @@ static void usage(FILE *f)
 "  -v, --verbose          more diagnostics (libbpf messages)\n"
 "  -h, --help             this help\n"
 "\n"
-"Needs root (or CAP_BPF+CAP_PERFMON), kernel BTF and tracefs.\n");
+"Needs root (or CAP_BPF+CAP_PERFMON) and kernel BTF.\n");
 }
 
 enum {
@@ -638,7 +638,8 @@ int cmd_attach(int argc, char **argv)
 	}
 	if (preflight__privileges(msg, sizeof(msg)) ||
 	    preflight__btf(&preflight_default, msg, sizeof(msg)) ||
-	    preflight__tracefs(&preflight_default, 1, msg, sizeof(msg))) {
+	    (access("/sys/bus/event_source/devices/uprobe/type", R_OK) &&
+	     preflight__tracefs(&preflight_default, 1, msg, sizeof(msg)))) {
 		pr_warn("attach: %s", msg);
 		return 1;
 	}

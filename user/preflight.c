@@ -71,7 +71,7 @@ int preflight__tracefs(const struct preflight_paths *pp, int try_mount, char *ms
 	if (try_mount && !mount("nodev", pp->tracefs, "tracefs", 0, NULL) &&
 	    has_events(pp->tracefs))
 		return 0;
-	snprintf(msg, n, "tracefs is not mounted at %s (needed for syscall tracepoints); run: "
+	snprintf(msg, n, "tracefs is not mounted at %s (needed for uprobes on this kernel); run: "
 		 "mount -t tracefs nodev %s", pp->tracefs, pp->tracefs);
 	return -ENOENT;
 }

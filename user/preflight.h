@@ -20,7 +20,8 @@ int preflight__privileges(char *msg, size_t n);
 /* BTF present. Returns 0 or -ENOENT with msg filled. */
 int preflight__btf(const struct preflight_paths *pp, char *msg, size_t n);
 
-/* tracefs reachable (tries to mount it when try_mount). Returns 0 or -ENOENT with msg. */
+/* tracefs reachable (tries to mount it when try_mount). Only kernels without the uprobe PMU
+ * (before 4.17) need it, for legacy uprobes. Returns 0 or -ENOENT with msg. */
 int preflight__tracefs(const struct preflight_paths *pp, int try_mount, char *msg, size_t n);
 
 #endif /* RS_PREFLIGHT_H */

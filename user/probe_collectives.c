@@ -2,10 +2,63 @@
 /* Owner of the collectives family skeleton and of every uprobe link it gets per target. */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+#include <linux/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "probes.h"
 #include "collectives.skel.h"
+
+/*
+ * uprobe_multi (Linux 6.6) puts every site of one library in one link, and detaching it waits
+ * for one RCU tasks-trace grace period instead of one per site (~0.1 s each, serialized).
+ * Debian's libbpf 1.1 and uapi headers predate it: the attach type and the BPF_LINK_CREATE
+ * layout below are the kernel's (include/uapi/linux/bpf.h, 6.6+).
+ */
+#define RS_BPF_TRACE_UPROBE_MULTI	48
+#define RS_BPF_F_UPROBE_MULTI_RETURN	1
+
+struct rs_link_create_uprobe_multi {
+	__u32 prog_fd;
+	__u32 target_fd;
+	__u32 attach_type;
+	__u32 flags;
+	__u64 path;
+	__u64 offsets;
+	__u64 ref_ctr_offsets;
+	__u64 cookies;
+	__u32 cnt;
+	__u32 um_flags;
+	__u32 pid;
+	__u32 pad;
+};
+
+/* Does the running kernel know BPF_TRACE_UPROBE_MULTI? Asked of its BTF, not its version. */
+static bool kernel_has_uprobe_multi(void)
+{
+	const struct btf_type *t;
+	const struct btf_enum *e;
+	struct btf *btf;
+	bool found = false;
+	int id, i;
+
+	btf = btf__load_vmlinux_btf();
+	if (!btf)
+		return false;
+	id = btf__find_by_name_kind(btf, "bpf_attach_type", BTF_KIND_ENUM);
+	if (id > 0) {
+		t = btf__type_by_id(btf, id);
+		e = btf_enum(t);
+		for (i = 0; i < btf_vlen(t) && !found; i++, e++)
+			found = e->val == RS_BPF_TRACE_UPROBE_MULTI &&
+				!strcmp(btf__name_by_offset(btf, e->name_off), "BPF_TRACE_UPROBE_MULTI");
+	}
+	btf__free(btf);
+	return found;
+}
 
 int probe_collectives__load(struct probes *p)
 {
@@ -24,6 +77,13 @@ int probe_collectives__load(struct probes *p)
 		probes__fail(p, RS_FAM_COLL, err, "reuse shared maps");
 		return err;
 	}
+	p->coll_multi = kernel_has_uprobe_multi();
+	if (p->coll_multi) {
+		bpf_program__set_expected_attach_type(s->progs.rs_coll_enter,
+						      RS_BPF_TRACE_UPROBE_MULTI);
+		bpf_program__set_expected_attach_type(s->progs.rs_coll_exit,
+						      RS_BPF_TRACE_UPROBE_MULTI);
+	}
 	err = collectives_bpf__load(s);
 	if (err) {
 		probes__fail(p, RS_FAM_COLL, err, "load (verifier)");
@@ -37,6 +97,11 @@ void probe_collectives__free(struct probes *p)
 {
 	size_t i;
 
+	for (i = 0; i < p->coll_nfds; i++)
+		close(p->coll_fds[i]);
+	free(p->coll_fds);
+	p->coll_fds = NULL;
+	p->coll_nfds = p->coll_fcap = 0;
 	for (i = 0; i < p->coll_nlinks; i++)
 		bpf_link__destroy(p->coll_links[i]);
 	free(p->coll_links);
@@ -47,43 +112,106 @@ void probe_collectives__free(struct probes *p)
 	p->fam_progs[RS_FAM_COLL] = 0;
 }
 
-static int push_link(struct probes *p, struct bpf_link *l)
+/* Grow *arr (of elem-sized items, *n used, *cap allocated) to hold one more. */
+static int grow(void **arr, size_t *n, size_t *cap, size_t elem)
 {
-	struct bpf_link **nl;
-	size_t cap;
+	size_t ncap;
+	void *na;
 
-	if (p->coll_nlinks == p->coll_cap) {
-		cap = p->coll_cap ? p->coll_cap * 2 : 64;
-		nl = realloc(p->coll_links, cap * sizeof(*nl));
-		if (!nl)
-			return -ENOMEM;
-		p->coll_links = nl;
-		p->coll_cap = cap;
-	}
+	if (*n < *cap)
+		return 0;
+	ncap = *cap ? *cap * 2 : 64;
+	na = realloc(*arr, ncap * elem);
+	if (!na)
+		return -ENOMEM;
+	*arr = na;
+	*cap = ncap;
+	return 0;
+}
+
+static int attach_multi(struct probes *p, pid_t pid, const char *path, const __u64 *offsets,
+			const __u64 *cookies, int n, bool ret)
+{
+	struct rs_link_create_uprobe_multi attr;
+	int fd, err;
+
+	err = grow((void **)&p->coll_fds, &p->coll_nfds, &p->coll_fcap, sizeof(int));
+	if (err)
+		return err;
+	memset(&attr, 0, sizeof(attr));
+	attr.prog_fd = bpf_program__fd(ret ? p->coll->progs.rs_coll_exit :
+					     p->coll->progs.rs_coll_enter);
+	attr.attach_type = RS_BPF_TRACE_UPROBE_MULTI;
+	attr.path = (__u64)(unsigned long)path;
+	attr.offsets = (__u64)(unsigned long)offsets;
+	attr.cookies = (__u64)(unsigned long)cookies;
+	attr.cnt = n;
+	attr.um_flags = ret ? RS_BPF_F_UPROBE_MULTI_RETURN : 0;
+	attr.pid = pid;
+	fd = syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
+	if (fd < 0)
+		return -errno;
+	p->coll_fds[p->coll_nfds++] = fd;
+	return 0;
+}
+
+static int attach_one(struct probes *p, pid_t pid, const char *path, uint64_t offset,
+		      uint64_t cookie, bool ret)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie, .retprobe = ret);
+	struct bpf_link *l;
+	int err;
+
+	err = grow((void **)&p->coll_links, &p->coll_nlinks, &p->coll_cap, sizeof(*p->coll_links));
+	if (err)
+		return err;
+	l = bpf_program__attach_uprobe_opts(ret ? p->coll->progs.rs_coll_exit :
+						  p->coll->progs.rs_coll_enter,
+					    pid, path, offset, &opts);
+	if (!l)
+		return -errno;
 	p->coll_links[p->coll_nlinks++] = l;
 	return 0;
 }
 
-int probe_collectives__attach(struct probes *p, pid_t pid, const char *path, uint64_t offset,
-			      uint64_t cookie)
+int probe_collectives__attach(struct probes *p, pid_t pid, const char *path,
+			      const struct probe_site *sites, int n)
 {
-	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie);
-	struct bpf_link *l;
-	int err, i;
+	size_t links0 = p->coll_nlinks, fds0 = p->coll_nfds;
+	__u64 *offsets, *cookies;
+	int i, err = 0;
 
-	for (i = 0; i < 2; i++) {
-		opts.retprobe = i == 1;
-		l = bpf_program__attach_uprobe_opts(i ? p->coll->progs.rs_coll_exit :
-							p->coll->progs.rs_coll_enter,
-						    pid, path, offset, &opts);
-		if (!l)
-			return -errno;
-		err = push_link(p, l);
-		if (err) {
-			bpf_link__destroy(l);
-			return err;
-		}
-		p->fam_progs[RS_FAM_COLL]++;
+	offsets = calloc(n, sizeof(*offsets));
+	cookies = calloc(n, sizeof(*cookies));
+	if (!offsets || !cookies) {
+		err = -ENOMEM;
+		goto out;
 	}
-	return 0;
+	for (i = 0; i < n; i++) {
+		offsets[i] = sites[i].offset;
+		cookies[i] = libs__cookie(sites[i].api);
+	}
+	if (p->coll_multi) {
+		err = attach_multi(p, pid, path, offsets, cookies, n, false);
+		if (!err)
+			err = attach_multi(p, pid, path, offsets, cookies, n, true);
+	} else {
+		for (i = 0; i < n && !err; i++) {
+			err = attach_one(p, pid, path, offsets[i], cookies[i], false);
+			if (!err)
+				err = attach_one(p, pid, path, offsets[i], cookies[i], true);
+		}
+	}
+	if (err) {	/* all or nothing for this library */
+		while (p->coll_nfds > fds0)
+			close(p->coll_fds[--p->coll_nfds]);
+		while (p->coll_nlinks > links0)
+			bpf_link__destroy(p->coll_links[--p->coll_nlinks]);
+		goto out;
+	}
+	p->fam_progs[RS_FAM_COLL] += 2 * n;
+out:
+	free(offsets);
+	free(cookies);
+	return err;
 }

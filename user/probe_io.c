@@ -31,11 +31,10 @@ int probe_io__load(struct probes *p)
 	}
 	err = io_bpf__attach(s);
 	if (err) {
-		probes__fail(p, RS_FAM_IO, err,
-			     "attach syscall tracepoints (is tracefs mounted at /sys/kernel/tracing?)");
+		probes__fail(p, RS_FAM_IO, err, "attach tp_btf sys_enter/sys_exit");
 		return err;
 	}
-	p->fam_progs[RS_FAM_IO] = 2 * RS_IO_OP_MAX;
+	p->fam_progs[RS_FAM_IO] = 2;
 	return 0;
 }
 

@@ -174,23 +174,22 @@ int probes__attach_coll(struct probes *p, pid_t pid, const struct proc_libs *lib
 			/* overlayfs shows another inode through the path; map_files is the mapping */
 			snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", (int)pid,
 				 (unsigned long long)pl->start, (unsigned long long)pl->end);
-			n = -ESTALE;
+			rep->via[lib] = "map_files";
+			n = libs__resolve(path, pl, lib, sites);
 		}
-		if (n < 0) {
-			rep->err[lib] = n;
+		if (n <= 0) {
+			rep->err[lib] = n ? n : -ENOENT;
 			continue;
 		}
-		for (i = 0; i < n; i++) {
-			err = probe_collectives__attach(p, pid, path, sites[i].offset,
-							libs__cookie(sites[i].api));
-			if (err) {
-				rep->err[lib] = err;
-				break;
-			}
-			rep->nsites[lib]++;
-			rep->endbr[lib] += sites[i].skipped_endbr;
-			total++;
+		err = probe_collectives__attach(p, pid, path, sites, n);
+		if (err) {
+			rep->err[lib] = err;
+			continue;
 		}
+		rep->nsites[lib] = n;
+		for (i = 0; i < n; i++)
+			rep->endbr[lib] += sites[i].skipped_endbr;
+		total += n;
 	}
 	free(sites);
 	return total;

@@ -42,9 +42,13 @@ struct probes {
 	int fam_err[RS_FAM_MAX];	/* 0, or -errno of the step that failed */
 	char fam_why[RS_FAM_MAX][160];
 	unsigned int fam_progs[RS_FAM_MAX];	/* programs or probes attached */
-	struct bpf_link **coll_links;
+	bool coll_multi;		/* one uprobe_multi link per (process, library, direction) */
+	struct bpf_link **coll_links;	/* per-site perf-event uprobes (kernels before 6.6) */
 	size_t coll_nlinks;
 	size_t coll_cap;
+	int *coll_fds;			/* uprobe_multi link fds */
+	size_t coll_nfds;
+	size_t coll_fcap;
 };
 
 /* What attaching the collective probes to one process found. */
@@ -95,8 +99,10 @@ int probe_net__load(struct probes *p);
 void probe_net__free(struct probes *p);
 int probe_collectives__load(struct probes *p);
 void probe_collectives__free(struct probes *p);
-int probe_collectives__attach(struct probes *p, pid_t pid, const char *path, uint64_t offset,
-			      uint64_t cookie);
+/* Attach the enter and exit programs at n sites of the file at path, for pid only.
+ * Returns 0 or -errno (nothing of this call stays attached on error). */
+int probe_collectives__attach(struct probes *p, pid_t pid, const char *path,
+			      const struct probe_site *sites, int n);
 int probe_sched__read(struct probes *p, uint32_t slot, struct slot_snapshot *s);
 int probe_io__read(struct probes *p, uint32_t slot, struct slot_snapshot *s);
 int probe_net__read(struct probes *p, uint32_t slot, struct slot_snapshot *s);
