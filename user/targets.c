@@ -91,15 +91,14 @@ static bool is_pid_name(const char *s)
 	return true;
 }
 
-int targets__discover(pid_t *pids, int max, pid_t self)
+/* Every pid under /proc now, in a malloc'd array. Returns the count or -errno. */
+static int list_pids(pid_t **out)
 {
-	struct cand *c = NULL, *nc;
 	struct dirent *de;
-	size_t nc_n = 0, cap = 0, i, k;
+	pid_t *pids = NULL, *np;
+	size_t n = 0, cap = 0;
 	DIR *d;
 	long v;
-	int out = 0;
-	bool keep;
 
 	d = opendir("/proc");
 	if (!d)
@@ -107,25 +106,45 @@ int targets__discover(pid_t *pids, int max, pid_t self)
 	while ((de = readdir(d))) {
 		if (!is_pid_name(de->d_name) || parse_long(de->d_name, 1, 4194304, &v))
 			continue;
-		if ((pid_t)v == self)
-			continue;
-		if (nc_n == cap) {
-			cap = cap ? cap * 2 : 64;
-			nc = realloc(c, cap * sizeof(*c));
-			if (!nc) {
+		if (n == cap) {
+			cap = cap ? cap * 2 : 256;
+			np = realloc(pids, cap * sizeof(*pids));
+			if (!np) {
 				closedir(d);
-				free(c);
+				free(pids);
 				return -ENOMEM;
 			}
-			c = nc;
+			pids = np;
 		}
-		if (looks_like_rank(v, &c[nc_n]))
-			nc_n++;
+		pids[n++] = v;
 	}
 	closedir(d);
-	for (i = 0; i < nc_n; i++) {
+	*out = pids;
+	return n;
+}
+
+int targets__discover(pid_t *pids, int max, pid_t self)
+{
+	struct cand *c;
+	pid_t *all = NULL;
+	int n, nc = 0, i, k, out = 0;
+	bool keep;
+
+	n = list_pids(&all);
+	if (n < 0)
+		return n;
+	c = calloc(n ? n : 1, sizeof(*c));
+	if (!c) {
+		free(all);
+		return -ENOMEM;
+	}
+	for (i = 0; i < n; i++)
+		if (all[i] != self && looks_like_rank(all[i], &c[nc]))
+			nc++;
+	free(all);
+	for (i = 0; i < nc; i++) {
 		keep = true;
-		for (k = 0; k < nc_n; k++) {
+		for (k = 0; k < nc; k++) {
 			/* a worker: forked by a rank, inherits its environ */
 			if (c[k].pid == c[i].ppid && (!c[i].has_rank ||
 			    (c[k].has_rank && c[k].rank == c[i].rank)))
@@ -144,37 +163,19 @@ int targets__discover(pid_t *pids, int max, pid_t self)
 int targets__children(pid_t root, pid_t *out, int max)
 {
 	struct proc_stat st;
-	struct dirent *de;
-	pid_t *all = NULL, *ppid = NULL, *np;
-	size_t n = 0, cap = 0, i;
-	int nout = 0, j, changed;
-	DIR *d;
-	long v;
+	pid_t *all = NULL, *ppid;
+	int n, i, j, nout = 0, changed;
 
-	d = opendir("/proc");
-	if (!d)
-		return -errno;
-	while ((de = readdir(d))) {
-		if (!is_pid_name(de->d_name) || parse_long(de->d_name, 1, 4194304, &v))
-			continue;
-		if (procfs__stat(v, &st))
-			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 256;
-			np = realloc(all, cap * sizeof(*all));
-			if (!np)
-				break;
-			all = np;
-			np = realloc(ppid, cap * sizeof(*ppid));
-			if (!np)
-				break;
-			ppid = np;
-		}
-		all[n] = v;
-		ppid[n] = st.ppid;
-		n++;
+	n = list_pids(&all);
+	if (n < 0)
+		return n;
+	ppid = calloc(n ? n : 1, sizeof(*ppid));
+	if (!ppid) {
+		free(all);
+		return -ENOMEM;
 	}
-	closedir(d);
+	for (i = 0; i < n; i++)
+		ppid[i] = procfs__stat(all[i], &st) ? 0 : st.ppid;
 	/* transitive closure over parent links, bounded by max */
 	do {
 		changed = 0;
