@@ -4,6 +4,7 @@
 . "$(dirname "$0")/../lib.sh"
 need_root
 command -v bpftool >/dev/null || skip "bpftool not installed (make deps)"
+command -v mpirun >/dev/null || skip "OpenMPI not installed (make deps)"
 # leftovers [PID]: rs_ programs held open by PID, or (no PID) by no process at all. This
 # bpftool has no pid column, so read prog_id from every process' fdinfo.
 leftovers() {
@@ -24,7 +25,7 @@ print(len([i for i in progs if (want in held.get(i, ()) if want else not held.ge
 [ "$(leftovers)" = 0 ] || fail "rs_ programs held by no process before the test: $(leftovers)"
 
 # 1) SIGTERM while the targets still run
-bg job "$FIX/nccl_ranks" --go-file "$T/go" --nranks 2 --iters 1000000
+bg job mpirun --allow-run-as-root --oversubscribe -np 2 "$FIX/mpi_loop" --go-file "$T/go" --iters 1000000
 wait_lines "$T/job.out" '^ready rank=' 2 20 || fail "job did not start"
 rs_attach rs -p "$(ready_pids "$T/job.out")" --json
 touch "$T/go"
@@ -38,7 +39,7 @@ kill -TERM -- "-$PID_job" 2>/dev/null
 wait_exit "$PID_job" 30
 
 # 2) the targets exit by themselves
-bg job2 "$FIX/nccl_ranks" --go-file "$T/go2" --nranks 2 --iters 50
+bg job2 mpirun --allow-run-as-root --oversubscribe -np 2 "$FIX/mpi_loop" --go-file "$T/go2" --iters 50
 wait_lines "$T/job2.out" '^ready rank=' 2 20 || fail "job did not start"
 rs_attach rs2 -p "$(ready_pids "$T/job2.out")" --json
 touch "$T/go2"

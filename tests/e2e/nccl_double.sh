@@ -6,6 +6,7 @@
 # straggler (rank 1) shows as in the MPI test.
 . "$(dirname "$0")/../lib.sh"
 need_root
+[ -e /usr/local/cuda/include/nccl.h ] || skip "no CUDA toolkit nccl.h: the NCCL double is built against it"
 [ -e "$FIX/double/libnccl.so.2" ] || fail "fixture missing: make fixtures"
 bg job "$FIX/nccl_ranks" --go-file "$T/go" --nranks 4 --iters 100 --slow-rank 1 --slow-us 4000
 wait_lines "$T/job.out" '^ready rank=' 4 30 || fail "job did not start"
