@@ -311,10 +311,24 @@ static int prepare_rank(struct session *s, int i, pid_t pid)
 	return 0;
 }
 
+/* Learn OpenMPI's predefined handles from the file pid mapped at pl. */
+static void scan_mpi(struct session *s, pid_t pid, const struct proc_lib *pl)
+{
+	const char *via;
+	char path[64];
+	int fd;
+
+	fd = libs__open_mapped(pid, pl, &via);
+	if (fd < 0)
+		return;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	comms__scan_mpi(&s->comms, pid, path, pl);
+	close(fd);
+}
+
 static void attach_rank(struct session *s, struct rank_state *rs)
 {
 	pid_t kids[64];
-	char path[PATH_MAX + 64];
 	const struct proc_lib *mpi = &rs->libs.lib[RS_LIB_MPI];
 	int n, i, err, lib;
 
@@ -342,12 +356,10 @@ static void attach_rank(struct session *s, struct rank_state *rs)
 	if (mpi->found) {
 		struct proc_lib exe;
 
-		if (!libs__root_path(rs->pid, mpi->path, path, sizeof(path)))
-			comms__scan_mpi(&s->comms, rs->pid, path, mpi);
+		scan_mpi(s, rs->pid, mpi);
 		/* copy relocations move MPI_COMM_WORLD & co. into the executable */
-		if (!libs__exe(rs->pid, &exe) &&
-		    !libs__root_path(rs->pid, exe.path, path, sizeof(path)))
-			comms__scan_mpi(&s->comms, rs->pid, path, &exe);
+		if (!libs__exe(rs->pid, &exe))
+			scan_mpi(s, rs->pid, &exe);
 	}
 }
 

@@ -38,7 +38,7 @@ int elfsym__open(const char *path, struct elfsym **out)
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return -ENOMEM;
-	e->fd = open(path, O_RDONLY | O_CLOEXEC);
+	e->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (e->fd < 0) {
 		err = -errno;
 		free(e);

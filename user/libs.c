@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /* The collective API table and per-process library discovery. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
+#include <linux/openat2.h>
 #include "elfsym.h"
 #include "libs.h"
 #include "procfs.h"
@@ -207,16 +211,50 @@ int libs__exe(pid_t pid, struct proc_lib *out)
 	return out->found ? 0 : -ENOENT;
 }
 
-int libs__root_path(pid_t pid, const char *path, char *out, size_t n)
+static bool same_file(int fd, const struct proc_lib *pl)
 {
-	int len;
+	struct stat st;
 
-	if (path[0] != '/')
+	return !fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_ino == pl->inode &&
+	       (!pl->dev || st.st_dev == pl->dev);
+}
+
+int libs__open_mapped(pid_t pid, const struct proc_lib *pl, const char **via)
+{
+	/* O_NONBLOCK: a FIFO planted under the library's name must not hang us in open() */
+	struct open_how how = {
+		.flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY,
+		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+	};
+	char path[64];
+	int rfd, fd;
+
+	if (pl->path[0] != '/')
 		return -EINVAL;
-	len = snprintf(out, n, "/proc/%d/root%s", (int)pid, path);
-	if (len < 0 || (size_t)len >= n)
-		return -ENAMETOOLONG;
-	return 0;
+	snprintf(path, sizeof(path), "/proc/%d/root", (int)pid);
+	rfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rfd >= 0) {
+		fd = syscall(SYS_openat2, rfd, pl->path, &how, sizeof(how));
+		close(rfd);
+		if (fd >= 0 && same_file(fd, pl)) {
+			*via = "root";
+			return fd;
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	/* overlayfs shows another inode through the path; map_files is the mapping itself */
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", (int)pid,
+		 (unsigned long long)pl->start, (unsigned long long)pl->end);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	if (!same_file(fd, pl)) {
+		close(fd);
+		return -ESTALE;
+	}
+	*via = "map_files";
+	return fd;
 }
 
 struct resolve_ctx {

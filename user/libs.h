@@ -55,8 +55,11 @@ int libs__exe(pid_t pid, struct proc_lib *out);
 /* Read /proc/PID/maps and scan it. Returns the count found or -errno. */
 int libs__discover(pid_t pid, struct proc_libs *out);
 
-/* Build "/proc/PID/root<path>". Returns 0 or -ENAMETOOLONG / -EINVAL (path not absolute). */
-int libs__root_path(pid_t pid, const char *path, char *out, size_t n);
+/* Open the file pl names as pid sees it, without letting the process' symlinks lead outside
+ * its root: openat2(RESOLVE_IN_ROOT) under /proc/PID/root, else /proc/PID/map_files (the exact
+ * mapping). The file must be regular and the inode pid mapped. *via says which way worked.
+ * Returns the fd, or -errno (-ESTALE: not the mapped file). */
+int libs__open_mapped(pid_t pid, const struct proc_lib *pl, const char **via);
 
 /* Resolve every table API of lib in the file at host_path (which must be the mapped inode:
  * -ESTALE otherwise). sites must hold coll_apis_n entries. Returns the number of sites. */

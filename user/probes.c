@@ -153,8 +153,8 @@ int probes__attach_coll(struct probes *p, pid_t pid, const struct proc_libs *lib
 			struct coll_report *rep)
 {
 	struct probe_site *sites;
-	char path[PATH_MAX + 64];
-	int lib, i, n, err, total = 0;
+	char path[64];
+	int lib, i, n, fd, err, total = 0;
 
 	memset(rep, 0, sizeof(*rep));
 	if (!p->coll)
@@ -167,21 +167,21 @@ int probes__attach_coll(struct probes *p, pid_t pid, const struct proc_libs *lib
 
 		if (!pl->found)
 			continue;
-		err = libs__root_path(pid, pl->path, path, sizeof(path));
-		rep->via[lib] = "root";
-		n = err ? err : libs__resolve(path, pl, lib, sites);
-		if (n == -ESTALE || n == -ENOENT) {
-			/* overlayfs shows another inode through the path; map_files is the mapping */
-			snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", (int)pid,
-				 (unsigned long long)pl->start, (unsigned long long)pl->end);
-			rep->via[lib] = "map_files";
-			n = libs__resolve(path, pl, lib, sites);
+		fd = libs__open_mapped(pid, pl, &rep->via[lib]);
+		if (fd < 0) {
+			rep->err[lib] = fd;
+			continue;
 		}
+		/* both our ELF reader and the kernel's uprobe path lookup go through this fd */
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		n = libs__resolve(path, pl, lib, sites);
 		if (n <= 0) {
 			rep->err[lib] = n ? n : -ENOENT;
+			close(fd);
 			continue;
 		}
 		err = probe_collectives__attach(p, pid, path, sites, n);
+		close(fd);
 		if (err) {
 			rep->err[lib] = err;
 			continue;

@@ -161,43 +161,69 @@ static void scan_maps__overlong_line__skipped(void **state)
 	free(text);
 }
 
-static void root_path__absolute__prefixed(void **state)
+/* The lowest mapping of this process' libc, as libs__scan_maps would record it. */
+static int self_libc(struct proc_lib *pl)
 {
-	char out[128];
+	char *maps, *line, *save = NULL;
+	struct proc_map m;
+	int found = 0;
 
-	assert_int_equal(libs__root_path(123, "/usr/lib/libnccl.so.2", out, sizeof(out)), 0);
-	assert_string_equal(out, "/proc/123/root/usr/lib/libnccl.so.2");
-}
-
-static void root_path__relative__einval(void **state)
-{
-	char out[128];
-
-	assert_int_equal(libs__root_path(123, "usr/lib/libnccl.so.2", out, sizeof(out)), -EINVAL);
-	assert_int_equal(libs__root_path(123, "", out, sizeof(out)), -EINVAL);
-	assert_int_equal(libs__root_path(123, "[vdso]", out, sizeof(out)), -EINVAL);
-}
-
-static void root_path__too_long__enametoolong(void **state)
-{
-	const char *want = "/proc/123/root/usr/lib/libmpi.so.40";
-	char out[128], *big;
-
-	assert_int_equal(libs__root_path(123, "/usr/lib/libmpi.so.40", out, strlen(want) + 1), 0);
-	assert_string_equal(out, want);
-	assert_int_equal(libs__root_path(123, "/usr/lib/libmpi.so.40", out, strlen(want)),
-			 -ENAMETOOLONG);
-	big = malloc(PATH_MAX + 2);
-	assert_non_null(big);
-	memset(big, 'a', PATH_MAX + 1);
-	big[0] = '/';
-	big[PATH_MAX + 1] = '\0';
-	{
-		char path[PATH_MAX];
-
-		assert_int_equal(libs__root_path(1, big, path, sizeof(path)), -ENAMETOOLONG);
+	if (procfs__read(getpid(), "maps", &maps, PROC_MAPS_MAX) < 0)
+		return 0;
+	memset(pl, 0, sizeof(*pl));
+	for (line = strtok_r(maps, "\n", &save); line && !found; line = strtok_r(NULL, "\n", &save)) {
+		if (procfs__parse_maps_line(line, &m) || !strstr(m.path, "/libc.so"))
+			continue;
+		snprintf(pl->path, sizeof(pl->path), "%s", m.path);
+		pl->dev = makedev(m.dev_major, m.dev_minor);
+		pl->inode = m.inode;
+		pl->start = m.start;
+		pl->end = m.end;
+		pl->pgoff = m.pgoff;
+		found = 1;
+		pl->found = true;
 	}
-	free(big);
+	free(maps);
+	return found;
+}
+
+static void open_mapped__self_libc__root(void **state)
+{
+	struct proc_lib pl;
+	const char *via = NULL;
+	struct stat st;
+	int fd;
+
+	if (!self_libc(&pl))
+		skip();
+	fd = libs__open_mapped(getpid(), &pl, &via);
+	assert_true(fd >= 0);
+	assert_string_equal(via, "root");
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_true(st.st_ino == pl.inode);
+	close(fd);
+}
+
+static void open_mapped__wrong_inode__not_opened(void **state)
+{
+	struct proc_lib pl;
+	const char *via = NULL;
+	int fd;
+
+	if (!self_libc(&pl))
+		skip();
+	/* the path names another file than the mapping: neither way may return it */
+	pl.inode ^= 1;
+	fd = libs__open_mapped(getpid(), &pl, &via);
+	assert_true(fd < 0);
+}
+
+static void open_mapped__relative_path__einval(void **state)
+{
+	struct proc_lib pl = { .found = true, .path = "lib/libc.so.6", .inode = 1 };
+	const char *via;
+
+	assert_int_equal(libs__open_mapped(getpid(), &pl, &via), -EINVAL);
 }
 
 static void table__rows__well_formed(void **state)
@@ -650,9 +676,9 @@ int main(void)
 		cmocka_unit_test(scan_maps__deleted_path__skipped),
 		cmocka_unit_test(scan_maps__anonymous_and_empty__nothing),
 		cmocka_unit_test(scan_maps__overlong_line__skipped),
-		cmocka_unit_test(root_path__absolute__prefixed),
-		cmocka_unit_test(root_path__relative__einval),
-		cmocka_unit_test(root_path__too_long__enametoolong),
+		cmocka_unit_test(open_mapped__self_libc__root),
+		cmocka_unit_test(open_mapped__wrong_inode__not_opened),
+		cmocka_unit_test(open_mapped__relative_path__einval),
 		cmocka_unit_test(table__rows__well_formed),
 		cmocka_unit_test(cookie__every_row__round_trips),
 		cmocka_unit_test(cookie__fields__disjoint_bits),
