@@ -37,6 +37,9 @@ wait_exit "$PID_rs" 60 || fail "rankscope did not exit on SIGTERM"
 grep -q '"final":true' "$T/rs.out" || fail "no final self line after SIGTERM"
 kill -TERM -- "-$PID_job" 2>/dev/null
 wait_exit "$PID_job" 30
+for p in $(ready_pids "$T/job.out" | tr ',' ' '); do	# ranks may outlive mpirun briefly
+	kill -KILL "$p" 2>/dev/null
+done
 
 # 2) the targets exit by themselves
 bg job2 mpirun --allow-run-as-root --oversubscribe -np 2 "$FIX/mpi_loop" --go-file "$T/go2" --iters 50
