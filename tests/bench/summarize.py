@@ -104,26 +104,37 @@ def part2(p2, args, out):
         return None
     off = [p2["off"][r][0] for r in runs]
     on = [p2["on"][r][0] for r in runs]
+    floor = [p2["floor"][r][0] for r in runs if r in p2.get("floor", {})]
     over = (med(on) / med(off) - 1) * 100
     paired = [(p2["on"][r][0] / p2["off"][r][0] - 1) * 100 for r in runs]
 
     out.append(f"## 2. Loop iteration of the {args.np}-rank MPI job\n")
     out.append(f"`mpi_loop -np {args.np} --iters {args.iters} --compute-us {args.compute_us}` "
-               f"(default --count 1024), {len(runs)} alternating runs off/on; per run the "
+               f"(default --count 1024), {len(runs)} alternating runs off/floor/on; per run the "
                "median over ranks of each rank's median iteration; rankscope attached to all "
-               "ranks with `attach -p PIDS --json`.\n")
-    out.append("| condition | runs | iteration, median (µs) | range (µs) | stdev (µs) |")
-    out.append("| --- | ---: | ---: | ---: | ---: |")
-    for name, v in (("without rankscope", off), ("with rankscope", on)):
+               "ranks with `attach -p PIDS --json`; floor: the empty uprobe+uretprobe on every "
+               "rank's MPI_Allreduce.\n")
+    out.append("| condition | runs | iteration, median (µs) | range (µs) | stdev (µs) | vs without |")
+    out.append("| --- | ---: | ---: | ---: | ---: | ---: |")
+    rows = [("without rankscope", off), ("floor: empty uprobe+uretprobe", floor),
+            ("with rankscope", on)]
+    for name, v in rows:
+        if not v:
+            continue
         sd = statistics.stdev(v) if len(v) > 1 else 0.0
         out.append(f"| {name} | {len(v)} | {med(v) / 1e3:.1f} | "
-                   f"{rng([x / 1e3 for x in v], '{:.1f}')} | {sd / 1e3:.1f} |")
+                   f"{rng([x / 1e3 for x in v], '{:.1f}')} | {sd / 1e3:.1f} | "
+                   f"{(med(v) / med(off) - 1) * 100:+.2f}% |")
     out.append("")
     spread = (max(off) - min(off)) / med(off) * 100
     out.append(f"**Overhead = {over:+.2f}%** (ratio of medians; goal ≤ 0.3%). Paired per-run "
                f"overheads (run i on vs run i off): median {med(paired):+.2f}%, range "
                f"{min(paired):+.2f}% to {max(paired):+.2f}%. Noise floor: the runs without "
-               f"rankscope spread over {spread:.1f}% of their median.\n")
+               f"rankscope spread over {spread:.1f}% of their median.")
+    if floor:
+        out.append(f" The bare uprobe+uretprobe alone costs {(med(floor) / med(off) - 1) * 100:+.2f}%, "
+                   f"so rankscope adds {(med(on) / med(floor) - 1) * 100:+.2f}% over the floor.")
+    out.append("\n")
     return over
 
 
@@ -135,7 +146,7 @@ def raw(p1, p2, out):
     for c in sorted(p1):
         for r, (a, b, s) in sorted(p1[c].items()):
             out.append(f"| 1 | {c} | {r} | {a:.1f} | {b:.0f} | {s} |")
-    for c in ("off", "on"):
+    for c in ("off", "floor", "on"):
         for r, (a, b, s) in sorted(p2.get(c, {}).items()):
             out.append(f"| 2 | {c} | {r} | {a:.0f} | {b} | {s} |")
     out.append("\n</details>\n")
