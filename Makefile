@@ -17,7 +17,7 @@ ifeq ($(CI),true)
 CFLAGS    += -Werror
 endif
 LDLIBS    := -lbpf -lelf -lz -lm
-BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf \
+BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf \
 	      -I/usr/include/$(shell uname -m)-linux-gnu -Wall -Wno-unused-function
 
 SKELS     := $(patsubst %,$(OBJ)/bpf/%.skel.h,$(FAMILIES))

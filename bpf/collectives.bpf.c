@@ -3,7 +3,7 @@
 #include "common.bpf.h"
 #include "collectives.h"
 
-#define RS_MAX_DEPTH 4
+#define RS_MAX_DEPTH 4	/* a power of two */
 
 struct rs_frame {
 	__u64 cookie;
@@ -14,6 +14,7 @@ struct rs_frame {
 	__u64 dtype;
 	__u64 stream;
 	__u64 arg1;	/* RS_CKF_INIT: the ncclComm_t* to read back at return */
+	__u64 sp;	/* stack pointer at entry: the return address slot */
 	__u64 sendbuf;
 	__u64 recvbuf;
 	__s32 peer;
@@ -90,39 +91,31 @@ static __always_inline struct rs_frames *frames_get(__u32 tid)
 	return bpf_map_lookup_elem(&rs_coll_frames, &tid);
 }
 
-SEC("uprobe")
-int rs_coll_enter(struct pt_regs *ctx)
+/* Decode the arguments of the call at ctx into f, and take its sequence number. */
+static __always_inline void fill_frame(struct pt_regs *ctx, struct rs_frames *fr,
+				       struct rs_frame *f, __u64 ck, __u32 tgid)
 {
-	__u64 id = bpf_get_current_pid_tgid(), ck, *seq;
-	__u32 tid = (__u32)id, tgid = id >> 32, d, flags;
+	__u32 flags = RS_CK_FLAGS(ck);
 	struct rs_seq_key sk = {};
-	struct rs_frames *fr;
-	struct rs_frame *f;
+	__u64 *seq;
 
-	if (!rs_lookup(tgid))
-		return 0;
-	fr = frames_get(tid);
-	if (!fr)
-		return 0;
-	d = fr->depth;
-	fr->depth = d + 1;	/* counted even when too deep, so returns stay matched */
-	if (d >= RS_MAX_DEPTH)
-		return 0;
-	f = &fr->f[d];
-	ck = bpf_get_attach_cookie(ctx);
-	flags = RS_CK_FLAGS(ck);
 	f->cookie = ck;
 	f->comm = arg_n(ctx, RS_CK_COMM(ck));
 	f->count = arg_n(ctx, RS_CK_COUNT(ck));
 	f->dtype = arg_n(ctx, RS_CK_DTYPE(ck));
+	if (flags & RS_CKF_COUNT32)
+		f->count = (__u32)f->count;
+	if (flags & RS_CKF_DTYPE32)
+		f->dtype = (__u32)f->dtype;
 	f->stream = arg_n(ctx, RS_CK_STREAM(ck));
 	f->peer = RS_CK_PEER(ck) ? (__s32)arg_n(ctx, RS_CK_PEER(ck)) : -1;
 	f->arg1 = PT_REGS_PARM1(ctx);
+	f->sp = PT_REGS_SP(ctx);
 	f->sendbuf = arg_n(ctx, RS_CK_SENDBUF(ck));
 	f->recvbuf = arg_n(ctx, RS_CK_RECVBUF(ck));
 	f->redop = RS_CK_REDOP(ck) ? (__s32)arg_n(ctx, RS_CK_REDOP(ck)) : -1;
 	f->seq = RS_SEQ_NONE;
-	if (flags & RS_CKF_INIT) {
+	if (fr && (flags & RS_CKF_INIT)) {
 		/* ncclUniqueId is passed by value: 128 bytes in memory right above the return address. */
 		bpf_probe_read_user(fr->unique_id, sizeof(fr->unique_id),
 				    (void *)(PT_REGS_SP(ctx) + 8));
@@ -131,16 +124,76 @@ int rs_coll_enter(struct pt_regs *ctx)
 		sk.tgid = tgid;
 		sk.comm = f->comm;
 		seq = bpf_map_lookup_elem(&rs_coll_seq, &sk);
-		if (seq) {
-			f->seq = __sync_fetch_and_add(seq, 1);
-		} else {
-			__u64 one = 1;
+		if (!seq) {
+			__u64 zero = 0;
 
-			bpf_map_update_elem(&rs_coll_seq, &sk, &one, BPF_NOEXIST);
-			f->seq = 0;
+			/* two threads may race here: NOEXIST keeps one zero, both then add */
+			bpf_map_update_elem(&rs_coll_seq, &sk, &zero, BPF_NOEXIST);
+			seq = bpf_map_lookup_elem(&rs_coll_seq, &sk);
 		}
+		if (seq)
+			f->seq = __sync_fetch_and_add(seq, 1);
 	}
 	f->enter_ns = bpf_ktime_get_ns();
+}
+
+static __always_inline void emit_coll(const struct rs_track *tr, __u32 tgid, __u32 tid,
+				      const struct rs_frame *f, __u64 exit_ns, __s64 ret, __u32 depth)
+{
+	struct rs_ev_coll *e;
+
+	e = rs_reserve(RS_FAM_COLL, sizeof(*e), RS_EV_COLL, tr, tgid, tid);
+	if (!e)
+		return;
+	e->enter_ns = f->enter_ns;
+	e->exit_ns = exit_ns;
+	e->comm = f->comm;
+	e->seq = f->seq;
+	e->count = f->count;
+	e->dtype = f->dtype;
+	e->stream = f->stream;
+	e->ret = ret;
+	e->peer = f->peer;
+	e->lib = RS_CK_LIB(f->cookie);
+	e->op = RS_CK_OP(f->cookie);
+	e->depth = depth;
+	e->pad = 0;
+	e->sendbuf = f->sendbuf;
+	e->recvbuf = f->recvbuf;
+	e->redop = f->redop;
+	e->pad2 = 0;
+	rs_submit(e);
+}
+
+SEC("uprobe")
+int rs_coll_enter(struct pt_regs *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid(), ck;
+	__u32 tid = (__u32)id, tgid = id >> 32, d, zero = 0;
+	struct rs_frames *fr;
+	struct rs_track *tr;
+
+	tr = rs_lookup(tgid);
+	if (!tr)
+		return 0;
+	ck = bpf_get_attach_cookie(ctx);
+	if (RS_CK_FLAGS(ck) & RS_CKF_ENTRY) {
+		/* no frame to keep: decode into per-CPU scratch and record now */
+		fr = bpf_map_lookup_elem(&rs_coll_zero, &zero);
+		if (!fr)
+			return 0;
+		fill_frame(ctx, NULL, &fr->f[0], ck, tgid);
+		emit_coll(tr, tgid, tid, &fr->f[0], 0, 0, 0);
+		return 0;
+	}
+	fr = frames_get(tid);
+	if (!fr)
+		return 0;
+	d = fr->depth;
+	fr->depth = d + 1;	/* counted even when too deep, so returns stay matched */
+	if (d >= RS_MAX_DEPTH)
+		return 0;
+	fill_frame(ctx, fr, &fr->f[d], ck, tgid);
 	return 0;
 }
 
@@ -169,9 +222,8 @@ static __always_inline void emit_init(struct pt_regs *ctx, struct rs_track *tr, 
 SEC("uretprobe")
 int rs_coll_exit(struct pt_regs *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid(), now;
-	__u32 tid = (__u32)id, tgid = id >> 32, d;
-	struct rs_ev_coll *e;
+	__u64 id = bpf_get_current_pid_tgid(), now, sp;
+	__u32 tid = (__u32)id, tgid = id >> 32, d, i;
 	struct rs_frames *fr;
 	struct rs_track *tr;
 	struct rs_frame *f;
@@ -183,6 +235,18 @@ int rs_coll_exit(struct pt_regs *ctx)
 	if (!fr || !fr->depth)
 		return 0;
 	now = bpf_ktime_get_ns();
+	/* After the return, sp is one slot above the entry's. Frames entered deeper than that
+	 * were left by longjmp and will never return: drop them. */
+	sp = PT_REGS_SP(ctx);
+	for (i = 0; i < RS_MAX_DEPTH; i++) {
+		d = fr->depth;
+		if (d < 2 || d > RS_MAX_DEPTH)
+			break;
+		d = (d - 1) & (RS_MAX_DEPTH - 1);	/* the mask is for the verifier */
+		if (fr->f[d].sp + 8 >= sp)
+			break;
+		fr->depth = d;
+	}
 	d = --fr->depth;
 	if (d >= RS_MAX_DEPTH)
 		return 0;
@@ -191,26 +255,6 @@ int rs_coll_exit(struct pt_regs *ctx)
 		emit_init(ctx, tr, tgid, tid, fr, f, now);
 		return 0;
 	}
-	e = rs_reserve(RS_FAM_COLL, sizeof(*e), RS_EV_COLL, tr, tgid, tid);
-	if (!e)
-		return 0;
-	e->enter_ns = f->enter_ns;
-	e->exit_ns = now;
-	e->comm = f->comm;
-	e->seq = f->seq;
-	e->count = f->count;
-	e->dtype = f->dtype;
-	e->stream = f->stream;
-	e->ret = PT_REGS_RC(ctx);
-	e->peer = f->peer;
-	e->lib = RS_CK_LIB(f->cookie);
-	e->op = RS_CK_OP(f->cookie);
-	e->depth = d;
-	e->pad = 0;
-	e->sendbuf = f->sendbuf;
-	e->recvbuf = f->recvbuf;
-	e->redop = f->redop;
-	e->pad2 = 0;
-	rs_submit(e);
+	emit_coll(tr, tgid, tid, f, now, PT_REGS_RC(ctx), d);
 	return 0;
 }

@@ -54,6 +54,11 @@ enum rs_op {
 
 #define RS_CKF_SEQ	0x1	/* a real collective: takes the next sequence number of its comm */
 #define RS_CKF_INIT	0x2	/* communicator init: arg1 is ncclComm_t*, the unique id is on the stack */
+#define RS_CKF_ENTRY	0x4	/* entry only: a uretprobe would turn a C++ exception thrown through
+				 * the function into std::terminate (the unwinder cannot pass the
+				 * return trampoline); recorded at entry with exit_ns 0 */
+#define RS_CKF_COUNT32	0x8	/* count is a C int: the upper register half is undefined */
+#define RS_CKF_DTYPE32	0x10	/* dtype is a C enum/int */
 
 static inline __u64 rs_cookie(__u32 op, __u32 lib, __u32 count, __u32 dtype, __u32 comm,
 			      __u32 stream, __u32 peer, __u32 flags, __u32 redop, __u32 sendbuf,

@@ -62,13 +62,14 @@ static __always_inline void *rs_reserve(__u32 family, __u32 size, __u32 kind,
 	struct rs_fam_stats *st;
 	struct rs_hdr *h;
 
+	/* atomic even per CPU: a softirq program can interrupt a task-context one here */
 	st = bpf_map_lookup_elem(&rs_stats, &family);
 	if (st)
-		st->attempted++;
+		__sync_fetch_and_add(&st->attempted, 1);
 	h = bpf_ringbuf_reserve(&rs_events, size, 0);
 	if (!h) {
 		if (st)
-			st->dropped++;
+			__sync_fetch_and_add(&st->dropped, 1);
 		return NULL;
 	}
 	h->size = size;

@@ -74,9 +74,13 @@ static __always_inline int io_enter(int fd, __u32 op)
 			struct socket *sock = BPF_CORE_READ(f, private_data);
 			__u64 sk = (__u64)BPF_CORE_READ(sock, sk);
 
+			struct rs_track *own;
+
 			in.kind = RS_FD_SOCK;
-			/* Lets the net family charge softirq-time TCP events to this rank. */
-			if (sk && !bpf_map_lookup_elem(&rs_sock_owner, &sk))
+			/* Lets the net family charge softirq-time TCP events to this rank; the
+			 * process using the socket is its owner, whoever recorded it first. */
+			own = sk ? bpf_map_lookup_elem(&rs_sock_owner, &sk) : NULL;
+			if (sk && (!own || own->slot != tr->slot))
 				bpf_map_update_elem(&rs_sock_owner, &sk, tr, BPF_ANY);
 		}
 	}

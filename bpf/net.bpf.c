@@ -6,7 +6,9 @@
 #define AF_INET		2
 #define AF_INET6	10
 #define IPPROTO_TCP	6
+#define TCP_SYN_SENT	2
 #define TCP_CLOSE	7
+#define TCP_LISTEN	10
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -126,7 +128,10 @@ int BPF_PROG(rs_sock_state, const struct sock *sk, int oldstate, int newstate)
 		return 0;
 	tr = sock_owner(sk);
 	if (!tr) {
-		/* connect() and close() run in the owner's context. */
+		/* Only connect() and listen() are sure to run in the owner's context; the other
+		 * transitions of an unowned socket may be softirq work on any task's time. */
+		if (oldstate != TCP_CLOSE || (newstate != TCP_SYN_SENT && newstate != TCP_LISTEN))
+			return 0;
 		tr = rs_current();
 		if (!tr)
 			return 0;

@@ -57,7 +57,7 @@ struct rs_track {
 	__u32 slot;
 	__u32 root_tgid;
 	__u32 flags;
-	__u32 pad;
+	__u32 exited;	/* set once by the exit tracepoint, so one exit record per process */
 };
 _Static_assert(sizeof(struct rs_track) == 16, "rs_track wire size");
 

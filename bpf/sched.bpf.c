@@ -6,13 +6,6 @@
 /* Off-CPU intervals shorter than this are only counted, not streamed. */
 const volatile __u64 offcpu_min_ns = 100000;
 
-struct rs_thread {
-	__u64 on_ns;	/* switched in at; 0 if unknown */
-	__u64 off_ns;	/* switched out at; 0 if unknown */
-	__u64 wake_ns;	/* became runnable at; 0 if not runnable */
-	__s64 off_state;
-};
-
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, RS_MAX_THREADS);
@@ -81,7 +74,9 @@ int BPF_PROG(rs_sched_wakeup_new, struct task_struct *p)
 	return on_wakeup(p);
 }
 
-static __always_inline void switch_out(struct task_struct *prev, __u64 now)
+#define PF_EXITING 0x00000004
+
+static __always_inline void switch_out(struct task_struct *prev, bool preempt, __u64 now)
 {
 	struct rs_sched_slot *ss;
 	struct rs_track *tr;
@@ -90,6 +85,9 @@ static __always_inline void switch_out(struct task_struct *prev, __u64 now)
 
 	tr = rs_lookup(prev->tgid);
 	if (!tr)
+		return;
+	/* a dying thread's last switch: its entry is gone and must stay gone (tid reuse) */
+	if (prev->flags & PF_EXITING)
 		return;
 	tid = prev->pid;
 	t = thread_get(tid);
@@ -104,8 +102,9 @@ static __always_inline void switch_out(struct task_struct *prev, __u64 now)
 	t->on_ns = 0;
 	t->off_ns = now;
 	t->off_state = task_state(prev);
-	/* Preempted while runnable: its run-queue wait starts now. */
-	t->wake_ns = t->off_state == 0 ? now : 0;
+	/* Still on the run queue (preempted, even between set_current_state() and schedule()):
+	 * its run-queue wait starts now. */
+	t->wake_ns = preempt || t->off_state == 0 ? now : 0;
 }
 
 static __always_inline void switch_in(struct task_struct *next, __u64 now)
@@ -165,7 +164,7 @@ int BPF_PROG(rs_sched_switch, bool preempt, struct task_struct *prev, struct tas
 {
 	__u64 now = bpf_ktime_get_ns();
 
-	switch_out(prev, now);
+	switch_out(prev, preempt, now);
 	switch_in(next, now);
 	return 0;
 }
@@ -186,6 +185,7 @@ int BPF_PROG(rs_sched_fork, struct task_struct *parent, struct task_struct *chil
 	/* A forked worker (data loader) belongs to the same rank as its parent. */
 	ctr = *tr;
 	ctr.flags &= ~RS_TRACK_ROOT;
+	ctr.exited = 0;
 	bpf_map_update_elem(&rs_tracked, &ctgid, &ctr, BPF_ANY);
 	ss = bpf_map_lookup_elem(&rs_sched_slots, &tr->slot);
 	if (ss)
@@ -209,8 +209,11 @@ int BPF_PROG(rs_sched_exit, struct task_struct *p)
 	if (!tr)
 		return 0;
 	bpf_map_delete_elem(&rs_threads, &tid);
-	/* signal->live drops to 0 in do_exit() before this tracepoint for the last thread. */
+	/* signal->live drops to 0 in do_exit() before this tracepoint; during exit_group several
+	 * threads can see 0, so the exited flag lets exactly one of them report. */
 	if (BPF_CORE_READ(p, signal, live.counter) != 0)
+		return 0;
+	if (__sync_lock_test_and_set(&tr->exited, 1))
 		return 0;
 	e = rs_reserve(RS_FAM_SCHED, sizeof(*e), RS_EV_EXIT, tr, tgid, tid);
 	if (e) {

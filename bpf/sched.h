@@ -44,4 +44,13 @@ struct rs_sched_slot {
 };
 _Static_assert(sizeof(struct rs_sched_slot) == 64, "rs_sched_slot wire size");
 
+/* rs_threads value, keyed by tid: where each tracked thread stands right now. */
+struct rs_thread {
+	__u64 on_ns;	/* switched in at; 0 if unknown */
+	__u64 off_ns;	/* switched out at; 0 if unknown */
+	__u64 wake_ns;	/* became runnable at; 0 if not runnable */
+	__s64 off_state;
+};
+_Static_assert(sizeof(struct rs_thread) == 32, "rs_thread wire size");
+
 #endif /* RS_SCHED_H */

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -80,6 +81,7 @@ static struct rank_state *rank_of(struct session *s, uint32_t slot)
 static void emit_rank(struct session *s, struct rank_state *rs)
 {
 	const char *fams[RS_FAM_MAX];
+	char safe[64];
 	int f, n = 0;
 
 	for (f = 0; f < RS_FAM_MAX; f++) {
@@ -97,7 +99,8 @@ static void emit_rank(struct session *s, struct rank_state *rs)
 	}
 	json__reset(&s->j);
 	fprintf(stderr, "rankscope: rank %d pid %d (%s) job '%s' rank from %s; collective probes: %d%s\n",
-		rs->info.rank, rs->pid, rs->comm, rs->info.job, ranks__source_name(rs->info.src),
+		rs->info.rank, rs->pid, log__safe(rs->comm, safe, sizeof(safe)), rs->info.job,
+		ranks__source_name(rs->info.src),
 		rs->coll_probes, rs->coll_probes ? "" : " (no NCCL, MPI or gloo mapped: sched/io/net only)");
 }
 
@@ -124,9 +127,11 @@ static void on_init(struct session *s, struct rank_state *rs, const struct rs_ev
 
 	if (e->ret == 0 && e->comm)
 		comms__set_nccl(&s->comms, rs->pid, e->comm, e->unique_id, sizeof(e->unique_id));
-	/* the environ had no rank: the communicator knows it */
-	if (e->ret == 0 && rs->info.src != RANK_SRC_ENV && e->rank >= 0 && e->rank < RANK_MAX &&
-	    e->nranks > e->rank) {
+	/* The environ had no rank: the communicator knows it. Sub-communicators (tensor or
+	 * pipeline groups) come later and are smaller: only the widest one names the rank. */
+	if (e->ret == 0 && e->rank >= 0 && e->rank < RANK_MAX && e->nranks > e->rank &&
+	    (rs->info.src == RANK_SRC_ORDER || rs->info.src == RANK_SRC_NONE ||
+	     (rs->info.src == RANK_SRC_COMM_INIT && e->nranks > rs->info.world_size))) {
 		rs->info.rank = e->rank;
 		rs->info.world_size = e->nranks;
 		rs->info.src = RANK_SRC_COMM_INIT;
@@ -172,9 +177,11 @@ static int handle_event(void *ctx, void *data, size_t len)
 		rs->workers++;
 		break;
 	case RS_EV_EXIT:
-		if ((pid_t)ev.h.tgid == rs->pid) {
+		if ((pid_t)ev.h.tgid == rs->pid && !rs->exited) {
 			rs->exited = true;
 			rs->exit_code = ev.exit.exit_code;
+			/* the pid may be reused by anyone */
+			probes__untrack(&s->probes, rs->pid);
 		}
 		break;
 	default:
@@ -213,8 +220,10 @@ static void check_alive(struct session *s)
 		if (rs->exited)
 			continue;
 		if (procfs__stat(rs->pid, &st) || st.starttime != rs->starttime ||
-		    st.state == 'Z' || st.state == 'X')
+		    st.state == 'Z' || st.state == 'X') {
 			rs->exited = true;
+			probes__untrack(&s->probes, rs->pid);
+		}
 	}
 }
 
@@ -230,7 +239,7 @@ static void tick(struct session *s, bool final)
 	if (!rows)
 		return;
 	for (i = 0; i < s->nranks; i++) {
-		probes__read_slot(&s->probes, s->ranks[i].slot, &snap);
+		probes__read_slot(&s->probes, s->ranks[i].slot, s->ranks[i].pid, t, &snap);
 		stats__row(&s->ranks[i], &snap, t, &rows[i]);
 		if (s->o.json) {
 			report__stats(&s->j, &rows[i], t);
@@ -326,22 +335,41 @@ static void scan_mpi(struct session *s, pid_t pid, const struct proc_lib *pl)
 	close(fd);
 }
 
-static void attach_rank(struct session *s, struct rank_state *rs)
+static bool is_target(const struct session *s, pid_t pid)
+{
+	int i;
+
+	for (i = 0; i < s->nranks; i++)
+		if (s->ranks[i].pid == pid)
+			return true;
+	return false;
+}
+
+/* Track a rank and its workers and put the collective probes on it. Returns 0 or -errno
+ * when the rank cannot be tracked at all. */
+static int attach_rank(struct session *s, struct rank_state *rs)
 {
 	pid_t kids[64];
+	char safe[PATH_MAX];
 	const struct proc_lib *mpi = &rs->libs.lib[RS_LIB_MPI];
 	int n, i, err, lib;
 
 	err = probes__track(&s->probes, rs->pid, rs->slot, rs->pid, true);
-	if (err)
-		pr_warn("attach: failed to track PID %d: %s", rs->pid, strerror(-err));
+	if (err) {
+		pr_warn("attach: failed to track PID %d: %s; is the tracked-process map full?",
+			rs->pid, strerror(-err));
+		return err;
+	}
 	/* workers forked before we came: the kernel only sees forks from now on */
 	n = targets__children(rs->pid, kids, 64);
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
+		if (is_target(s, kids[i]))
+			continue;	/* a rank launched by a rank is its own rank */
 		probes__track(&s->probes, kids[i], rs->slot, rs->pid, false);
-	rs->workers = n > 0 ? n : 0;
+		rs->workers++;
+	}
 	if (!s->probes.coll)
-		return;
+		return 0;
 	rs->coll_probes = probes__attach_coll(&s->probes, rs->pid, &rs->libs, &rs->coll);
 	if (rs->coll_probes < 0) {
 		pr_warn("attach: failed to attach collective probes to PID %d: %s", rs->pid,
@@ -351,7 +379,8 @@ static void attach_rank(struct session *s, struct rank_state *rs)
 	for (lib = 1; lib < RS_LIB_MAX; lib++)
 		if (rs->coll.err[lib])
 			pr_warn("attach: failed to probe %s in PID %d (%s): %s; other families keep running",
-				decode__lib_name(lib), rs->pid, rs->libs.lib[lib].path,
+				decode__lib_name(lib), rs->pid,
+				log__safe(rs->libs.lib[lib].path, safe, sizeof(safe)),
 				strerror(-rs->coll.err[lib]));
 	if (mpi->found) {
 		struct proc_lib exe;
@@ -361,6 +390,7 @@ static void attach_rank(struct session *s, struct rank_state *rs)
 		if (!libs__exe(rs->pid, &exe))
 			scan_mpi(s, rs->pid, &exe);
 	}
+	return 0;
 }
 
 static int run_loop(struct session *s)
@@ -410,6 +440,9 @@ static int run_loop(struct session *s)
 				if (read(dfd, &exp, sizeof(exp)) < 0)
 					continue;
 				ring_buffer__consume(s->rb);
+				/* exit records arrive here; do not wait for the next stats tick */
+				if (all_exited(s))
+					stop = true;
 			} else if (evs[i].data.fd == tfd) {
 				if (read(tfd, &exp, sizeof(exp)) < 0)
 					continue;
@@ -606,7 +639,7 @@ static int final_drain(struct session *s)
 {
 	int n, total = 0;
 
-	/* whatever the kernel committed before now, so the final counts balance */
+	/* everything the kernel committed before the detach */
 	while ((n = ring_buffer__consume(s->rb)) > 0)
 		total += n;
 	return total;
@@ -634,7 +667,7 @@ int cmd_attach(int argc, char **argv)
 			pr_warn("attach: failed to scan /proc: %s", strerror(-i));
 			return 1;
 		}
-		s.o.npids += i;
+		s.o.npids = targets__dedup(s.o.pids, s.o.npids + i);
 		if (!s.o.npids) {
 			pr_warn("attach: --all found no training process (none maps NCCL, MPI or gloo "
 				"or has RANK/OMPI_COMM_WORLD_RANK/PMI_RANK/SLURM_PROCID); start the job first");
@@ -696,9 +729,15 @@ int cmd_attach(int argc, char **argv)
 		pr_warn("attach: failed to open the ring buffer: %s", strerror(errno));
 		goto out;
 	}
-	for (i = 0; i < s.nranks; i++) {
-		attach_rank(&s, &s.ranks[i]);
+	for (i = 0, f = 0; i < s.nranks; i++) {
+		if (attach_rank(&s, &s.ranks[i]))
+			continue;
 		emit_rank(&s, &s.ranks[i]);
+		f++;
+	}
+	if (!f) {
+		err = -ENOENT;
+		goto out;
 	}
 	pr_info("attach: attached to %d rank%s, %u probes; Ctrl-C to detach", s.nranks,
 		s.nranks == 1 ? "" : "s", probes__count(&s.probes));
@@ -707,12 +746,20 @@ int cmd_attach(int argc, char **argv)
 		struct slot_snapshot snap;
 		struct rank_row row;
 
-		probes__read_slot(&s.probes, s.ranks[i].slot, &snap);
-		stats__row(&s.ranks[i], &snap, now_ns(), &row);
+		uint64_t t = now_ns();
+
+		probes__read_slot(&s.probes, s.ranks[i].slot, s.ranks[i].pid, t, &snap);
+		stats__row(&s.ranks[i], &snap, t, &row);
 	}
 	err = run_loop(&s);
+	/* detach first, so nothing is produced while we drain and the final counts balance */
+	probes__detach(&s.probes);
 	final_drain(&s);
 	tick(&s, true);
+	if (!err && s.write_err) {
+		err = s.write_err;
+		pr_warn("attach: failed to write output: %s; was the reader closed?", strerror(-err));
+	}
 out:
 	ring_buffer__free(s.rb);
 	probes__close(&s.probes);

@@ -51,7 +51,8 @@ int elfsym__open(const char *path, struct elfsym **out)
 	e->dev = st.st_dev;
 	e->ino = st.st_ino;
 	e->fsize = st.st_size;
-	e->elf = elf_begin(e->fd, ELF_C_READ_MMAP, NULL);
+	/* read, not mmap: a file truncated under us must be an error, not a SIGBUS */
+	e->elf = elf_begin(e->fd, ELF_C_READ, NULL);
 	if (!e->elf || elf_kind(e->elf) != ELF_K_ELF || !gelf_getehdr(e->elf, &eh) ||
 	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_machine != EM_X86_64) {
 		err = -ENOEXEC;

@@ -15,7 +15,10 @@
 #include "procfs.h"
 
 #define SEQ RS_CKF_SEQ
-#define INIT RS_CKF_INIT
+#define INIT (RS_CKF_INIT | RS_CKF_COUNT32 | RS_CKF_DTYPE32)
+#define NSEQ (RS_CKF_SEQ | RS_CKF_DTYPE32)		/* NCCL: ncclDataType_t is an enum */
+#define MSEQ (RS_CKF_SEQ | RS_CKF_COUNT32)		/* MPI: int count */
+#define CXX (RS_CKF_SEQ | RS_CKF_ENTRY)		/* C++ may throw through it: entry only */
 
 /*
  * Argument positions from the headers: nccl.h 2.28 (checked against the real library in
@@ -24,18 +27,18 @@
  */
 const struct coll_api coll_apis[] = {
 	/* ncclAllReduce(send, recv, count, dtype, op, comm, stream) */
-	{ RS_LIB_NCCL, RS_OP_ALLREDUCE, "ncclAllReduce", 3, 4, 6, 7, 0, SEQ, 5, 1, 2 },
+	{ RS_LIB_NCCL, RS_OP_ALLREDUCE, "ncclAllReduce", 3, 4, 6, 7, 0, NSEQ, 5, 1, 2 },
 	/* ncclAllGather(send, recv, sendcount, dtype, comm, stream) */
-	{ RS_LIB_NCCL, RS_OP_ALLGATHER, "ncclAllGather", 3, 4, 5, 6, 0, SEQ, 0, 1, 2 },
+	{ RS_LIB_NCCL, RS_OP_ALLGATHER, "ncclAllGather", 3, 4, 5, 6, 0, NSEQ, 0, 1, 2 },
 	/* ncclReduceScatter(send, recv, recvcount, dtype, op, comm, stream) */
-	{ RS_LIB_NCCL, RS_OP_REDUCE_SCATTER, "ncclReduceScatter", 3, 4, 6, 7, 0, SEQ, 5, 1, 2 },
+	{ RS_LIB_NCCL, RS_OP_REDUCE_SCATTER, "ncclReduceScatter", 3, 4, 6, 7, 0, NSEQ, 5, 1, 2 },
 	/* ncclBroadcast(send, recv, count, dtype, root, comm, stream) */
-	{ RS_LIB_NCCL, RS_OP_BROADCAST, "ncclBroadcast", 3, 4, 6, 7, 5, SEQ, 0, 1, 2 },
+	{ RS_LIB_NCCL, RS_OP_BROADCAST, "ncclBroadcast", 3, 4, 6, 7, 5, NSEQ, 0, 1, 2 },
 	/* ncclReduce(send, recv, count, dtype, op, root, comm, stream) */
-	{ RS_LIB_NCCL, RS_OP_REDUCE, "ncclReduce", 3, 4, 7, 8, 6, SEQ, 5, 1, 2 },
+	{ RS_LIB_NCCL, RS_OP_REDUCE, "ncclReduce", 3, 4, 7, 8, 6, NSEQ, 5, 1, 2 },
 	/* ncclSend/ncclRecv(buf, count, dtype, peer, comm, stream) */
-	{ RS_LIB_NCCL, RS_OP_SEND, "ncclSend", 2, 3, 5, 6, 4, SEQ, 0, 1, 0 },
-	{ RS_LIB_NCCL, RS_OP_RECV, "ncclRecv", 2, 3, 5, 6, 4, SEQ, 0, 0, 1 },
+	{ RS_LIB_NCCL, RS_OP_SEND, "ncclSend", 2, 3, 5, 6, 4, NSEQ, 0, 1, 0 },
+	{ RS_LIB_NCCL, RS_OP_RECV, "ncclRecv", 2, 3, 5, 6, 4, NSEQ, 0, 0, 1 },
 	{ RS_LIB_NCCL, RS_OP_GROUP_START, "ncclGroupStart", 0, 0, 0, 0, 0, 0, 0, 0, 0 },
 	{ RS_LIB_NCCL, RS_OP_GROUP_END, "ncclGroupEnd", 0, 0, 0, 0, 0, 0, 0, 0, 0 },
 	/* ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank):
@@ -44,43 +47,43 @@ const struct coll_api coll_apis[] = {
 	{ RS_LIB_NCCL, RS_OP_COMM_INIT, "ncclCommInitRankConfig", 3, 2, 0, 0, 0, INIT, 0, 0, 0 },
 
 	/* MPI_Allreduce(send, recv, count, dtype, op, comm) */
-	{ RS_LIB_MPI, RS_OP_ALLREDUCE, "MPI_Allreduce", 3, 4, 6, 0, 0, SEQ, 5, 1, 2 },
+	{ RS_LIB_MPI, RS_OP_ALLREDUCE, "MPI_Allreduce", 3, 4, 6, 0, 0, MSEQ, 5, 1, 2 },
 	/* MPI_Allgather(send, scount, stype, recv, rcount, rtype, comm) */
-	{ RS_LIB_MPI, RS_OP_ALLGATHER, "MPI_Allgather", 2, 3, 7, 0, 0, SEQ, 0, 1, 4 },
+	{ RS_LIB_MPI, RS_OP_ALLGATHER, "MPI_Allgather", 2, 3, 7, 0, 0, MSEQ, 0, 1, 4 },
 	/* MPI_Reduce_scatter_block(send, recv, rcount, dtype, op, comm) */
-	{ RS_LIB_MPI, RS_OP_REDUCE_SCATTER, "MPI_Reduce_scatter_block", 3, 4, 6, 0, 0, SEQ, 5, 1, 2 },
+	{ RS_LIB_MPI, RS_OP_REDUCE_SCATTER, "MPI_Reduce_scatter_block", 3, 4, 6, 0, 0, MSEQ, 5, 1, 2 },
 	/* MPI_Reduce_scatter(send, recv, rcounts[], dtype, op, comm): counts is an array */
-	{ RS_LIB_MPI, RS_OP_REDUCE_SCATTER, "MPI_Reduce_scatter", 0, 4, 6, 0, 0, SEQ, 5, 1, 2 },
+	{ RS_LIB_MPI, RS_OP_REDUCE_SCATTER, "MPI_Reduce_scatter", 0, 4, 6, 0, 0, MSEQ, 5, 1, 2 },
 	/* MPI_Bcast(buf, count, dtype, root, comm) */
-	{ RS_LIB_MPI, RS_OP_BROADCAST, "MPI_Bcast", 2, 3, 5, 0, 4, SEQ, 0, 1, 1 },
+	{ RS_LIB_MPI, RS_OP_BROADCAST, "MPI_Bcast", 2, 3, 5, 0, 4, MSEQ, 0, 1, 1 },
 	/* MPI_Reduce(send, recv, count, dtype, op, root, comm) */
-	{ RS_LIB_MPI, RS_OP_REDUCE, "MPI_Reduce", 3, 4, 7, 0, 6, SEQ, 5, 1, 2 },
+	{ RS_LIB_MPI, RS_OP_REDUCE, "MPI_Reduce", 3, 4, 7, 0, 6, MSEQ, 5, 1, 2 },
 	/* MPI_Alltoall(send, scount, stype, recv, rcount, rtype, comm) */
-	{ RS_LIB_MPI, RS_OP_ALLTOALL, "MPI_Alltoall", 2, 3, 7, 0, 0, SEQ, 0, 1, 4 },
+	{ RS_LIB_MPI, RS_OP_ALLTOALL, "MPI_Alltoall", 2, 3, 7, 0, 0, MSEQ, 0, 1, 4 },
 	/* MPI_Barrier(comm) */
-	{ RS_LIB_MPI, RS_OP_BARRIER, "MPI_Barrier", 0, 0, 1, 0, 0, SEQ, 0, 0, 0 },
+	{ RS_LIB_MPI, RS_OP_BARRIER, "MPI_Barrier", 0, 0, 1, 0, 0, MSEQ, 0, 0, 0 },
 	/* MPI_Gather/Scatter(send, scount, stype, recv, rcount, rtype, root, comm) */
-	{ RS_LIB_MPI, RS_OP_GATHER, "MPI_Gather", 2, 3, 8, 0, 7, SEQ, 0, 1, 4 },
-	{ RS_LIB_MPI, RS_OP_SCATTER, "MPI_Scatter", 2, 3, 8, 0, 7, SEQ, 0, 1, 4 },
+	{ RS_LIB_MPI, RS_OP_GATHER, "MPI_Gather", 2, 3, 8, 0, 7, MSEQ, 0, 1, 4 },
+	{ RS_LIB_MPI, RS_OP_SCATTER, "MPI_Scatter", 2, 3, 8, 0, 7, MSEQ, 0, 1, 4 },
 	/* MPI_Send(buf, count, dtype, dest, tag, comm); MPI_Recv(..., source, tag, comm, status).
 	 * Point-to-point is sequenced per communicator too: it is part of the job's clock. */
-	{ RS_LIB_MPI, RS_OP_SEND, "MPI_Send", 2, 3, 6, 0, 4, SEQ, 0, 1, 0 },
-	{ RS_LIB_MPI, RS_OP_RECV, "MPI_Recv", 2, 3, 6, 0, 4, SEQ, 0, 0, 1 },
+	{ RS_LIB_MPI, RS_OP_SEND, "MPI_Send", 2, 3, 6, 0, 4, MSEQ, 0, 1, 0 },
+	{ RS_LIB_MPI, RS_OP_RECV, "MPI_Recv", 2, 3, 6, 0, 4, MSEQ, 0, 0, 1 },
 
-	/* gloo::X(XOptions&): arguments live inside an opaque C++ object. */
-	{ RS_LIB_GLOO, RS_OP_ALLREDUCE, "_ZN4gloo9allreduceERKNS_16AllreduceOptionsE", 0, 0, 0, 0, 0, SEQ, 0, 0, 0 },
-	{ RS_LIB_GLOO, RS_OP_ALLGATHER, "_ZN4gloo9allgatherERNS_16AllgatherOptionsE", 0, 0, 0, 0, 0, SEQ, 0, 0, 0 },
-	{ RS_LIB_GLOO, RS_OP_ALLGATHER, "_ZN4gloo10allgathervERNS_17AllgathervOptionsE", 0, 0, 0, 0, 0, SEQ, 0, 0, 0 },
-	{ RS_LIB_GLOO, RS_OP_BROADCAST, "_ZN4gloo9broadcastERNS_16BroadcastOptionsE", 0, 0, 0, 0, 0, SEQ, 0, 0, 0 },
-	{ RS_LIB_GLOO, RS_OP_BARRIER, "_ZN4gloo7barrierERNS_14BarrierOptionsE", 0, 0, 0, 0, 0, SEQ, 0, 0, 0 },
-	{ RS_LIB_GLOO, RS_OP_REDUCE, "_ZN4gloo6reduceERNS_13ReduceOptionsE", 0, 0, 0, 0, 0, SEQ, 0, 0, 0 },
-	{ RS_LIB_GLOO, RS_OP_GATHER, "_ZN4gloo6gatherERNS_13GatherOptionsE", 0, 0, 0, 0, 0, SEQ, 0, 0, 0 },
-	{ RS_LIB_GLOO, RS_OP_SCATTER, "_ZN4gloo7scatterERNS_14ScatterOptionsE", 0, 0, 0, 0, 0, SEQ, 0, 0, 0 },
-	{ RS_LIB_GLOO, RS_OP_ALLTOALL, "_ZN4gloo8alltoallERNS_15AlltoallOptionsE", 0, 0, 0, 0, 0, SEQ, 0, 0, 0 },
+	/* gloo::X(XOptions&): arguments live inside an opaque C++ object; C++ throws (CXX). */
+	{ RS_LIB_GLOO, RS_OP_ALLREDUCE, "_ZN4gloo9allreduceERKNS_16AllreduceOptionsE", 0, 0, 0, 0, 0, CXX, 0, 0, 0 },
+	{ RS_LIB_GLOO, RS_OP_ALLGATHER, "_ZN4gloo9allgatherERNS_16AllgatherOptionsE", 0, 0, 0, 0, 0, CXX, 0, 0, 0 },
+	{ RS_LIB_GLOO, RS_OP_ALLGATHER, "_ZN4gloo10allgathervERNS_17AllgathervOptionsE", 0, 0, 0, 0, 0, CXX, 0, 0, 0 },
+	{ RS_LIB_GLOO, RS_OP_BROADCAST, "_ZN4gloo9broadcastERNS_16BroadcastOptionsE", 0, 0, 0, 0, 0, CXX, 0, 0, 0 },
+	{ RS_LIB_GLOO, RS_OP_BARRIER, "_ZN4gloo7barrierERNS_14BarrierOptionsE", 0, 0, 0, 0, 0, CXX, 0, 0, 0 },
+	{ RS_LIB_GLOO, RS_OP_REDUCE, "_ZN4gloo6reduceERNS_13ReduceOptionsE", 0, 0, 0, 0, 0, CXX, 0, 0, 0 },
+	{ RS_LIB_GLOO, RS_OP_GATHER, "_ZN4gloo6gatherERNS_13GatherOptionsE", 0, 0, 0, 0, 0, CXX, 0, 0, 0 },
+	{ RS_LIB_GLOO, RS_OP_SCATTER, "_ZN4gloo7scatterERNS_14ScatterOptionsE", 0, 0, 0, 0, 0, CXX, 0, 0, 0 },
+	{ RS_LIB_GLOO, RS_OP_ALLTOALL, "_ZN4gloo8alltoallERNS_15AlltoallOptionsE", 0, 0, 0, 0, 0, CXX, 0, 0, 0 },
 
 	/* DDP step markers: arg1 is the Reducer (this), one per model. */
-	{ RS_LIB_TORCH, RS_OP_STEP_FORWARD, "_ZN4c10d7Reducer19prepare_for_forwardEv", 0, 0, 1, 0, 0, SEQ, 0, 0, 0 },
-	{ RS_LIB_TORCH, RS_OP_STEP_BACKWARD, "_ZN4c10d7Reducer17finalize_backwardEv", 0, 0, 1, 0, 0, 0, 0, 0, 0 },
+	{ RS_LIB_TORCH, RS_OP_STEP_FORWARD, "_ZN4c10d7Reducer19prepare_for_forwardEv", 0, 0, 1, 0, 0, CXX, 0, 0, 0 },
+	{ RS_LIB_TORCH, RS_OP_STEP_BACKWARD, "_ZN4c10d7Reducer17finalize_backwardEv", 0, 0, 1, 0, 0, RS_CKF_ENTRY, 0, 0, 0 },
 };
 const int coll_apis_n = sizeof(coll_apis) / sizeof(coll_apis[0]);
 
@@ -219,11 +222,29 @@ static bool same_file(int fd, const struct proc_lib *pl)
 	       (!pl->dev || st.st_dev == pl->dev);
 }
 
+/* Reopen an O_PATH fd for reading once it is known to be the mapped regular file: opening
+ * the unchecked path could have hit a device node or a FIFO. Closes opath. */
+static int reopen_checked(int opath, const struct proc_lib *pl)
+{
+	char self[64];
+	int fd;
+
+	if (!same_file(opath, pl)) {
+		close(opath);
+		return -ESTALE;
+	}
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", opath);
+	fd = open(self, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		fd = -errno;
+	close(opath);
+	return fd;
+}
+
 int libs__open_mapped(pid_t pid, const struct proc_lib *pl, const char **via)
 {
-	/* O_NONBLOCK: a FIFO planted under the library's name must not hang us in open() */
 	struct open_how how = {
-		.flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY,
+		.flags = O_PATH | O_CLOEXEC,
 		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
 	};
 	char path[64];
@@ -236,24 +257,22 @@ int libs__open_mapped(pid_t pid, const struct proc_lib *pl, const char **via)
 	if (rfd >= 0) {
 		fd = syscall(SYS_openat2, rfd, pl->path, &how, sizeof(how));
 		close(rfd);
-		if (fd >= 0 && same_file(fd, pl)) {
+		if (fd >= 0)
+			fd = reopen_checked(fd, pl);
+		if (fd >= 0) {
 			*via = "root";
 			return fd;
 		}
-		if (fd >= 0)
-			close(fd);
 	}
 	/* overlayfs shows another inode through the path; map_files is the mapping itself */
 	snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", (int)pid,
 		 (unsigned long long)pl->start, (unsigned long long)pl->end);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	fd = open(path, O_PATH | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	if (!same_file(fd, pl)) {
-		close(fd);
-		return -ESTALE;
-	}
-	*via = "map_files";
+	fd = reopen_checked(fd, pl);
+	if (fd >= 0)
+		*via = "map_files";
 	return fd;
 }
 

@@ -18,3 +18,15 @@ void log_msg(enum log_level lvl, const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', stderr);
 }
+
+const char *log__safe(const char *s, char *buf, size_t n)
+{
+	size_t i;
+
+	if (!n)
+		return buf;
+	for (i = 0; s && s[i] && i + 1 < n; i++)
+		buf[i] = s[i] >= 0x20 && s[i] < 0x7f ? s[i] : '?';
+	buf[i] = '\0';
+	return buf;
+}

@@ -178,29 +178,36 @@ int probe_collectives__attach(struct probes *p, pid_t pid, const char *path,
 			      const struct probe_site *sites, int n)
 {
 	size_t links0 = p->coll_nlinks, fds0 = p->coll_nfds;
-	__u64 *offsets, *cookies;
-	int i, err = 0;
+	__u64 *offsets, *cookies, *roff, *rck;
+	int i, nret = 0, err = 0;
 
 	offsets = calloc(n, sizeof(*offsets));
 	cookies = calloc(n, sizeof(*cookies));
-	if (!offsets || !cookies) {
+	roff = calloc(n, sizeof(*roff));
+	rck = calloc(n, sizeof(*rck));
+	if (!offsets || !cookies || !roff || !rck) {
 		err = -ENOMEM;
 		goto out;
 	}
 	for (i = 0; i < n; i++) {
 		offsets[i] = sites[i].offset;
 		cookies[i] = libs__cookie(sites[i].api);
+		if (sites[i].api->flags & RS_CKF_ENTRY)
+			continue;	/* C++: no return probe (see RS_CKF_ENTRY) */
+		roff[nret] = offsets[i];
+		rck[nret++] = cookies[i];
 	}
+	/* return probes first: a call that starts in between then has no unmatched entry */
 	if (p->coll_multi) {
-		err = attach_multi(p, pid, path, offsets, cookies, n, false);
+		if (nret)
+			err = attach_multi(p, pid, path, roff, rck, nret, true);
 		if (!err)
-			err = attach_multi(p, pid, path, offsets, cookies, n, true);
+			err = attach_multi(p, pid, path, offsets, cookies, n, false);
 	} else {
-		for (i = 0; i < n && !err; i++) {
+		for (i = 0; i < nret && !err; i++)
+			err = attach_one(p, pid, path, roff[i], rck[i], true);
+		for (i = 0; i < n && !err; i++)
 			err = attach_one(p, pid, path, offsets[i], cookies[i], false);
-			if (!err)
-				err = attach_one(p, pid, path, offsets[i], cookies[i], true);
-		}
 	}
 	if (err) {	/* all or nothing for this library */
 		while (p->coll_nfds > fds0)
@@ -209,9 +216,11 @@ int probe_collectives__attach(struct probes *p, pid_t pid, const char *path,
 			bpf_link__destroy(p->coll_links[--p->coll_nlinks]);
 		goto out;
 	}
-	p->fam_progs[RS_FAM_COLL] += 2 * n;
+	p->fam_progs[RS_FAM_COLL] += n + nret;
 out:
 	free(offsets);
 	free(cookies);
+	free(roff);
+	free(rck);
 	return err;
 }

@@ -45,9 +45,18 @@ void probe_sched__free(struct probes *p)
 	p->fam_progs[RS_FAM_SCHED] = 0;
 }
 
-int probe_sched__read(struct probes *p, uint32_t slot, struct slot_snapshot *snap)
+int probe_sched__read(struct probes *p, uint32_t slot, pid_t main_tid, uint64_t now_ns,
+		      struct slot_snapshot *snap)
 {
-	__u32 key = slot;
+	struct rs_thread t;
+	__u32 key = slot, tid = main_tid;
+
+	if (!bpf_map__lookup_elem(p->sched->maps.rs_threads, &tid, sizeof(tid), &t, sizeof(t), 0)) {
+		if (t.on_ns && now_ns > t.on_ns)
+			snap->main_open_on_ns = now_ns - t.on_ns;
+		else if (t.off_ns && now_ns > t.off_ns)
+			snap->main_open_off_ns = now_ns - t.off_ns;
+	}
 
 	if (bpf_map__lookup_elem(p->sched->maps.rs_sched_slots, &key, sizeof(key), &snap->sched,
 				 sizeof(snap->sched), 0))

@@ -11,6 +11,9 @@
 #include "decode.h"
 #include "log.h"
 #include "probes.h"
+#include "sched.skel.h"
+#include "io.skel.h"
+#include "net.skel.h"
 
 static const struct {
 	int (*load)(struct probes *p);
@@ -105,6 +108,25 @@ int probes__open(struct probes *p, const struct probes_cfg *cfg)
 		running++;
 	}
 	return running;
+}
+
+void probes__detach(struct probes *p)
+{
+	size_t i;
+
+	if (p->sched)
+		sched_bpf__detach(p->sched);
+	if (p->io)
+		io_bpf__detach(p->io);
+	if (p->net)
+		net_bpf__detach(p->net);
+	for (i = 0; i < p->coll_nfds; i++)
+		close(p->coll_fds[i]);
+	p->coll_nfds = 0;
+	for (i = 0; i < p->coll_nlinks; i++)
+		bpf_link__destroy(p->coll_links[i]);
+	p->coll_nlinks = 0;
+	memset(p->fam_progs, 0, sizeof(p->fam_progs));
 }
 
 void probes__close(struct probes *p)
@@ -219,13 +241,14 @@ int probes__fam_stats(struct probes *p, struct rs_fam_stats out[RS_FAM_MAX])
 	return 0;
 }
 
-int probes__read_slot(struct probes *p, uint32_t slot, struct slot_snapshot *s)
+int probes__read_slot(struct probes *p, uint32_t slot, pid_t main_tid, uint64_t now_ns,
+		      struct slot_snapshot *s)
 {
 	memset(s, 0, sizeof(*s));
 	if (slot >= RS_MAX_SLOTS)
 		return -E2BIG;
 	if (p->sched)
-		probe_sched__read(p, slot, s);
+		probe_sched__read(p, slot, main_tid, now_ns, s);
 	if (p->io)
 		probe_io__read(p, slot, s);
 	if (p->net)

@@ -61,6 +61,10 @@ struct coll_report {
 
 struct slot_snapshot {
 	struct rs_sched_slot sched;
+	/* the main thread's interval in progress at read time, which the counters above only
+	 * get when it ends: without it a rank blocked for a whole interval shows nothing */
+	uint64_t main_open_on_ns;
+	uint64_t main_open_off_ns;
 	struct rs_hist runq;
 	struct rs_io_stat io[RS_FD_MAX][2];	/* [kind][is_write] */
 	struct rs_net_slot net;
@@ -71,6 +75,9 @@ struct slot_snapshot {
  * -errno when the shared maps cannot be created (nothing can run). */
 int probes__open(struct probes *p, const struct probes_cfg *cfg);
 void probes__close(struct probes *p);
+
+/* Remove every probe (programs stay loaded, maps stay readable): nothing new is produced. */
+void probes__detach(struct probes *p);
 
 /* Track tgid as a rank root (flags RS_TRACK_ROOT) or child. Returns 0 or -errno. */
 int probes__track(struct probes *p, pid_t tgid, uint32_t slot, pid_t root, bool is_root);
@@ -84,8 +91,10 @@ int probes__attach_coll(struct probes *p, pid_t pid, const struct proc_libs *lib
 /* Sum the per-CPU family counters. */
 int probes__fam_stats(struct probes *p, struct rs_fam_stats out[RS_FAM_MAX]);
 
-/* Read one slot's cumulative per-rank maps (zeros for families not running). */
-int probes__read_slot(struct probes *p, uint32_t slot, struct slot_snapshot *s);
+/* Read one slot's cumulative per-rank maps (zeros for families not running), with the
+ * interval main_tid is in at now_ns (CLOCK_MONOTONIC). */
+int probes__read_slot(struct probes *p, uint32_t slot, pid_t main_tid, uint64_t now_ns,
+		      struct slot_snapshot *s);
 
 /* Every probe attached right now (family programs + collective uprobes). */
 unsigned int probes__count(const struct probes *p);
@@ -103,7 +112,8 @@ void probe_collectives__free(struct probes *p);
  * Returns 0 or -errno (nothing of this call stays attached on error). */
 int probe_collectives__attach(struct probes *p, pid_t pid, const char *path,
 			      const struct probe_site *sites, int n);
-int probe_sched__read(struct probes *p, uint32_t slot, struct slot_snapshot *s);
+int probe_sched__read(struct probes *p, uint32_t slot, pid_t main_tid, uint64_t now_ns,
+		      struct slot_snapshot *s);
 int probe_io__read(struct probes *p, uint32_t slot, struct slot_snapshot *s);
 int probe_net__read(struct probes *p, uint32_t slot, struct slot_snapshot *s);
 

@@ -96,7 +96,12 @@ void report__coll(struct json *j, const struct rank_state *rs, const struct rs_e
 	json__kint(j, "ret", e->ret);
 	json__kint(j, "depth", e->depth);
 	json__kuint(j, "enter_ns", e->enter_ns);
-	json__kuint(j, "exit_ns", e->exit_ns);
+	/* entry-only probes (C++ APIs) have no return time */
+	json__key(j, "exit_ns");
+	if (e->exit_ns)
+		json__uint(j, e->exit_ns);
+	else
+		json__null(j);
 	json__obj_end(j);
 }
 

@@ -11,6 +11,7 @@
 
 struct op_acc {
 	uint64_t calls;
+	uint64_t timed;		/* calls with a return time (entry-only probes have none) */
 	uint64_t inside_ns;
 };
 
@@ -42,7 +43,7 @@ struct rank_row {
 		uint64_t calls;		/* in the interval */
 		uint64_t total;		/* since attach */
 		double per_s;
-		double mean_inside_ns;
+		double mean_inside_ns;	/* over the timed calls; 0 if none */
 	} ops[RS_OP_MAX];
 	struct {
 		uint64_t calls;

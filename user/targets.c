@@ -47,6 +47,20 @@ int targets__parse_pids(const char *s, pid_t *pids, int max, const char **bad)
 	return n;
 }
 
+int targets__dedup(pid_t *pids, int n)
+{
+	int i, j, out = 0;
+	bool dup;
+
+	for (i = 0; i < n; i++) {
+		for (dup = false, j = 0; j < out; j++)
+			dup |= pids[j] == pids[i];
+		if (!dup)
+			pids[out++] = pids[i];
+	}
+	return out;
+}
+
 struct cand {
 	pid_t pid;
 	pid_t ppid;

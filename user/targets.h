@@ -12,6 +12,9 @@
  * with bad pointing at the offending token, -E2BIG beyond max. */
 int targets__parse_pids(const char *s, pid_t *pids, int max, const char **bad);
 
+/* Remove repeated pids, keeping the first of each. Returns the new count. */
+int targets__dedup(pid_t *pids, int n);
+
 /* Every process on the host that looks like a training rank: has a rank variable in its
  * environ or maps NCCL/MPI/gloo. Workers (whose parent is a candidate) and launchers (whose
  * children carry rank variables and which have none themselves) are left out.
