@@ -350,6 +350,7 @@ static bool is_target(const struct session *s, pid_t pid)
 static int attach_rank(struct session *s, struct rank_state *rs)
 {
 	pid_t kids[64];
+	struct proc_stat st;
 	char safe[PATH_MAX];
 	const struct proc_lib *mpi = &rs->libs.lib[RS_LIB_MPI];
 	int n, i, err, lib;
@@ -360,6 +361,9 @@ static int attach_rank(struct session *s, struct rank_state *rs)
 			rs->pid, strerror(-err));
 		return err;
 	}
+	/* the main thread may be blocked since before we came: start its interval now */
+	if (!procfs__stat(rs->pid, &st))
+		probe_sched__seed(&s->probes, rs->pid, st.state == 'R', now_ns());
 	/* workers forked before we came: the kernel only sees forks from now on */
 	n = targets__children(rs->pid, kids, 64);
 	for (i = 0; i < n; i++) {
@@ -624,6 +628,7 @@ static int parse_opts(int argc, char **argv, struct attach_opts *o)
 			argv[optind]);
 		return -EINVAL;
 	}
+	o->npids = targets__dedup(o->pids, o->npids);	/* -p 1 -p 1 is one target */
 	if (!o->npids && !o->all) {
 		pr_warn("attach: no target; give -p PID[,PID...] or --all");
 		return -EINVAL;

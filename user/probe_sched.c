@@ -45,6 +45,24 @@ void probe_sched__free(struct probes *p)
 	p->fam_progs[RS_FAM_SCHED] = 0;
 }
 
+int probe_sched__seed(struct probes *p, pid_t tid, bool running, uint64_t now_ns)
+{
+	struct rs_thread t = {};
+	__u32 key = tid;
+
+	if (!p->sched)
+		return -ENOENT;
+	if (running)
+		t.on_ns = now_ns;
+	else
+		t.off_ns = now_ns;
+	t.off_state = running ? 0 : 1;
+	if (bpf_map__update_elem(p->sched->maps.rs_threads, &key, sizeof(key), &t, sizeof(t),
+				 BPF_NOEXIST) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
 int probe_sched__read(struct probes *p, uint32_t slot, pid_t main_tid, uint64_t now_ns,
 		      struct slot_snapshot *snap)
 {

@@ -112,6 +112,9 @@ void probe_collectives__free(struct probes *p);
  * Returns 0 or -errno (nothing of this call stays attached on error). */
 int probe_collectives__attach(struct probes *p, pid_t pid, const char *path,
 			      const struct probe_site *sites, int n);
+/* Seed a thread the kernel has not seen switch yet (blocked since before attach), so its
+ * open interval counts from now. Leaves a known thread alone. Returns 0 or -errno. */
+int probe_sched__seed(struct probes *p, pid_t tid, bool running, uint64_t now_ns);
 int probe_sched__read(struct probes *p, uint32_t slot, pid_t main_tid, uint64_t now_ns,
 		      struct slot_snapshot *s);
 int probe_io__read(struct probes *p, uint32_t slot, struct slot_snapshot *s);

@@ -24,7 +24,16 @@ expect 2 "invalid --duration 'x'" "$RS" attach -p 1 --duration x
 sleep 30 &
 SLEEPER=$!
 BG_PIDS+=($SLEEPER)
-expect 0 'no collective library' "$RS" attach -p $SLEEPER --duration 1.5 --json
+expect 0 'no collective library' "$RS" attach -p $SLEEPER --duration 2.5 --json
+# a process blocked the whole time is ~100% off CPU, not "no data" (the open interval counts)
+"$RS" attach -p $SLEEPER -p $SLEEPER --duration 2.5 --json 2>/dev/null | $PY -c '
+import json, sys
+lines = [json.loads(l) for l in sys.stdin]
+ranks = [d for d in lines if d["type"] == "rank"]
+assert len(ranks) == 1, f"-p PID -p PID attached {len(ranks)} times"
+shares = [d["offcpu_share"] for d in lines if d["type"] == "stats" and d["interval_s"] > 0.5]
+assert shares and all(s is not None and s > 0.95 for s in shares), shares
+print("ok: blocked process off-CPU share per interval:", shares)' || fail "off-CPU share of a blocked process"
 # not root: drop every capability
 if command -v setpriv >/dev/null; then
 	expect 1 'need root or CAP_BPF' setpriv --reuid=65534 --regid=65534 --clear-groups \

@@ -13,6 +13,17 @@
 #include <cmocka.h>
 #include "targets.h"
 
+static void dedup__across_lists__first_kept(void **state)
+{
+	pid_t p[] = { 5, 3, 5, 9, 3, 5 };
+
+	assert_int_equal(targets__dedup(p, 6), 3);
+	assert_int_equal(p[0], 5);
+	assert_int_equal(p[1], 3);
+	assert_int_equal(p[2], 9);
+	assert_int_equal(targets__dedup(p, 0), 0);
+}
+
 static void parse_pids__list__in_order(void **state)
 {
 	pid_t p[8];
@@ -204,6 +215,7 @@ static void children__leaf_process__none(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(dedup__across_lists__first_kept),
 		cmocka_unit_test(parse_pids__list__in_order),
 		cmocka_unit_test(parse_pids__duplicates__removed_order_kept),
 		cmocka_unit_test(parse_pids__empty_token__einval_at_token),
