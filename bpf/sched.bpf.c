@@ -34,9 +34,10 @@ struct task_struct___o {
 
 static __always_inline __s64 task_state(struct task_struct *t)
 {
+	/* tp_btf arguments are trusted pointers: plain (CO-RE relocated) loads, no helper */
 	if (bpf_core_field_exists(t->__state))
-		return BPF_CORE_READ(t, __state);
-	return BPF_CORE_READ((struct task_struct___o *)t, state);
+		return t->__state;
+	return ((struct task_struct___o *)t)->state;
 }
 
 static __always_inline struct rs_thread *thread_get(__u32 tid)
@@ -54,9 +55,10 @@ static __always_inline int on_wakeup(struct task_struct *p)
 {
 	struct rs_thread *t;
 
-	if (!rs_lookup(BPF_CORE_READ(p, tgid)))
+	/* tp_btf arguments are trusted: plain loads, no probe-read helper calls */
+	if (!rs_lookup(p->tgid))
 		return 0;
-	t = thread_get(BPF_CORE_READ(p, pid));
+	t = thread_get(p->pid);
 	if (t && !t->wake_ns)
 		t->wake_ns = bpf_ktime_get_ns();
 	return 0;
@@ -203,7 +205,7 @@ int BPF_PROG(rs_sched_exit, struct task_struct *p)
 {
 	struct rs_ev_exit *e;
 	struct rs_track *tr;
-	__u32 tgid = BPF_CORE_READ(p, tgid), tid = BPF_CORE_READ(p, pid);
+	__u32 tgid = p->tgid, tid = p->pid;
 
 	tr = rs_lookup(tgid);
 	if (!tr)
