@@ -33,7 +33,7 @@ ITERS=${BENCH_ITERS:-400}
 COMPUTE_US=${BENCH_COMPUTE_US:-1000}
 RUN_TIMEOUT=${BENCH_RUN_TIMEOUT:-90}
 RESULTS=${BENCH_RESULTS:-tests/bench/results.md}
-PARTS=${BENCH_PARTS:-12}
+PARTS=${BENCH_PARTS:-123}
 read -r -a RS_ARGS <<<"${BENCH_RS_ARGS:-}"
 
 RS=build/rankscope
@@ -340,6 +340,50 @@ if [[ $PARTS == *2* ]]; then
 		retry p2_run floor "$r"
 		retry p2_run on "$r"
 	done
+fi
+
+# p3_run: where rankscope's time goes. Per-program BPF run time (kernel.bpf_stats_enabled)
+# over a 2 s window of the same job with rankscope attached.
+p3_run() {
+	local d="$T/p3" job tool pids stats_was t0 t1
+	mkdir -p "$d"
+	stats_was=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null) || { log "p3: no bpf_stats"; return 1; }
+	bg "$d/job.out" "$d/job.err" "${MPIRUN[@]}" -np "$NP" "$LOOP" --go-file "$d/go" \
+		--iters $((ITERS * 10)) --compute-us "$COMPUTE_US"
+	job=$BG_PID
+	wait_lines "$d/job.out" '^ready rank=' "$NP" 60 "$job" || { abort_run; return 1; }
+	mapfile -t pids < <(rank_pids "$d/job.out")
+	RANK_PIDS+=("${pids[@]}")
+	sysctl -q kernel.bpf_stats_enabled=1
+	bg "$d/tool.out" "$d/tool.err" "$RS" attach -p "$(IFS=,; echo "${pids[*]}")" --json "${RS_ARGS[@]}"
+	tool=$BG_PID
+	wait_lines "$d/tool.out" '^\{"type":"rank"' "$NP" 30 "$tool" || { sysctl -q kernel.bpf_stats_enabled="$stats_was"; abort_run; return 1; }
+	touch "$d/go"
+	sleep 0.5
+	t0=$(date +%s%N)
+	bpftool -j prog show >"$d/before.json"
+	sleep 2
+	bpftool -j prog show >"$d/after.json"
+	t1=$(date +%s%N)
+	sysctl -q kernel.bpf_stats_enabled="$stats_was"
+	"$PY" - "$d/before.json" "$d/after.json" $((t1 - t0)) >>"$SAMPLES" <<'PY'
+import json, sys
+def progs(path):
+    return {p["id"]: p for p in json.load(open(path)) if p.get("name", "").startswith("rs_")}
+a, b, window = progs(sys.argv[1]), progs(sys.argv[2]), sys.argv[3]
+for i, p in sorted(b.items(), key=lambda kv: kv[1]["name"]):
+    runs = p.get("run_cnt", 0) - a.get(i, {}).get("run_cnt", 0)
+    ns = p.get("run_time_ns", 0) - a.get(i, {}).get("run_time_ns", 0)
+    if runs > 0:
+        print(f"p3\t{p['name']}\t0\t{runs}\t{ns}\t{window}")
+PY
+	stop "$job" "$RUN_TIMEOUT"
+	stop "$tool" 15
+	log "p3: BPF run time sampled over 2 s"
+}
+
+if [[ $PARTS == *3* ]]; then
+	retry p3_run
 fi
 
 LOAD1=$(cut -d' ' -f1-3 /proc/loadavg)
