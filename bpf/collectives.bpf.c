@@ -3,30 +3,6 @@
 #include "common.bpf.h"
 #include "collectives.h"
 
-#define RS_MAX_DEPTH 4	/* a power of two */
-
-struct rs_frame {
-	__u64 cookie;
-	__u64 enter_ns;
-	__u64 comm;
-	__u64 seq;
-	__u64 count;
-	__u64 dtype;
-	__u64 stream;
-	__u64 arg1;	/* RS_CKF_INIT: the ncclComm_t* to read back at return */
-	__u64 sp;	/* stack pointer at entry: the return address slot */
-	__u64 sendbuf;
-	__u64 recvbuf;
-	__s32 peer;
-	__s32 redop;
-};
-
-struct rs_frames {
-	__u32 depth;
-	__u32 pad;
-	struct rs_frame f[RS_MAX_DEPTH];
-	__u8 unique_id[RS_UNIQUE_ID_BYTES];	/* init never nests in init */
-};
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);

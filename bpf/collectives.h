@@ -113,4 +113,34 @@ struct rs_ev_comm_init {
 };
 _Static_assert(sizeof(struct rs_ev_comm_init) == 200, "rs_ev_comm_init wire size");
 
+#define RS_MAX_DEPTH 4	/* a power of two */
+
+/* rs_coll_frames value, keyed by tid: the calls in progress on a thread. User space reads it
+ * to see who is inside a collective right now (hang detection). */
+struct rs_frame {
+	__u64 cookie;
+	__u64 enter_ns;
+	__u64 comm;
+	__u64 seq;
+	__u64 count;
+	__u64 dtype;
+	__u64 stream;
+	__u64 arg1;	/* RS_CKF_INIT: the ncclComm_t* to read back at return */
+	__u64 sp;	/* stack pointer at entry: the return address slot */
+	__u64 sendbuf;
+	__u64 recvbuf;
+	__s32 peer;
+	__s32 redop;
+};
+
+struct rs_frames {
+	__u32 depth;
+	__u32 pad;
+	struct rs_frame f[RS_MAX_DEPTH];
+	__u8 unique_id[RS_UNIQUE_ID_BYTES];	/* init never nests in init */
+};
+
+_Static_assert(sizeof(struct rs_frames) == 8 + 96 * RS_MAX_DEPTH + RS_UNIQUE_ID_BYTES,
+	       "rs_frames wire size");
+
 #endif /* RS_COLLECTIVES_H */

@@ -4,5 +4,6 @@
 #define RS_CMD_H
 
 int cmd_attach(int argc, char **argv);
+int cmd_diagnose(int argc, char **argv);
 
 #endif /* RS_CMD_H */

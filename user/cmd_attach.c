@@ -18,6 +18,8 @@
 #include "cmd.h"
 #include "comms.h"
 #include "decode.h"
+#include "job.h"
+#include "period.h"
 #include "json.h"
 #include "log.h"
 #include "preflight.h"
@@ -38,6 +40,8 @@ struct attach_opts {
 	double interval_s;
 	uint32_t drain_ms;
 	struct probes_cfg pcfg;
+	struct job_cfg jcfg;
+	bool report;		/* diagnose: a human report at the end, no table */
 };
 
 struct session {
@@ -52,6 +56,11 @@ struct session {
 	FILE *out;
 	bool tty;
 	int write_err;
+	struct job *job;
+	uint64_t steps_seen;
+	struct job_step *last_steps;	/* per column, for the report */
+	struct job_verdict worst;	/* the most serious verdict seen, for the report */
+	bool have_worst;
 };
 
 static uint64_t now_ns(void)
@@ -110,13 +119,17 @@ static void on_coll(struct session *s, struct rank_state *rs, const struct rs_ev
 	uint64_t esize = 0;
 
 	stats__on_coll(rs, e->op, e->enter_ns, e->exit_ns);
-	if (!s->o.events)
-		return;
 	if (e->lib == RS_LIB_NCCL)
 		esize = decode__nccl_dtype_size(e->dtype);
 	else if (e->lib == RS_LIB_MPI)
 		esize = comms__dtype_size(&s->comms, rs->pid, e->dtype);
 	comms__name(&s->comms, rs->pid, e->lib, e->comm, comm, sizeof(comm));
+	/* the job model keys communicators by their global name */
+	job__on_coll(s->job, rs->slot, e->h.tid, e->op, e->lib,
+		     comms__fnv1a((const uint8_t *)comm, strlen(comm)), e->seq,
+		     esize * e->count, e->enter_ns, e->exit_ns);
+	if (!s->o.events)
+		return;
 	report__coll(&s->j, rs, e, comm, esize * e->count);
 	emit(s);
 }
@@ -176,10 +189,19 @@ static int handle_event(void *ctx, void *data, size_t len)
 	case RS_EV_FORK:
 		rs->workers++;
 		break;
+	case RS_EV_OFFCPU:
+		job__on_off(s->job, rs->slot, ev.h.tid, ev.offcpu.start_ns, ev.offcpu.end_ns,
+			    ev.offcpu.runq_ns);
+		break;
+	case RS_EV_IO:
+		job__on_io(s->job, rs->slot, ev.h.tid, (pid_t)ev.h.tgid != rs->pid, ev.io.fd_kind,
+			   ev.io.start_ns, ev.io.end_ns, ev.io.ret > 0 ? ev.io.ret : 0);
+		break;
 	case RS_EV_EXIT:
 		if ((pid_t)ev.h.tgid == rs->pid && !rs->exited) {
 			rs->exited = true;
 			rs->exit_code = ev.exit.exit_code;
+			job__on_exit(s->job, rs->slot, ev.h.ts_ns, ev.exit.exit_code);
 			/* the pid may be reused by anyone */
 			probes__untrack(&s->probes, rs->pid);
 		}
@@ -223,6 +245,7 @@ static void check_alive(struct session *s)
 		    st.state == 'Z' || st.state == 'X') {
 			rs->exited = true;
 			probes__untrack(&s->probes, rs->pid);
+			job__on_exit(s->job, rs->slot, now_ns(), 0);
 		}
 	}
 }
@@ -234,6 +257,11 @@ static void tick(struct session *s, bool final)
 	uint64_t t = now_ns();
 	int i;
 
+	job__advance(s->job, t, final);
+	if (s->o.report) {
+		read_self(s);
+		return;		/* diagnose prints one report at the end */
+	}
 	read_self(s);
 	rows = calloc(s->nranks, sizeof(*rows));
 	if (!rows)
@@ -251,9 +279,102 @@ static void tick(struct session *s, bool final)
 		emit(s);
 	} else {
 		report__table(s->out, rows, s->nranks, &s->self, s->tty && !final);
+		if (s->have_worst) {
+			const struct job_verdict *v = job__last_verdict(s->job);
+			char line[512];
+
+			report__verdict_text(s->out, v, v->col >= 0 ? s->ranks[v->col].info.rank : -1,
+					     line, sizeof(line));
+		}
 	}
 	fflush(s->out);
 	free(rows);
+}
+
+/* ---- the job model's callbacks ---- */
+
+static void job_on_step(void *ctx, const struct job_step *st, const char *rule)
+{
+	struct session *s = ctx;
+	struct rank_state *rs = rank_of(s, st->col);
+
+	if (!rs)
+		return;
+	s->steps_seen++;
+	s->last_steps[st->col] = *st;
+	if (!s->o.json)
+		return;
+	report__step(&s->j, rs->info.rank, rs->pid, st, rule);
+	emit(s);
+}
+
+static int severity(enum vclass c)
+{
+	switch (c) {
+	case V_NONE: return 0;
+	case V_HANG: case V_RANK_EXITED: case V_DIVERGENT: return 3;
+	default: return 1;
+	}
+}
+
+static void job_on_verdict(void *ctx, const struct job_verdict *v)
+{
+	struct session *s = ctx;
+	struct rank_state *rs = v->col >= 0 ? rank_of(s, v->col) : NULL;
+
+	/* the report keeps the most serious, and the latest among equals */
+	if (!s->have_worst || severity(v->cls) >= severity(s->worst.cls)) {
+		s->worst = *v;
+		s->have_worst = true;
+	}
+	if (!s->o.json)
+		return;		/* the table shows the latest; diagnose reports at the end */
+	report__verdict(&s->j, v, rs ? rs->info.rank : -1, rs ? rs->pid : 0);
+	emit(s);
+}
+
+static bool job_inflight(void *ctx, int col, uint64_t *enter_ns, uint64_t *seq)
+{
+	struct session *s = ctx;
+	struct rank_state *rs = rank_of(s, col);
+
+	return rs && !probe_collectives__inflight(&s->probes, rs->pid, enter_ns, seq);
+}
+
+/* What a rank is doing, from /proc: the hang verdict reports it. */
+static void job_state(void *ctx, int col, char *buf, size_t n)
+{
+	struct session *s = ctx;
+	struct rank_state *rs = rank_of(s, col);
+	struct proc_stat st;
+	char *sc = NULL;
+	long nr;
+
+	if (!rs || procfs__stat(rs->pid, &st)) {
+		snprintf(buf, n, "gone");
+		return;
+	}
+	switch (st.state) {
+	case 'R':
+		snprintf(buf, n, "running (rank %d, pid %d)", rs->info.rank, rs->pid);
+		return;
+	case 'T': case 't':
+		snprintf(buf, n, "stopped (rank %d, pid %d; SIGSTOP or a debugger)", rs->info.rank,
+			 rs->pid);
+		return;
+	case 'Z':
+		snprintf(buf, n, "a zombie (rank %d, pid %d)", rs->info.rank, rs->pid);
+		return;
+	default:
+		break;
+	}
+	/* /proc/PID/syscall: the number of the syscall it sleeps in, first */
+	if (procfs__read(rs->pid, "syscall", &sc, 256) > 0 && sscanf(sc, "%ld", &nr) == 1)
+		snprintf(buf, n, "blocked in syscall %ld (%s) (rank %d, pid %d)", nr,
+			 decode__syscall_name(nr), rs->info.rank, rs->pid);
+	else
+		snprintf(buf, n, "sleeping (rank %d, pid %d)", rs->info.rank, rs->pid);
+	free(sc);
 }
 
 static bool all_exited(const struct session *s)
@@ -475,14 +596,25 @@ out:
 	return err;
 }
 
-static void usage(FILE *f)
+static void usage(FILE *f, bool diagnose)
 {
-	fprintf(f,
+	if (diagnose)
+		fprintf(f,
+"Usage: rankscope diagnose (-p PID[,PID...] | --all) [--duration S] [--json] [OPTIONS]\n"
+"\n"
+"Attach, split every rank's steps into phases, and report which rank holds the others\n"
+"back, in which phase, by how much, and the experiment that could disprove it. Prints a\n"
+"short report when the ranks exit or the duration ends, and exits 0.\n"
+"\n");
+	else
+		fprintf(f,
 "Usage: rankscope attach (-p PID[,PID...] | --all) [OPTIONS]\n"
 "\n"
 "Attach to running training ranks and show, per rank, collectives, blocking I/O,\n"
-"run-queue delay, off-CPU time and TCP health. Exits once every rank has exited.\n"
-"\n"
+"run-queue delay, off-CPU time and TCP health, then per-step phases and straggler\n"
+"verdicts. Exits once every rank has exited.\n"
+"\n");
+	fprintf(f,
 "  -p, --pid PIDS         comma-separated rank PIDs (rank order = order given,\n"
 "                         unless the environ or communicator init says otherwise)\n"
 "  -a, --all              every process that maps NCCL/MPI/gloo or has a rank variable\n"
@@ -496,6 +628,11 @@ static void usage(FILE *f)
 "      --ringbuf-kb N     ring buffer size, power of two >= 4 (default 8192)\n"
 "      --drain-ms N       ring buffer drain period (default 100)\n"
 "      --no-FAMILY        skip a probe family: --no-sched --no-io --no-net --no-collectives\n"
+"      --steps MODE       auto (DDP marker, else the collective period; default) or\n"
+"                         every:N (every N-th collective on the main communicator)\n"
+"      --window N         steps per verdict window (default 8)\n"
+"      --hang-timeout S   a rank is hung when a peer waited S seconds in a collective it\n"
+"                         has not reached (default 60)\n"
 "  -v, --verbose          more diagnostics (libbpf messages)\n"
 "  -h, --help             this help\n"
 "\n"
@@ -504,7 +641,7 @@ static void usage(FILE *f)
 
 enum {
 	OPT_IO_MIN = 256, OPT_OFFCPU_MIN, OPT_RINGBUF, OPT_DRAIN,
-	OPT_NO_SCHED, OPT_NO_IO, OPT_NO_NET, OPT_NO_COLL,
+	OPT_NO_SCHED, OPT_NO_IO, OPT_NO_NET, OPT_NO_COLL, OPT_STEPS, OPT_WINDOW, OPT_HANG,
 };
 
 static int parse_num(const char *opt, const char *arg, long lo, long hi, long *out)
@@ -530,7 +667,7 @@ static int parse_secs(const char *opt, const char *arg, double lo, double hi, do
 	return 0;
 }
 
-static int parse_opts(int argc, char **argv, struct attach_opts *o)
+static int parse_opts(int argc, char **argv, struct attach_opts *o, bool diagnose)
 {
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
@@ -549,6 +686,9 @@ static int parse_opts(int argc, char **argv, struct attach_opts *o)
 		{ "no-io", no_argument, NULL, OPT_NO_IO },
 		{ "no-net", no_argument, NULL, OPT_NO_NET },
 		{ "no-collectives", no_argument, NULL, OPT_NO_COLL },
+		{ "steps", required_argument, NULL, OPT_STEPS },
+		{ "window", required_argument, NULL, OPT_WINDOW },
+		{ "hang-timeout", required_argument, NULL, OPT_HANG },
 		{},
 	};
 	const char *bad;
@@ -556,11 +696,15 @@ static int parse_opts(int argc, char **argv, struct attach_opts *o)
 	int c, n;
 
 	memset(o, 0, sizeof(*o));
+	o->report = diagnose;
 	o->interval_s = 1;
 	o->drain_ms = 100;
 	o->pcfg.ringbuf_bytes = 8192 * 1024;
 	o->pcfg.io_min_ns = 100000;
 	o->pcfg.offcpu_min_ns = 100000;
+	o->jcfg.mode = STEPS_AUTO;
+	o->jcfg.window = 8;
+	o->jcfg.hang_timeout_ns = 60ULL * 1000000000ULL;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "p:ad:jei:vh", longopts, NULL)) != -1) {
 		switch (c) {
@@ -615,11 +759,37 @@ static int parse_opts(int argc, char **argv, struct attach_opts *o)
 		case OPT_NO_IO: o->pcfg.disable[RS_FAM_IO] = true; break;
 		case OPT_NO_NET: o->pcfg.disable[RS_FAM_NET] = true; break;
 		case OPT_NO_COLL: o->pcfg.disable[RS_FAM_COLL] = true; break;
+		case OPT_STEPS:
+			if (!strcmp(optarg, "auto")) {
+				o->jcfg.mode = STEPS_AUTO;
+			} else if (!strncmp(optarg, "every:", 6) &&
+				   !parse_long(optarg + 6, 1, PERIOD_MAX, &v)) {
+				o->jcfg.mode = STEPS_EVERY;
+				o->jcfg.every = v;
+			} else {
+				pr_warn("attach: invalid --steps '%s': use auto or every:N (N from 1 to %d)",
+					optarg, PERIOD_MAX);
+				return -EINVAL;
+			}
+			break;
+		case OPT_WINDOW:
+			if (parse_num("--window", optarg, 2, JOB_ROWS, &v))
+				return -EINVAL;
+			o->jcfg.window = v;
+			break;
+		case OPT_HANG: {
+			double secs;
+
+			if (parse_secs("--hang-timeout", optarg, 0.1, 86400, &secs))
+				return -EINVAL;
+			o->jcfg.hang_timeout_ns = (uint64_t)(secs * 1e9);
+			break;
+		}
 		case 'h':
-			usage(stdout);
+			usage(stdout, o->report);
 			return 1;
 		default:
-			fprintf(stderr, "Try 'rankscope attach --help'.\n");
+			fprintf(stderr, "Try 'rankscope %s --help'.\n", diagnose ? "diagnose" : "attach");
 			return -EINVAL;
 		}
 	}
@@ -650,14 +820,16 @@ static int final_drain(struct session *s)
 	return total;
 }
 
-int cmd_attach(int argc, char **argv)
+static void print_report(struct session *s);
+
+static int run(int argc, char **argv, bool diagnose)
 {
 	struct rank_info *infos = NULL;
 	struct session s = {};
 	char msg[256];
 	int err, i, running, f;
 
-	err = parse_opts(argc, argv, &s.o);
+	err = parse_opts(argc, argv, &s.o, diagnose);
 	if (err)
 		return err > 0 ? 0 : 2;
 	signal(SIGPIPE, SIG_IGN);
@@ -694,8 +866,9 @@ int cmd_attach(int argc, char **argv)
 		return 1;
 	}
 	s.ranks = calloc(s.o.npids, sizeof(*s.ranks));
+	s.last_steps = calloc(s.o.npids, sizeof(*s.last_steps));
 	infos = calloc(s.o.npids, sizeof(*infos));
-	if (!s.ranks || !infos) {
+	if (!s.ranks || !infos || !s.last_steps) {
 		err = -ENOMEM;
 		goto out;
 	}
@@ -712,6 +885,20 @@ int cmd_attach(int argc, char **argv)
 		s.ranks[i].info.src = infos[i].src;
 	}
 
+	{
+		struct job_probe_ops ops = {
+			.inflight = job_inflight, .state = job_state, .on_step = job_on_step,
+			.on_verdict = job_on_verdict, .ctx = &s,
+		};
+
+		s.job = job__new(&s.o.jcfg, s.nranks, &ops);
+		if (!s.job) {
+			err = -ENOMEM;
+			goto out;
+		}
+		for (i = 0; i < s.nranks; i++)
+			job__set_main_tid(s.job, i, s.ranks[i].pid);
+	}
 	running = probes__open(&s.probes, &s.o.pcfg);
 	if (running < 0) {
 		err = running;
@@ -761,6 +948,8 @@ int cmd_attach(int argc, char **argv)
 	probes__detach(&s.probes);
 	final_drain(&s);
 	tick(&s, true);
+	if (s.o.report && !s.o.json)
+		print_report(&s);
 	if (!err && s.write_err) {
 		err = s.write_err;
 		pr_warn("attach: failed to write output: %s; was the reader closed?", strerror(-err));
@@ -772,5 +961,58 @@ out:
 	json__free(&s.j);
 	free(infos);
 	free(s.ranks);
+	free(s.last_steps);
+	job__free(s.job);
 	return err ? 1 : 0;
+}
+
+int cmd_attach(int argc, char **argv)
+{
+	return run(argc, argv, false);
+}
+
+int cmd_diagnose(int argc, char **argv)
+{
+	return run(argc, argv, true);
+}
+
+/* diagnose's human report: the rule, each rank's last step, and the verdict. */
+static void print_report(struct session *s)
+{
+	char a[16], line[512];
+	double conf;
+	int period, i, p;
+	const char *rule = job__rule(s->job, &conf, &period);
+
+	printf("rankscope diagnose: %d rank%s, %llu rank-steps", s->nranks, s->nranks == 1 ? "" : "s",
+	       (unsigned long long)s->steps_seen);
+	if (rule[0])
+		printf("; steps by %s (period %d, confidence %.2f)\n", rule, period, conf);
+	else
+		printf("; no step boundary found (too few collectives?)\n");
+	if (s->steps_seen) {
+		printf("\nlast step per rank:\n  %-5s %-9s", "RANK", "STEP");
+		for (p = 0; p < PH_MAX; p++)
+			printf(" %-11s", steps__phase_name(p));
+		printf("\n");
+		for (i = 0; i < s->nranks; i++) {
+			const struct job_step *st = &s->last_steps[i];
+
+			if (!st->dur_ns)
+				continue;
+			printf("  %-5d %-9s", s->ranks[i].info.rank, report__dur(st->dur_ns, a, sizeof(a)));
+			for (p = 0; p < PH_MAX; p++)
+				printf(" %-11s", report__dur(st->ph.ns[p], a, sizeof(a)));
+			printf("\n");
+		}
+	}
+	printf("\n");
+	if (!s->have_worst) {
+		printf("verdict: none yet (fewer than %d steps seen on every rank)\n", s->o.jcfg.window);
+		return;
+	}
+	report__verdict_text(stdout, &s->worst,
+			     s->worst.col >= 0 ? s->ranks[s->worst.col].info.rank : -1, line,
+			     sizeof(line));
+	printf("experiment: %s\n", detect__experiment(s->worst.cls));
 }

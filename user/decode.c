@@ -133,3 +133,26 @@ char *decode__addr(const uint8_t a[16], char *out, size_t n)
 		inet_ntop(AF_INET6, a, out, n);
 	return out;
 }
+
+const char *decode__syscall_name(long nr)
+{
+	/* the ones a waiting rank sits in; arch/x86/entry/syscalls/syscall_64.tbl */
+	switch (nr) {
+	case 0: return "read";
+	case 1: return "write";
+	case 7: return "poll";
+	case 17: return "pread64";
+	case 23: return "select";
+	case 35: return "nanosleep";
+	case 45: return "recvfrom";
+	case 47: return "recvmsg";
+	case 61: return "wait4";
+	case 202: return "futex";
+	case 230: return "clock_nanosleep";
+	case 232: return "epoll_wait";
+	case 270: return "pselect6";
+	case 271: return "ppoll";
+	case 281: return "epoll_pwait";
+	default: return "syscall";
+	}
+}

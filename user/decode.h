@@ -44,6 +44,9 @@ const char *decode__tcp_state_name(unsigned int state);
 /* Element size of an ncclDataType_t, or 0 if unknown. */
 unsigned int decode__nccl_dtype_size(uint64_t dtype);
 
+/* Name of an x86-64 syscall number where rankscope knows it ("syscall" otherwise). */
+const char *decode__syscall_name(long nr);
+
 /* Format a 16-byte (v4-mapped or v6) address. Returns out. */
 char *decode__addr(const uint8_t a[16], char *out, size_t n);
 

@@ -18,6 +18,8 @@ static void usage(FILE *f)
 "Commands:\n"
 "  attach    attach to running ranks by PID and show per-rank collectives, I/O,\n"
 "            scheduling and TCP (rankscope attach --help)\n"
+"  diagnose  attach, split steps into phases and say which rank is slow, in\n"
+"            which phase, and why (rankscope diagnose --help)\n"
 "  version   print the version\n"
 "  help      this help\n");
 }
@@ -30,6 +32,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "attach"))
 		return cmd_attach(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "diagnose"))
+		return cmd_diagnose(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {
 		printf("rankscope %s (wire ABI %d)\n", RANKSCOPE_VERSION, RS_ABI);
 		return 0;

@@ -224,3 +224,21 @@ out:
 	free(rck);
 	return err;
 }
+
+int probe_collectives__inflight(struct probes *p, pid_t tid, uint64_t *enter_ns, uint64_t *seq)
+{
+	struct rs_frames fr;
+	__u32 key = tid;
+	int d;
+
+	if (!p->coll)
+		return -ENOENT;
+	if (bpf_map__lookup_elem(p->coll->maps.rs_coll_frames, &key, sizeof(key), &fr, sizeof(fr), 0))
+		return -errno;
+	if (!fr.depth || fr.depth > RS_MAX_DEPTH)
+		return -ENOENT;
+	d = fr.depth - 1;
+	*enter_ns = fr.f[d].enter_ns;
+	*seq = fr.f[d].seq;
+	return 0;
+}

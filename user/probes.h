@@ -88,6 +88,10 @@ int probes__untrack(struct probes *p, pid_t tgid);
 int probes__attach_coll(struct probes *p, pid_t pid, const struct proc_libs *libs,
 			struct coll_report *rep);
 
+/* Is thread tid inside a probed collective now? Returns 0 and its entry time and (per
+ * process) seq, -ENOENT if not, -errno. */
+int probe_collectives__inflight(struct probes *p, pid_t tid, uint64_t *enter_ns, uint64_t *seq);
+
 /* Sum the per-CPU family counters. */
 int probes__fam_stats(struct probes *p, struct rs_fam_stats out[RS_FAM_MAX]);
 

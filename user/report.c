@@ -326,3 +326,108 @@ void report__table(FILE *f, const struct rank_row *rows, int n, const struct sel
 		s->probes_attached);
 	fflush(f);
 }
+
+static void phases_obj(struct json *j, const struct phases *ph)
+{
+	int p;
+
+	json__key(j, "phases");
+	json__obj_begin(j);
+	for (p = 0; p < PH_MAX; p++) {
+		json__kuint(j, steps__phase_name(p), ph->ns[p]);
+		if (p == PH_COMM) {
+			json__kuint(j, "comm_wait", ph->comm_wait);
+			json__kuint(j, "comm_transfer", ph->comm_transfer);
+		}
+	}
+	json__obj_end(j);
+}
+
+void report__step(struct json *j, int rank, pid_t pid, const struct job_step *st, const char *rule)
+{
+	json__obj_begin(j);
+	json__kstr(j, "type", "step");
+	json__kint(j, "rank", rank);
+	json__kint(j, "pid", pid);
+	json__kuint(j, "step", st->index);
+	json__kuint(j, "start_ns", st->start_ns);
+	json__kuint(j, "dur_ns", st->dur_ns);
+	phases_obj(j, &st->ph);
+	json__kuint(j, "worker_io_ns", st->worker_io_ns);
+	json__kuint(j, "worker_io_bytes", st->worker_io_bytes);
+	json__kuint(j, "collectives", st->collectives);
+	json__kuint(j, "inside_ns", st->inside_ns);
+	json__kstr(j, "rule", rule);
+	json__obj_end(j);
+}
+
+void report__verdict(struct json *j, const struct job_verdict *v, int rank, pid_t pid)
+{
+	json__obj_begin(j);
+	json__kstr(j, "type", "verdict");
+	json__kuint(j, "step", v->step);
+	json__key(j, "window");
+	json__arr_begin(j);
+	json__uint(j, v->first);
+	json__uint(j, v->last);
+	json__arr_end(j);
+	json__kstr(j, "class", detect__class_name(v->cls));
+	json__kint(j, "rank", rank);
+	if (pid)
+		json__kint(j, "pid", pid);
+	json__key(j, "persistent");
+	json__bool(j, v->persistent);
+	json__kint(j, "skew_ns", v->v.skew_ns);
+	json__kstr(j, "phase", v->col >= 0 && v->cls <= V_CPU_CONTENTION ?
+				steps__phase_name(v->v.phase) : NULL);
+	json__kint(j, "phase_excess_ns", v->v.phase_excess_ns);
+	json__kuint(j, "post_arrival_ns", v->v.post_arrival_ns);
+	json__key(j, "evidence");
+	json__obj_begin(j);
+	json__kuint(j, "late_phase_ns", v->v.late_phase_ns);
+	json__kuint(j, "peer_median_phase_ns", v->v.peer_phase_ns);
+	json__kuint(j, "median_step_ns", v->v.step_ns);
+	json__kint(j, "steps", v->v.nsteps);
+	if (v->detail[0])
+		json__kstr(j, "detail", v->detail);
+	json__obj_end(j);
+	json__kstr(j, "experiment", detect__experiment(v->cls));
+	json__obj_end(j);
+}
+
+void report__verdict_text(FILE *f, const struct job_verdict *v, int rank, char *buf, size_t n)
+{
+	char a[16], b[16], c[16], d[16], e[16];
+
+	switch (v->cls) {
+	case V_NONE:
+		snprintf(buf, n, "verdict: none, the job is healthy (steps %llu-%llu; median step %s, "
+			 "largest arrival skew %s)", (unsigned long long)v->first,
+			 (unsigned long long)v->last, report__dur(v->v.step_ns, a, sizeof(a)),
+			 report__dur(v->v.skew_ns, b, sizeof(b)));
+		break;
+	case V_COMMUNICATION:
+		snprintf(buf, n, "verdict: communication: arrivals are aligned but collectives take %s "
+			 "after the last arrival (median step %s)",
+			 report__dur(v->v.post_arrival_ns, a, sizeof(a)),
+			 report__dur(v->v.step_ns, b, sizeof(b)));
+		break;
+	case V_DIVERGENT:
+	case V_HANG:
+	case V_RANK_EXITED:
+		snprintf(buf, n, "verdict: %s on rank %d: %s", detect__class_name(v->cls), rank,
+			 v->detail);
+		break;
+	default:
+		snprintf(buf, n, "verdict: %s on rank %d%s: it arrives %s after its peers' median; its "
+			 "%s is %s vs the peers' %s (+%s); collectives take %s after the last arrival",
+			 detect__class_name(v->cls), rank, v->persistent ? " (persistent)" : "",
+			 report__dur(v->v.skew_ns, a, sizeof(a)), steps__phase_name(v->v.phase),
+			 report__dur(v->v.late_phase_ns, b, sizeof(b)),
+			 report__dur(v->v.peer_phase_ns, c, sizeof(c)),
+			 report__dur(v->v.phase_excess_ns, d, sizeof(d)),
+			 report__dur(v->v.post_arrival_ns, e, sizeof(e)));
+		break;
+	}
+	fprintf(f, "%s\n", buf);
+}

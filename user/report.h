@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include "decode.h"
+#include "job.h"
 #include "json.h"
 #include "stats.h"
 
@@ -37,6 +38,15 @@ void report__stats(struct json *j, const struct rank_row *row, uint64_t t_ns);
 
 /* {"type":"self",...}: once a second and once at exit ("final":true). */
 void report__self(struct json *j, const struct self_stats *s, uint64_t t_ns, bool final);
+
+/* {"type":"step",...}: one per rank per step. */
+void report__step(struct json *j, int rank, pid_t pid, const struct job_step *st, const char *rule);
+
+/* {"type":"verdict",...} */
+void report__verdict(struct json *j, const struct job_verdict *v, int rank, pid_t pid);
+
+/* One human line for a verdict (the table and diagnose). */
+void report__verdict_text(FILE *f, const struct job_verdict *v, int rank, char *buf, size_t n);
 
 /* The live table. ansi: clear the screen first (a TTY). */
 void report__table(FILE *f, const struct rank_row *rows, int n, const struct self_stats *s,

@@ -1,0 +1,272 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/* Verdicts from aligned per-rank steps: medians, never means, so one rank cannot hide. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "detect.h"
+
+const char *detect__class_name(enum vclass c)
+{
+	static const char *const n[V_MAX] = {
+		"none", "input", "storage", "compute", "cpu_contention", "communication",
+		"divergent", "hang", "rank_exited",
+	};
+
+	return c < V_MAX ? n[c] : "unknown";
+}
+
+const char *detect__experiment(enum vclass c)
+{
+	switch (c) {
+	case V_INPUT:
+	case V_STORAGE:
+		return "replay the same decoded batches from local memory on this rank: its input/io "
+		       "wait should fall to the peers' level while its compute stays the same";
+	case V_COMPUTE:
+		return "equalise sequence lengths (identical synthetic batches on every rank): if the "
+		       "skew disappears the work was unequal; if it stays, check this rank's device "
+		       "and per-kernel timing";
+	case V_CPU_CONTENTION:
+		return "give this rank dedicated cores (lift the CPU quota, move co-located work): its "
+		       "sched_delay and the skew should fall together";
+	case V_COMMUNICATION:
+		return "run an isolated collective test of matched size between these ranks: if it is "
+		       "also slow the fabric is the limit, if not look at overlap and placement";
+	case V_DIVERGENT:
+		return "compare the ranks' operation sequences and failure logs (data-dependent "
+		       "branches, exhausted iterators); tuning cannot fix a mismatch";
+	case V_HANG:
+		return "dump the laggard's stacks (py-spy dump, gdb): if it is stuck where shown, the "
+		       "peers will wait forever; if it moves, raise the timeout";
+	case V_RANK_EXITED:
+		return "read the exited rank's exit status and logs; its peers cannot finish the "
+		       "collective without it";
+	default:
+		return "none needed; a verdict appears when one rank holds the others back";
+	}
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+uint64_t detect__median(const uint64_t *v, int n)
+{
+	uint64_t *t, m;
+
+	if (n <= 0)
+		return 0;
+	t = malloc(sizeof(*t) * n);
+	if (!t)
+		return v[0];
+	memcpy(t, v, sizeof(*t) * n);
+	qsort(t, n, sizeof(*t), cmp_u64);
+	m = n % 2 ? t[n / 2] : t[n / 2 - 1] / 2 + t[n / 2] / 2;
+	free(t);
+	return m;
+}
+
+static int64_t median_i64(int64_t *v, int n)
+{
+	if (n <= 0)
+		return 0;
+	qsort(v, n, sizeof(*v), cmp_i64);
+	return n % 2 ? v[n / 2] : v[n / 2 - 1] / 2 + v[n / 2] / 2;
+}
+
+/* The median over r's peers (every present column but r) of f. */
+static uint64_t peers_median(const struct step_obs *row, int nranks, int r, uint64_t *tmp,
+			     uint64_t (*f)(const struct step_obs *, int), int arg)
+{
+	int k, m = 0;
+
+	for (k = 0; k < nranks; k++)
+		if (k != r && row[k].present)
+			tmp[m++] = f(&row[k], arg);
+	return detect__median(tmp, m);
+}
+
+static uint64_t get_arrival(const struct step_obs *o, int arg)
+{
+	return o->arrival_ns;
+}
+
+static uint64_t get_phase(const struct step_obs *o, int ph)
+{
+	/* host time not explained elsewhere is the rank's own work */
+	if (ph == PH_COMPUTE)
+		return o->ph.ns[PH_COMPUTE] + o->ph.ns[PH_OTHER];
+	return o->ph.ns[ph];
+}
+
+static bool row_complete(const struct step_obs *row, int nranks)
+{
+	int r;
+
+	for (r = 0; r < nranks; r++)
+		if (!row[r].present || !row[r].arrival_ns)
+			return false;
+	return true;
+}
+
+void detect__split_comm(struct step_obs *row, int nranks)
+{
+	uint64_t last = 0, inside, wait;
+	int r;
+
+	for (r = 0; r < nranks; r++)
+		if (row[r].present && row[r].arrival_ns > last)
+			last = row[r].arrival_ns;
+	for (r = 0; r < nranks; r++) {
+		if (!row[r].present)
+			continue;
+		inside = row[r].ph.ns[PH_COMM];
+		wait = row[r].arrival_ns ? last - row[r].arrival_ns : 0;
+		if (wait > inside)
+			wait = inside;
+		row[r].ph.comm_wait = wait;
+		row[r].ph.comm_transfer = inside - wait;
+	}
+}
+
+int detect__window(const struct step_obs *obs, int nsteps, int nranks, struct verdict *v)
+{
+	static const enum phase cand[] = { PH_INPUT_WAIT, PH_IO, PH_COMPUTE, PH_SCHED_DELAY,
+					   PH_GPU_WAIT };
+	uint64_t *tmp = NULL, *durs = NULL, *posts = NULL, *mine = NULL, *peer = NULL, last;
+	int64_t *skews = NULL, *exc = NULL, best_skew = INT64_MIN, e, best_e;
+	int s, r, m, nrows = 0, np = 0, c, late = -1, err = 0;
+	uint64_t threshold;
+
+	memset(v, 0, sizeof(*v));
+	v->rank = -1;
+	if (nranks < 2 || nsteps < 1)
+		return -EINVAL;
+	tmp = calloc(nranks, sizeof(*tmp));
+	mine = calloc(nsteps, sizeof(*mine));
+	peer = calloc(nsteps, sizeof(*peer));
+	durs = calloc(nsteps * nranks, sizeof(*durs));
+	posts = calloc(nsteps * nranks, sizeof(*posts));
+	skews = calloc(nsteps, sizeof(*skews));
+	exc = calloc(nsteps, sizeof(*exc));
+	if (!tmp || !mine || !peer || !durs || !posts || !skews || !exc) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (s = 0; s < nsteps; s++) {
+		const struct step_obs *row = &obs[s * nranks];
+
+		if (!row_complete(row, nranks))
+			continue;
+		nrows++;
+		last = 0;
+		for (r = 0; r < nranks; r++) {
+			durs[(nrows - 1) * nranks + r] = row[r].dur_ns;
+			if (row[r].arrival_ns > last)
+				last = row[r].arrival_ns;
+		}
+		for (r = 0; r < nranks; r++)
+			if (row[r].done_ns > last)
+				posts[np++] = row[r].done_ns - last;
+	}
+	if (!nrows) {
+		err = -EINVAL;
+		goto out;
+	}
+	v->nsteps = nrows;
+	v->step_ns = detect__median(durs, nrows * nranks);
+	v->post_arrival_ns = detect__median(posts, np);
+	/* the late rank: the largest median (over steps) arrival after its peers' median */
+	for (r = 0; r < nranks; r++) {
+		for (m = 0, s = 0; s < nsteps; s++) {
+			const struct step_obs *row = &obs[s * nranks];
+
+			if (!row_complete(row, nranks))
+				continue;
+			skews[m++] = (int64_t)row[r].arrival_ns -
+				     (int64_t)peers_median(row, nranks, r, tmp, get_arrival, 0);
+		}
+		e = median_i64(skews, m);
+		if (e > best_skew) {
+			best_skew = e;
+			late = r;
+		}
+	}
+	threshold = v->step_ns * DETECT_SKEW_FRAC;
+	if (threshold < DETECT_SKEW_MIN_NS)
+		threshold = DETECT_SKEW_MIN_NS;
+	if (best_skew < (int64_t)threshold) {
+		v->skew_ns = best_skew;
+		v->cls = v->post_arrival_ns > DETECT_SKEW_MIN_NS &&
+			 v->post_arrival_ns >= v->step_ns * DETECT_COMM_FRAC ? V_COMMUNICATION : V_NONE;
+		goto out;
+	}
+	v->rank = late;
+	v->skew_ns = best_skew;
+	/* which phase explains it: the largest excess over the peers' median */
+	best_e = INT64_MIN;
+	for (c = 0; c < (int)(sizeof(cand) / sizeof(cand[0])); c++) {
+		for (m = 0, s = 0; s < nsteps; s++) {
+			const struct step_obs *row = &obs[s * nranks];
+
+			if (!row_complete(row, nranks))
+				continue;
+			exc[m++] = (int64_t)get_phase(&row[late], cand[c]) -
+				   (int64_t)peers_median(row, nranks, late, tmp, get_phase, cand[c]);
+		}
+		e = median_i64(exc, m);
+		if (e > best_e) {
+			best_e = e;
+			v->phase = cand[c];
+		}
+	}
+	v->phase_excess_ns = best_e;
+	for (m = 0, s = 0; s < nsteps; s++) {
+		const struct step_obs *row = &obs[s * nranks];
+
+		if (!row_complete(row, nranks))
+			continue;
+		mine[m] = get_phase(&row[late], v->phase);
+		peer[m++] = peers_median(row, nranks, late, tmp, get_phase, v->phase);
+	}
+	v->late_phase_ns = detect__median(mine, m);
+	v->peer_phase_ns = detect__median(peer, m);
+	switch (v->phase) {
+	case PH_INPUT_WAIT: v->cls = V_INPUT; break;
+	case PH_IO: v->cls = V_STORAGE; break;
+	case PH_SCHED_DELAY: v->cls = V_CPU_CONTENTION; break;
+	default: v->cls = V_COMPUTE; break;
+	}
+out:
+	free(tmp);
+	free(mine);
+	free(peer);
+	free(durs);
+	free(posts);
+	free(skews);
+	free(exc);
+	return err;
+}
+
+bool detect__persistent(struct persist *p, int rank)
+{
+	int i, same = 0;
+
+	p->last[p->pos] = rank;
+	p->pos = (p->pos + 1) % DETECT_PERSIST_OF;
+	if (p->n < DETECT_PERSIST_OF)
+		p->n++;
+	for (i = 0; i < p->n; i++)
+		same += rank >= 0 && p->last[i] == rank;
+	return same >= DETECT_PERSIST_MIN;
+}

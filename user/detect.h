@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/* Straggler verdicts (seed 004's method): who is late, in which phase, and what would disprove it. */
+#ifndef RS_DETECT_H
+#define RS_DETECT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "steps.h"
+
+enum vclass {
+	V_NONE,
+	V_INPUT,
+	V_STORAGE,
+	V_COMPUTE,
+	V_CPU_CONTENTION,
+	V_COMMUNICATION,
+	V_DIVERGENT,
+	V_HANG,
+	V_RANK_EXITED,
+	V_MAX,
+};
+
+#define DETECT_SKEW_MIN_NS	1000000	/* skews under 1 ms are noise on any host */
+#define DETECT_SKEW_FRAC	0.10	/* ... or under 10% of the step */
+#define DETECT_COMM_FRAC	0.50	/* post-arrival time over half the step is communication-bound */
+#define DETECT_PERSIST_OF	12
+#define DETECT_PERSIST_MIN	6
+
+/* One rank's view of one step. */
+struct step_obs {
+	bool present;
+	uint64_t dur_ns;
+	struct phases ph;
+	uint64_t arrival_ns;	/* entry into the step's first collective; 0: none */
+	uint64_t done_ns;	/* return from it; 0: unknown */
+};
+
+struct verdict {
+	enum vclass cls;
+	int rank;		/* index of the late rank in the window's columns; -1: none */
+	int64_t skew_ns;	/* its arrival minus the peers' median arrival (median over steps) */
+	enum phase phase;	/* the phase that explains the skew */
+	int64_t phase_excess_ns;/* that phase minus the peers' median (median over steps) */
+	uint64_t late_phase_ns;	/* the late rank's median time in it */
+	uint64_t peer_phase_ns;	/* the peers' median time in it */
+	uint64_t post_arrival_ns;/* median time from the last arrival to completion */
+	uint64_t step_ns;	/* median step duration */
+	int nsteps;
+};
+
+/* Judge a window: obs holds nsteps rows of nranks columns (row-major). Needs 2 ranks and one
+ * step present on all of them. Returns 0, or -EINVAL when there is nothing to judge. */
+int detect__window(const struct step_obs *obs, int nsteps, int nranks, struct verdict *v);
+
+/* Fill the comm_wait/comm_transfer split of one step row: arrival is entry, the last arrival
+ * the largest; wait = last arrival - own arrival, clamped to the time inside. */
+void detect__split_comm(struct step_obs *row, int nranks);
+
+/* Track the late ranks of recent windows; returns whether rank is late in at least
+ * DETECT_PERSIST_MIN of the last DETECT_PERSIST_OF. */
+struct persist {
+	int last[DETECT_PERSIST_OF];
+	int n, pos;
+};
+bool detect__persistent(struct persist *p, int rank);
+
+const char *detect__class_name(enum vclass c);
+
+/* The bounded experiment (seed 004) that could disprove a verdict of this class. */
+const char *detect__experiment(enum vclass c);
+
+/* Median of n values (copied; n > 0). */
+uint64_t detect__median(const uint64_t *v, int n);
+
+#endif /* RS_DETECT_H */

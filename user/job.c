@@ -1,0 +1,707 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/* The job model: per-rank timelines, step boundaries aligned across ranks, verdicts. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "collectives.h"
+#include "decode.h"
+#include "job.h"
+
+struct job_rank {
+	uint32_t main_tid;
+	struct tl_coll *coll;	/* ordered by entry */
+	int ncoll;
+	struct tl_off *off;
+	int noff;
+	struct tl_io *io;
+	int nio;
+	uint64_t *mark;		/* step markers (DDP prepare_for_forward), entry time */
+	uint64_t *mark_seq;
+	int nmark;
+	uint64_t *bwd;		/* DDP finalize_backward entries */
+	int nbwd;
+	int64_t seq_off;	/* aligned seq = seq + seq_off */
+	bool aligned;
+	bool exited;
+	uint64_t exit_ns;
+	int exit_status;
+};
+
+struct job {
+	struct job_cfg cfg;
+	struct job_probe_ops ops;
+	int n;
+	struct job_rank *r;
+	uint64_t main_comm;
+	bool have_main;
+	bool markers;		/* steps come from markers */
+	struct period_result per;
+	bool have_period;
+	const char *rule;
+	uint64_t next_k;	/* next step index to assemble */
+	bool have_next;
+	/* completed rows, a ring of JOB_ROWS */
+	struct step_obs *rows;
+	uint64_t *row_k;
+	int nrows;
+	struct persist persist;
+	struct job_verdict last;
+	bool emitted;
+	uint64_t last_emit_k;
+	bool hang_done;
+	bool exit_done;
+	bool div_done;
+};
+
+struct job *job__new(const struct job_cfg *cfg, int nranks, const struct job_probe_ops *ops)
+{
+	struct job *j = calloc(1, sizeof(*j));
+	int i;
+
+	if (!j)
+		return NULL;
+	j->cfg = *cfg;
+	if (j->cfg.window < 2)
+		j->cfg.window = 8;
+	j->ops = *ops;
+	j->n = nranks;
+	j->r = calloc(nranks, sizeof(*j->r));
+	j->rows = calloc((size_t)JOB_ROWS * nranks, sizeof(*j->rows));
+	j->row_k = calloc(JOB_ROWS, sizeof(*j->row_k));
+	if (!j->r || !j->rows || !j->row_k)
+		goto fail;
+	for (i = 0; i < nranks; i++) {
+		struct job_rank *r = &j->r[i];
+
+		r->coll = calloc(JOB_MAX_COLL, sizeof(*r->coll));
+		r->off = calloc(JOB_MAX_OFF, sizeof(*r->off));
+		r->io = calloc(JOB_MAX_IO, sizeof(*r->io));
+		r->mark = calloc(JOB_MAX_MARK, sizeof(*r->mark));
+		r->mark_seq = calloc(JOB_MAX_MARK, sizeof(*r->mark_seq));
+		r->bwd = calloc(JOB_MAX_MARK, sizeof(*r->bwd));
+		if (!r->coll || !r->off || !r->io || !r->mark || !r->mark_seq || !r->bwd)
+			goto fail;
+	}
+	j->last.col = -1;
+	j->rule = "";
+	return j;
+fail:
+	job__free(j);
+	return NULL;
+}
+
+void job__free(struct job *j)
+{
+	int i;
+
+	if (!j)
+		return;
+	for (i = 0; j->r && i < j->n; i++) {
+		free(j->r[i].coll);
+		free(j->r[i].off);
+		free(j->r[i].io);
+		free(j->r[i].mark);
+		free(j->r[i].mark_seq);
+		free(j->r[i].bwd);
+	}
+	free(j->r);
+	free(j->rows);
+	free(j->row_k);
+	free(j);
+}
+
+/* Keep at most cap elements: drop the oldest half when full (bounded memory). */
+#define MAKE_ROOM(arr, n, cap)							\
+	do {									\
+		if ((n) >= (cap)) {						\
+			memmove((arr), (arr) + (cap) / 2,			\
+				sizeof(*(arr)) * ((n) - (cap) / 2));		\
+			(n) -= (cap) / 2;					\
+		}								\
+	} while (0)
+
+void job__set_main_tid(struct job *j, int col, uint32_t tid)
+{
+	if (col >= 0 && col < j->n)
+		j->r[col].main_tid = tid;
+}
+
+void job__on_coll(struct job *j, int col, uint32_t tid, unsigned int op, unsigned int lib,
+		  uint64_t comm, uint64_t seq, uint64_t bytes, uint64_t enter, uint64_t exit)
+{
+	struct job_rank *r;
+	int i;
+
+	if (col < 0 || col >= j->n)
+		return;
+	r = &j->r[col];
+	if (op == RS_OP_STEP_FORWARD) {
+		if (r->nmark >= JOB_MAX_MARK) {	/* drop the older half of both arrays */
+			memmove(r->mark, r->mark + JOB_MAX_MARK / 2,
+				sizeof(*r->mark) * (JOB_MAX_MARK / 2));
+			memmove(r->mark_seq, r->mark_seq + JOB_MAX_MARK / 2,
+				sizeof(*r->mark_seq) * (JOB_MAX_MARK / 2));
+			r->nmark -= JOB_MAX_MARK / 2;
+		}
+		r->mark[r->nmark] = enter;
+		r->mark_seq[r->nmark++] = seq;
+		if (j->cfg.mode == STEPS_AUTO || j->cfg.mode == STEPS_MARKER)
+			j->markers = true;
+		return;
+	}
+	if (op == RS_OP_STEP_BACKWARD) {
+		MAKE_ROOM(r->bwd, r->nbwd, JOB_MAX_MARK);
+		r->bwd[r->nbwd++] = enter;
+		return;
+	}
+	if (op == RS_OP_GROUP_START || op == RS_OP_GROUP_END || op == RS_OP_COMM_INIT)
+		return;
+	MAKE_ROOM(r->coll, r->ncoll, JOB_MAX_COLL);
+	/* records come at return; keep entry order (nested or other threads can interleave) */
+	for (i = r->ncoll; i > 0 && r->coll[i - 1].enter > enter; i--)
+		r->coll[i] = r->coll[i - 1];
+	r->coll[i] = (struct tl_coll){
+		.enter = enter, .exit = exit, .seq = seq, .comm = comm, .bytes = bytes,
+		.tid = tid, .op = op, .lib = lib,
+	};
+	r->ncoll++;
+}
+
+void job__on_off(struct job *j, int col, uint32_t tid, uint64_t start, uint64_t end,
+		 uint64_t runq)
+{
+	struct job_rank *r;
+
+	if (col < 0 || col >= j->n || end <= start)
+		return;
+	r = &j->r[col];
+	if (r->main_tid && tid != r->main_tid)
+		return;		/* phases are the main thread's */
+	MAKE_ROOM(r->off, r->noff, JOB_MAX_OFF);
+	r->off[r->noff++] = (struct tl_off){ .start = start, .end = end, .runq = runq, .tid = tid };
+}
+
+void job__on_io(struct job *j, int col, uint32_t tid, bool worker, unsigned int kind,
+		uint64_t start, uint64_t end, uint64_t bytes)
+{
+	struct job_rank *r;
+
+	if (col < 0 || col >= j->n || end <= start)
+		return;
+	r = &j->r[col];
+	if (!worker && r->main_tid && tid != r->main_tid)
+		return;		/* other threads of the rank: neither main nor worker I/O */
+	MAKE_ROOM(r->io, r->nio, JOB_MAX_IO);
+	r->io[r->nio++] = (struct tl_io){
+		.start = start, .end = end, .bytes = bytes, .tid = tid, .kind = kind,
+		.worker = worker,
+	};
+}
+
+void job__on_exit(struct job *j, int col, uint64_t t, int status)
+{
+	if (col < 0 || col >= j->n || j->r[col].exited)
+		return;
+	j->r[col].exited = true;
+	j->r[col].exit_ns = t;
+	j->r[col].exit_status = status;
+}
+
+const char *job__rule(const struct job *j, double *confidence, int *period)
+{
+	if (confidence)
+		*confidence = j->markers ? 1.0 : j->per.confidence;
+	if (period)
+		*period = j->markers ? 1 : j->per.period;
+	return j->rule;
+}
+
+const struct job_verdict *job__last_verdict(const struct job *j)
+{
+	return &j->last;
+}
+
+/* ---- the main communicator, its alignment and period ---- */
+
+static bool is_main(const struct job *j, const struct tl_coll *c)
+{
+	return j->have_main && c->comm == j->main_comm && c->exit;
+}
+
+static void pick_main_comm(struct job *j)
+{
+	const struct job_rank *r = &j->r[0];
+	uint64_t best = 0;
+	int i, k, cnt, best_cnt = 0;
+
+	if (j->have_main || r->ncoll < 8)
+		return;
+	for (i = 0; i < r->ncoll && i < 256; i++) {
+		if (!r->coll[i].exit)
+			continue;
+		for (cnt = 0, k = 0; k < r->ncoll && k < 256; k++)
+			cnt += r->coll[k].comm == r->coll[i].comm && r->coll[k].exit;
+		if (cnt > best_cnt) {
+			best_cnt = cnt;
+			best = r->coll[i].comm;
+		}
+	}
+	if (best_cnt) {
+		j->main_comm = best;
+		j->have_main = true;
+	}
+}
+
+/* Same (comm, seq) across ranks is the same collective; seqs count from each rank's attach,
+ * so line them up by time: one collective's returns on all ranks are close together. */
+static void align(struct job *j)
+{
+	const struct job_rank *ref = &j->r[0];
+	uint64_t e, d, bd;
+	int c, i, ri = -1, m = 0, best;
+
+	for (i = 0; i < ref->ncoll; i++) {
+		if (is_main(j, &ref->coll[i]) && ++m == 3) {
+			ri = i;
+			break;
+		}
+	}
+	if (ri < 0)
+		return;
+	j->r[0].aligned = true;
+	e = ref->coll[ri].exit;
+	for (c = 1; c < j->n; c++) {
+		struct job_rank *r = &j->r[c];
+
+		if (r->aligned)
+			continue;
+		best = -1;
+		bd = UINT64_MAX;
+		for (i = 0; i < r->ncoll; i++) {
+			if (!is_main(j, &r->coll[i]))
+				continue;
+			d = r->coll[i].exit > e ? r->coll[i].exit - e : e - r->coll[i].exit;
+			if (d < bd) {
+				bd = d;
+				best = i;
+			}
+		}
+		if (best < 0)
+			continue;
+		r->seq_off = (int64_t)ref->coll[ri].seq - (int64_t)r->coll[best].seq;
+		r->aligned = true;
+	}
+}
+
+static void detect_period(struct job *j, bool final)
+{
+	const struct job_rank *r = &j->r[0];
+	uint64_t *sig, *gap, prev_exit = 0;
+	int i, n = 0;
+
+	if (j->have_period || !j->have_main)
+		return;
+	if (j->cfg.mode == STEPS_EVERY) {
+		j->per.period = j->cfg.every;
+		j->per.phase = j->cfg.every - 1;
+		j->per.confidence = 1;
+		j->have_period = true;
+		j->rule = "every";
+		return;
+	}
+	sig = calloc(r->ncoll, sizeof(*sig));
+	gap = calloc(r->ncoll, sizeof(*gap));
+	if (!sig || !gap)
+		goto out;
+	for (i = 0; i < r->ncoll; i++) {
+		const struct tl_coll *c = &r->coll[i];
+
+		if (!is_main(j, c))
+			continue;
+		if (n)
+			gap[n - 1] = c->enter > prev_exit ? c->enter - prev_exit : 0;
+		sig[n++] = period__sig(c->op, c->bytes, c->comm);
+		prev_exit = c->exit;
+	}
+	/* enough repeats of the largest period we look for, or what there is at the end */
+	if (n < 48 && !(final && n >= PERIOD_MIN_REPEATS))
+		goto out;
+	if (!period__detect(sig, gap, n, PERIOD_MAX, &j->per)) {
+		j->have_period = true;
+		j->rule = "period";
+	}
+out:
+	free(sig);
+	free(gap);
+}
+
+static int64_t aseq(const struct job_rank *r, const struct tl_coll *c)
+{
+	return (int64_t)c->seq + r->seq_off;
+}
+
+static const struct tl_coll *find_seq(const struct job *j, const struct job_rank *r, int64_t s)
+{
+	int i;
+
+	for (i = r->ncoll - 1; i >= 0; i--)
+		if (is_main(j, &r->coll[i]) && aseq(r, &r->coll[i]) == s)
+			return &r->coll[i];
+	return NULL;
+}
+
+/* ---- step assembly ---- */
+
+/* Boundaries of step k of rank r: [*start, *end). Returns false if not known (yet). */
+static bool bounds(const struct job *j, const struct job_rank *r, uint64_t k, uint64_t *start,
+		   uint64_t *end)
+{
+	const struct tl_coll *a, *b;
+	int i, ia = -1, ib = -1;
+
+	if (j->markers) {
+		for (i = 0; i < r->nmark; i++) {
+			if ((int64_t)r->mark_seq[i] + r->seq_off == (int64_t)k)
+				ia = i;
+			if ((int64_t)r->mark_seq[i] + r->seq_off == (int64_t)k + 1)
+				ib = i;
+		}
+		if (ia < 0 || ib < 0)
+			return false;
+		*start = r->mark[ia];
+		*end = r->mark[ib];
+		return *end > *start;
+	}
+	a = find_seq(j, r, j->per.phase + (int64_t)(k - 1) * j->per.period);
+	b = find_seq(j, r, j->per.phase + (int64_t)k * j->per.period);
+	if (!a || !b)
+		return false;
+	*start = a->exit;
+	*end = b->exit;
+	return *end > *start;
+}
+
+static uint64_t overlap(uint64_t s, uint64_t e, uint64_t a, uint64_t b)
+{
+	uint64_t lo = s > a ? s : a, hi = e < b ? e : b;
+
+	return hi > lo ? hi - lo : 0;
+}
+
+static void build_step(const struct job *j, const struct job_rank *r, uint64_t k, uint64_t s,
+		       uint64_t e, struct step_obs *o, struct job_step *st)
+{
+	struct tl_coll *cs = NULL;
+	uint64_t comm_from = 0;
+	int i, nc = 0;
+
+	memset(st, 0, sizeof(*st));
+	st->index = k;
+	st->start_ns = s;
+	st->dur_ns = e - s;
+	cs = calloc(r->ncoll + 1, sizeof(*cs));
+	for (i = 0; cs && i < r->ncoll; i++) {
+		const struct tl_coll *c = &r->coll[i];
+
+		if (c->enter >= s && c->enter < e) {
+			st->collectives++;
+			if (c->exit)
+				st->inside_ns += c->exit - c->enter;
+			/* arrival: the step's first collective, on any thread (gloo workers) */
+			if (!o->arrival_ns) {
+				o->arrival_ns = c->enter;
+				o->done_ns = c->exit;
+			}
+		}
+		if (c->tid == r->main_tid && overlap(s, e, c->enter, c->exit ? c->exit : c->enter))
+			cs[nc++] = *c;
+	}
+	for (i = 0; j->markers && i < r->nbwd; i++)
+		if (r->bwd[i] >= s && r->bwd[i] < e && !comm_from)
+			comm_from = r->bwd[i];
+	for (i = 0; i < r->nio; i++) {
+		if (!r->io[i].worker)
+			continue;
+		st->worker_io_ns += overlap(s, e, r->io[i].start, r->io[i].end);
+		if (r->io[i].end > s && r->io[i].end <= e)
+			st->worker_io_bytes += r->io[i].bytes;
+	}
+	steps__partition(s, e, cs, nc, r->off, r->noff, r->io, r->nio, comm_from, &st->ph);
+	free(cs);
+	o->present = true;
+	o->dur_ns = st->dur_ns;
+	o->ph = st->ph;
+}
+
+/* The first step index every live rank can have: after all of them were attached. */
+static bool first_k(struct job *j)
+{
+	uint64_t k, mine, best = 0;
+	int c, i;
+	bool any;
+
+	for (c = 0; c < j->n; c++) {
+		const struct job_rank *r = &j->r[c];
+
+		any = false;
+		mine = 0;
+		if (j->markers) {
+			for (i = 0; i < r->nmark; i++) {
+				k = r->mark_seq[i] + r->seq_off;
+				if (!any || k < mine)
+					mine = k;
+				any = true;
+			}
+		} else {
+			for (i = 0; i < r->ncoll && !any; i++) {
+				int64_t s = aseq(r, &r->coll[i]);
+
+				if (!is_main(j, &r->coll[i]))
+					continue;
+				any = true;
+				/* step k starts after boundary phase + (k - 1) * period */
+				s -= j->per.phase;
+				mine = s <= 0 ? 1 : (uint64_t)(s + j->per.period - 1) / j->per.period + 1;
+			}
+		}
+		if (!any && !r->exited)
+			return false;
+		if (mine > best)
+			best = mine;
+	}
+	j->next_k = best ? best : 1;
+	j->have_next = true;
+	return true;
+}
+
+static void emit_verdict(struct job *j, struct job_verdict *jv)
+{
+	j->last = *jv;
+	j->emitted = true;
+	if (j->ops.on_verdict)
+		j->ops.on_verdict(j->ops.ctx, jv);
+}
+
+static void judge(struct job *j, uint64_t k)
+{
+	struct step_obs *win;
+	struct job_verdict jv = {};
+	int w = j->cfg.window, m, i, base;
+
+	m = j->nrows < w ? j->nrows : w;
+	if (m < w && j->emitted)
+		return;
+	if (m < (w < 4 ? w : 4))
+		return;
+	win = calloc((size_t)m * j->n, sizeof(*win));
+	if (!win)
+		return;
+	for (i = 0; i < m; i++) {
+		base = (j->nrows - m + i) % JOB_ROWS;
+		memcpy(&win[i * j->n], &j->rows[(size_t)base * j->n], sizeof(*win) * j->n);
+	}
+	if (detect__window(win, m, j->n, &jv.v)) {
+		free(win);
+		return;
+	}
+	free(win);
+	jv.cls = jv.v.cls;
+	jv.col = jv.v.rank;
+	jv.step = k;
+	jv.first = k + 1 - m;
+	jv.last = k;
+	jv.persistent = detect__persistent(&j->persist, jv.col);
+	/* a line when the story changes, and once a window while it does not */
+	if (j->emitted && jv.cls == j->last.cls && jv.col == j->last.col &&
+	    k - j->last_emit_k < (uint64_t)w && !(jv.persistent && !j->last.persistent)) {
+		j->last = jv;
+		return;
+	}
+	j->last_emit_k = k;
+	emit_verdict(j, &jv);
+}
+
+static void check_divergence(struct job *j, uint64_t k)
+{
+	const struct job_rank *r0 = &j->r[0];
+	struct job_verdict jv = {};
+	int64_t lo, hi, s;
+	int c;
+
+	if (j->div_done || j->markers)
+		return;
+	lo = j->per.phase + (int64_t)(k - 1) * j->per.period + 1;
+	hi = j->per.phase + (int64_t)k * j->per.period;
+	for (s = lo; s <= hi; s++) {
+		const struct tl_coll *a = find_seq(j, r0, s), *b;
+
+		if (!a)
+			continue;
+		for (c = 1; c < j->n; c++) {
+			b = find_seq(j, &j->r[c], s);
+			if (!b || (b->op == a->op && b->bytes == a->bytes))
+				continue;
+			jv.cls = V_DIVERGENT;
+			jv.col = c;
+			jv.step = jv.first = jv.last = k;
+			jv.v.cls = V_DIVERGENT;
+			jv.v.rank = c;
+			snprintf(jv.detail, sizeof(jv.detail),
+				 "seq %" PRId64 ": column 0 entered %s of %" PRIu64 " bytes, column %d "
+				 "entered %s of %" PRIu64 " bytes", s, decode__op_name(a->op), a->bytes,
+				 c, decode__op_name(b->op), b->bytes);
+			j->div_done = true;
+			emit_verdict(j, &jv);
+			return;
+		}
+	}
+}
+
+static void assemble(struct job *j, uint64_t now, bool final)
+{
+	struct step_obs *row;
+	struct job_step *st;
+	uint64_t s, e;
+	int c, guard;
+
+	if (!j->have_next && !first_k(j))
+		return;
+	st = calloc(j->n, sizeof(*st));
+	if (!st)
+		return;
+	for (guard = 0; guard < 1000; guard++) {
+		row = &j->rows[(size_t)(j->nrows % JOB_ROWS) * j->n];
+		memset(row, 0, sizeof(*row) * j->n);
+		for (c = 0; c < j->n; c++) {
+			const struct job_rank *r = &j->r[c];
+
+			if (!bounds(j, r, j->next_k, &s, &e)) {
+				if (r->exited)
+					continue;	/* absent from this row */
+				goto done;
+			}
+			if (!final && now < e + JOB_SETTLE_NS)
+				goto done;
+			build_step(j, r, j->next_k, s, e, &row[c], &st[c]);
+			st[c].col = c;
+		}
+		detect__split_comm(row, j->n);
+		for (c = 0; c < j->n; c++) {
+			if (!row[c].present)
+				continue;
+			st[c].ph = row[c].ph;
+			if (j->ops.on_step)
+				j->ops.on_step(j->ops.ctx, &st[c], j->rule);
+		}
+		j->row_k[j->nrows % JOB_ROWS] = j->next_k;
+		j->nrows++;
+		check_divergence(j, j->next_k);
+		judge(j, j->next_k);
+		j->next_k++;
+	}
+done:
+	free(st);
+}
+
+static void check_hang(struct job *j, uint64_t now)
+{
+	struct job_verdict jv = {};
+	uint64_t enter, seq, wait_since = 0;
+	int64_t wait_seq = INT64_MIN, s;
+	int c, waiter = -1, lag = -1;
+	bool in;
+
+	if (j->hang_done || !j->ops.inflight)
+		return;
+	for (c = 0; c < j->n; c++) {
+		if (j->r[c].exited || !j->ops.inflight(j->ops.ctx, c, &enter, &seq))
+			continue;
+		if (now > enter && now - enter >= j->cfg.hang_timeout_ns) {
+			s = (int64_t)seq + j->r[c].seq_off;
+			if (s > wait_seq) {
+				wait_seq = s;
+				waiter = c;
+				wait_since = enter;
+			}
+		}
+	}
+	if (waiter < 0)
+		return;
+	for (c = 0; c < j->n && lag < 0; c++) {
+		if (c == waiter || j->r[c].exited)
+			continue;
+		in = j->ops.inflight(j->ops.ctx, c, &enter, &seq);
+		if (!in || (int64_t)seq + j->r[c].seq_off < wait_seq)
+			lag = c;
+	}
+	if (lag < 0)
+		return;
+	jv.cls = jv.v.cls = V_HANG;
+	jv.col = jv.v.rank = lag;
+	jv.step = jv.first = jv.last = j->next_k;
+	{
+		char state[96] = "unknown";
+
+		if (j->ops.state)
+			j->ops.state(j->ops.ctx, lag, state, sizeof(state));
+		snprintf(jv.detail, sizeof(jv.detail),
+			 "column %d has waited %.1f s in collective seq %" PRId64 "; the laggard is %s",
+			 waiter, (now - wait_since) / 1e9, wait_seq, state);
+	}
+	j->hang_done = true;
+	emit_verdict(j, &jv);
+}
+
+static void check_exits(struct job *j, uint64_t now)
+{
+	struct job_verdict jv = {};
+	int c, alive = 0;
+	bool abnormal;
+
+	if (j->exit_done)
+		return;
+	for (c = 0; c < j->n; c++)
+		alive += !j->r[c].exited;
+	for (c = 0; c < j->n; c++) {
+		const struct job_rank *r = &j->r[c];
+
+		if (!r->exited)
+			continue;
+		/* killed by a signal, or non-zero status (wait(2) encoding) */
+		abnormal = (r->exit_status & 0x7f) || (r->exit_status >> 8);
+		if (!abnormal && !(alive && now - r->exit_ns >= JOB_EXIT_GRACE_NS))
+			continue;
+		jv.cls = jv.v.cls = V_RANK_EXITED;
+		jv.col = jv.v.rank = c;
+		jv.step = jv.first = jv.last = j->next_k;
+		if (r->exit_status & 0x7f)
+			snprintf(jv.detail, sizeof(jv.detail), "killed by signal %d; %d rank(s) left",
+				 r->exit_status & 0x7f, alive);
+		else
+			snprintf(jv.detail, sizeof(jv.detail), "exited with status %d; %d rank(s) "
+				 "left", r->exit_status >> 8 & 0xff, alive);
+		j->exit_done = true;
+		emit_verdict(j, &jv);
+		return;
+	}
+}
+
+void job__advance(struct job *j, uint64_t now, bool final)
+{
+	pick_main_comm(j);
+	if (!j->markers) {
+		align(j);
+		detect_period(j, final);
+		if (!j->have_period)
+			goto checks;
+	} else {
+		j->rule = "ddp_marker";
+		j->r[0].aligned = true;
+	}
+	assemble(j, now, final);
+checks:
+	check_hang(j, now);
+	check_exits(j, now);
+}

@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/* The job model: per-rank timelines in, aligned steps with phases and verdicts out. */
+#ifndef RS_JOB_H
+#define RS_JOB_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "detect.h"
+#include "period.h"
+#include "steps.h"
+
+enum steps_mode {
+	STEPS_AUTO,	/* DDP marker if the job has one, else the collective period */
+	STEPS_EVERY,	/* every N-th collective on the main communicator */
+	STEPS_MARKER,	/* the entries of a marker probe (DDP's prepare_for_forward) */
+};
+
+struct job_cfg {
+	enum steps_mode mode;
+	int every;			/* STEPS_EVERY */
+	uint64_t hang_timeout_ns;
+	int window;			/* steps per verdict window */
+};
+
+#define JOB_MAX_COLL	4096	/* per rank; the oldest are dropped (bounded memory) */
+#define JOB_MAX_OFF	8192
+#define JOB_MAX_IO	8192
+#define JOB_MAX_MARK	1024
+#define JOB_ROWS	64	/* completed steps kept for windows */
+#define JOB_SETTLE_NS	200000000ULL	/* wait this long after a step ends for its events */
+#define JOB_EXIT_GRACE_NS 2000000000ULL	/* peers may end this long after a rank: a normal end */
+
+struct job_rank;
+
+/* A completed step of one rank, for output. */
+struct job_step {
+	int col;		/* rank column */
+	uint64_t index;
+	uint64_t start_ns;
+	uint64_t dur_ns;
+	struct phases ph;
+	uint64_t worker_io_ns;
+	uint64_t worker_io_bytes;
+	uint32_t collectives;
+	uint64_t inside_ns;
+};
+
+struct job_verdict {
+	struct verdict v;
+	enum vclass cls;
+	int col;		/* -1: no rank */
+	uint64_t step;
+	uint64_t first, last;	/* the window */
+	bool persistent;
+	char detail[256];	/* divergent signatures, hang state, exit status */
+};
+
+/* What the caller can tell about a rank right now (hang detection). */
+struct job_probe_ops {
+	/* Is column col's main thread inside a collective? Set *enter_ns and *seq (unaligned). */
+	bool (*inflight)(void *ctx, int col, uint64_t *enter_ns, uint64_t *seq);
+	/* What column col is doing: "running", "blocked in read", "stopped", "zombie"... */
+	void (*state)(void *ctx, int col, char *buf, size_t n);
+	void (*on_step)(void *ctx, const struct job_step *st, const char *rule);
+	void (*on_verdict)(void *ctx, const struct job_verdict *v);
+	void *ctx;
+};
+
+struct job;
+
+struct job *job__new(const struct job_cfg *cfg, int nranks, const struct job_probe_ops *ops);
+void job__free(struct job *j);
+
+void job__on_coll(struct job *j, int col, uint32_t tid, unsigned int op, unsigned int lib,
+		  uint64_t comm, uint64_t seq, uint64_t bytes, uint64_t enter, uint64_t exit);
+void job__on_off(struct job *j, int col, uint32_t tid, uint64_t start, uint64_t end,
+		 uint64_t runq);
+void job__on_io(struct job *j, int col, uint32_t tid, bool worker, unsigned int kind,
+		uint64_t start, uint64_t end, uint64_t bytes);
+void job__on_exit(struct job *j, int col, uint64_t t, int status);
+void job__set_main_tid(struct job *j, int col, uint32_t tid);
+
+/* Assemble the steps that are complete by now, judge them, look for hangs and exits.
+ * final: the session ends, take what there is. */
+void job__advance(struct job *j, uint64_t now, bool final);
+
+/* "ddp_marker", "period", "every", or "" before steps are known; confidence 0..1. */
+const char *job__rule(const struct job *j, double *confidence, int *period);
+
+/* The most recent verdict (cls V_NONE with col -1 before any). */
+const struct job_verdict *job__last_verdict(const struct job *j);
+
+#endif /* RS_JOB_H */

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/* Step boundaries without instrumentation: the period of a rank's collective signatures. */
+#ifndef RS_PERIOD_H
+#define RS_PERIOD_H
+
+#include <stdint.h>
+
+#define PERIOD_MAX		512
+#define PERIOD_MIN_REPEATS	3	/* a period must be seen this many times */
+#define PERIOD_THRESHOLD	0.85	/* fraction of positions that must repeat */
+
+struct period_result {
+	int period;		/* collectives per step; 0 when nothing repeats */
+	int phase;		/* steps end after the collective at index phase (mod period) */
+	double confidence;	/* fraction of positions i with sig[i] == sig[i - period] */
+};
+
+/* Find the smallest period p (1..max_period, at most n / PERIOD_MIN_REPEATS) whose
+ * signatures repeat in at least PERIOD_THRESHOLD of the positions; else the best-scoring one.
+ * Extra or missing collectives cost only the positions next to them, so a few do not hide the
+ * period; a periodic eval or checkpoint step lowers the score a little. The phase is the
+ * position whose following gap (gap[i]: exit of i to entry of i + 1, n - 1 values) has the
+ * largest median over the periods: the step boundary is the longest recurring pause.
+ * Returns 0, or -EINVAL when n is too small to see any period. */
+int period__detect(const uint64_t *sig, const uint64_t *gap, int n, int max_period,
+		   struct period_result *out);
+
+/* A collective's signature: its op, bytes and communicator, hashed. */
+uint64_t period__sig(unsigned int op, uint64_t bytes, uint64_t comm_hash);
+
+#endif /* RS_PERIOD_H */

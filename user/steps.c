@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/* Phase partition of a step: a sweep over the boundaries of every interval that touches it. */
+#include <stdlib.h>
+#include <string.h>
+#include "io.h"
+#include "steps.h"
+
+const char *steps__phase_name(enum phase ph)
+{
+	static const char *const n[PH_MAX] = {
+		"compute", "sched_delay", "comm", "gpu_wait", "io", "input_wait", "other",
+	};
+
+	return ph < PH_MAX ? n[ph] : "unknown";
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void add_point(uint64_t *pts, int *n, uint64_t v, uint64_t start, uint64_t end)
+{
+	if (v > start && v < end)
+		pts[(*n)++] = v;
+}
+
+static enum phase classify(uint64_t t, const struct tl_coll *c, int nc, const struct tl_off *o,
+			   int no, const struct tl_io *io, int nio, uint64_t comm_from)
+{
+	bool input = false, off = false, runq = false;
+	int i;
+
+	for (i = 0; i < nc; i++)
+		if (c[i].exit && t >= c[i].enter && t < c[i].exit)
+			return PH_COMM;
+	for (i = 0; i < nio; i++) {
+		if (io[i].worker || t < io[i].start || t >= io[i].end)
+			continue;
+		if (io[i].kind == RS_FD_REG)
+			return PH_IO;
+		if (io[i].kind == RS_FD_PIPE || io[i].kind == RS_FD_SOCK)
+			input = true;
+	}
+	if (input)
+		return PH_INPUT_WAIT;
+	for (i = 0; i < no; i++) {
+		if (t < o[i].start || t >= o[i].end)
+			continue;
+		off = true;
+		if (t >= o[i].end - (o[i].runq < o[i].end - o[i].start ? o[i].runq :
+								       o[i].end - o[i].start))
+			runq = true;
+	}
+	if (runq)
+		return PH_SCHED_DELAY;
+	if (off)
+		return comm_from && t >= comm_from ? PH_COMM : PH_OTHER;
+	return PH_COMPUTE;
+}
+
+void steps__partition(uint64_t start, uint64_t end, const struct tl_coll *c, int nc,
+		      const struct tl_off *o, int no, const struct tl_io *io, int nio,
+		      uint64_t comm_from, struct phases *out)
+{
+	uint64_t *pts;
+	int n = 0, i;
+
+	memset(out, 0, sizeof(*out));
+	if (end <= start)
+		return;
+	pts = malloc(sizeof(*pts) * (2 + 2 * nc + 3 * no + 2 * nio + 1));
+	if (!pts) {
+		out->ns[PH_COMPUTE] = end - start;	/* nothing to split with */
+		return;
+	}
+	pts[n++] = start;
+	for (i = 0; i < nc; i++) {
+		add_point(pts, &n, c[i].enter, start, end);
+		add_point(pts, &n, c[i].exit, start, end);
+	}
+	for (i = 0; i < no; i++) {
+		add_point(pts, &n, o[i].start, start, end);
+		add_point(pts, &n, o[i].end, start, end);
+		add_point(pts, &n, o[i].end > o[i].runq ? o[i].end - o[i].runq : 0, start, end);
+	}
+	for (i = 0; i < nio; i++) {
+		add_point(pts, &n, io[i].start, start, end);
+		add_point(pts, &n, io[i].end, start, end);
+	}
+	add_point(pts, &n, comm_from, start, end);
+	qsort(pts + 1, n - 1, sizeof(*pts), cmp_u64);
+	pts[n++] = end;
+	for (i = 0; i + 1 < n; i++) {
+		if (pts[i + 1] <= pts[i])
+			continue;
+		out->ns[classify(pts[i], c, nc, o, no, io, nio, comm_from)] += pts[i + 1] - pts[i];
+	}
+	free(pts);
+}

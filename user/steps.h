@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/* Steps and their phases: a partition of the main thread's wall time (DESIGN.md §4). */
+#ifndef RS_STEPS_H
+#define RS_STEPS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+enum phase {
+	PH_COMPUTE,
+	PH_SCHED_DELAY,
+	PH_COMM,
+	PH_GPU_WAIT,
+	PH_IO,
+	PH_INPUT_WAIT,
+	PH_OTHER,
+	PH_MAX,
+};
+
+struct phases {
+	uint64_t ns[PH_MAX];	/* sums to the step duration */
+	uint64_t comm_wait;	/* comm = comm_wait + comm_transfer, once ranks are joined */
+	uint64_t comm_transfer;
+};
+
+/* Main-thread intervals, CLOCK_MONOTONIC ns, [start, end). */
+struct tl_coll {
+	uint64_t enter, exit;	/* exit 0: entry-only probe */
+	uint64_t seq;		/* aligned across ranks by the caller */
+	uint64_t comm;		/* communicator name hash */
+	uint64_t bytes;
+	uint32_t tid;
+	uint8_t op;
+	uint8_t lib;
+};
+
+struct tl_off {
+	uint64_t start, end, runq;	/* the last runq ns of [start, end) were runnable */
+	uint32_t tid;
+};
+
+struct tl_io {
+	uint64_t start, end;
+	uint64_t bytes;
+	uint32_t tid;
+	uint8_t kind;		/* enum rs_fd_kind */
+	bool worker;		/* made by a data-loader worker, not the main thread */
+};
+
+const char *steps__phase_name(enum phase ph);
+
+/* Partition [start, end) of the main thread into phases. Each instant gets one phase, by
+ * priority: inside a collective (comm), in a file syscall (io), in a pipe/socket syscall
+ * (input_wait), runnable while off CPU (sched_delay), blocked after comm_from when non-zero
+ * (comm: waiting for background collectives, as DDP's finalize_backward does), blocked for
+ * another reason (other), else on CPU (compute). Intervals may overlap and stick out of the
+ * step; the result always sums to end - start. */
+void steps__partition(uint64_t start, uint64_t end, const struct tl_coll *c, int nc,
+		      const struct tl_off *o, int no, const struct tl_io *io, int nio,
+		      uint64_t comm_from, struct phases *out);
+
+#endif /* RS_STEPS_H */
