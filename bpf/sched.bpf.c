@@ -104,6 +104,14 @@ static __always_inline void switch_out(struct task_struct *prev, bool preempt, _
 	t->on_ns = 0;
 	t->off_ns = now;
 	t->off_state = task_state(prev);
+	/* which syscall it sleeps in tells input waits (poll, futex) from others (nanosleep) */
+	t->off_syscall = -1;
+	if (t->off_state) {
+		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
+
+		if (regs)
+			t->off_syscall = BPF_CORE_READ(regs, orig_ax);
+	}
 	/* Still on the run queue (preempted, even between set_current_state() and schedule()):
 	 * its run-queue wait starts now. */
 	t->wake_ns = preempt || t->off_state == 0 ? now : 0;
@@ -153,6 +161,8 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now)
 			e->end_ns = now;
 			e->runq_ns = runq;
 			e->state = t->off_state;
+			e->syscall = t->off_syscall;
+			e->pad = 0;
 			rs_submit(e);
 		}
 	}

@@ -12,8 +12,10 @@ struct rs_ev_offcpu {
 	__u64 end_ns;
 	__u64 runq_ns;
 	__s64 state;	/* task state at switch-out: 0 preempted, 1 interruptible, 2 uninterruptible */
+	__s32 syscall;	/* the syscall it blocked in; -1 if none (preempted in user space) */
+	__u32 pad;
 };
-_Static_assert(sizeof(struct rs_ev_offcpu) == 56, "rs_ev_offcpu wire size");
+_Static_assert(sizeof(struct rs_ev_offcpu) == 64, "rs_ev_offcpu wire size");
 
 /* RS_EV_EXIT: the last thread of a tracked process exited. */
 struct rs_ev_exit {
@@ -50,7 +52,8 @@ struct rs_thread {
 	__u64 off_ns;	/* switched out at; 0 if unknown */
 	__u64 wake_ns;	/* became runnable at; 0 if not runnable */
 	__s64 off_state;
+	__s64 off_syscall;
 };
-_Static_assert(sizeof(struct rs_thread) == 32, "rs_thread wire size");
+_Static_assert(sizeof(struct rs_thread) == 40, "rs_thread wire size");
 
 #endif /* RS_SCHED_H */

@@ -191,7 +191,7 @@ static int handle_event(void *ctx, void *data, size_t len)
 		break;
 	case RS_EV_OFFCPU:
 		job__on_off(s->job, rs->slot, ev.h.tid, ev.offcpu.start_ns, ev.offcpu.end_ns,
-			    ev.offcpu.runq_ns);
+			    ev.offcpu.runq_ns, ev.offcpu.syscall);
 		break;
 	case RS_EV_IO:
 		job__on_io(s->job, rs->slot, ev.h.tid, (pid_t)ev.h.tgid != rs->pid, ev.io.fd_kind,

@@ -146,6 +146,7 @@ int detect__window(const struct step_obs *obs, int nsteps, int nranks, struct ve
 	uint64_t *tmp = NULL, *durs = NULL, *posts = NULL, *mine = NULL, *peer = NULL, last;
 	int64_t *skews = NULL, *exc = NULL, best_skew = INT64_MIN, e, best_e;
 	int s, r, m, nrows = 0, np = 0, c, late = -1, err = 0;
+	bool consistent;
 	uint64_t threshold;
 
 	memset(v, 0, sizeof(*v));
@@ -205,7 +206,22 @@ int detect__window(const struct step_obs *obs, int nsteps, int nranks, struct ve
 	threshold = v->step_ns * DETECT_SKEW_FRAC;
 	if (threshold < DETECT_SKEW_MIN_NS)
 		threshold = DETECT_SKEW_MIN_NS;
-	if (best_skew < (int64_t)threshold) {
+	/* consistently late, not late once by a lot: count the steps where it is */
+	consistent = true;
+	if (best_skew >= (int64_t)threshold) {
+		for (m = 0, c = 0, s = 0; s < nsteps; s++) {
+			const struct step_obs *row = &obs[s * nranks];
+
+			if (!row_complete(row, nranks))
+				continue;
+			m++;
+			c += (int64_t)row[late].arrival_ns -
+			     (int64_t)peers_median(row, nranks, late, tmp, get_arrival, 0) >=
+			     (int64_t)threshold / 2;
+		}
+		consistent = c >= m * DETECT_CONSISTENT;
+	}
+	if (best_skew < (int64_t)threshold || !consistent) {
 		v->skew_ns = best_skew;
 		v->cls = v->post_arrival_ns > DETECT_SKEW_MIN_NS &&
 			 v->post_arrival_ns >= v->step_ns * DETECT_COMM_FRAC ? V_COMMUNICATION : V_NONE;

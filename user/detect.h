@@ -20,8 +20,11 @@ enum vclass {
 	V_MAX,
 };
 
-#define DETECT_SKEW_MIN_NS	1000000	/* skews under 1 ms are noise on any host */
-#define DETECT_SKEW_FRAC	0.10	/* ... or under 10% of the step */
+/* Skews under 2 ms, or under a quarter of the step, are scheduling noise on a busy host
+ * (measured: healthy 2-rank DDP on 2 vCPUs shows 1-2.5 ms on 8-12 ms steps). */
+#define DETECT_SKEW_MIN_NS	2000000
+#define DETECT_SKEW_FRAC	0.25
+#define DETECT_CONSISTENT	0.5	/* ... and the rank must be late in half the window's steps */
 #define DETECT_COMM_FRAC	0.50	/* post-arrival time over half the step is communication-bound */
 #define DETECT_PERSIST_OF	12
 #define DETECT_PERSIST_MIN	6

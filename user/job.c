@@ -170,7 +170,7 @@ void job__on_coll(struct job *j, int col, uint32_t tid, unsigned int op, unsigne
 }
 
 void job__on_off(struct job *j, int col, uint32_t tid, uint64_t start, uint64_t end,
-		 uint64_t runq)
+		 uint64_t runq, int32_t syscall)
 {
 	struct job_rank *r;
 
@@ -180,7 +180,9 @@ void job__on_off(struct job *j, int col, uint32_t tid, uint64_t start, uint64_t 
 	if (r->main_tid && tid != r->main_tid)
 		return;		/* phases are the main thread's */
 	MAKE_ROOM(r->off, r->noff, JOB_MAX_OFF);
-	r->off[r->noff++] = (struct tl_off){ .start = start, .end = end, .runq = runq, .tid = tid };
+	r->off[r->noff++] = (struct tl_off){
+		.start = start, .end = end, .runq = runq, .tid = tid, .syscall = syscall,
+	};
 }
 
 void job__on_io(struct job *j, int col, uint32_t tid, bool worker, unsigned int kind,

@@ -75,7 +75,7 @@ void job__free(struct job *j);
 void job__on_coll(struct job *j, int col, uint32_t tid, unsigned int op, unsigned int lib,
 		  uint64_t comm, uint64_t seq, uint64_t bytes, uint64_t enter, uint64_t exit);
 void job__on_off(struct job *j, int col, uint32_t tid, uint64_t start, uint64_t end,
-		 uint64_t runq);
+		 uint64_t runq, int32_t syscall);
 void job__on_io(struct job *j, int col, uint32_t tid, bool worker, unsigned int kind,
 		uint64_t start, uint64_t end, uint64_t bytes);
 void job__on_exit(struct job *j, int col, uint64_t t, int status);

@@ -131,6 +131,7 @@ void report__event(struct json *j, const struct rank_state *rs, const struct rs_
 		json__kuint(j, "end_ns", ev->offcpu.end_ns);
 		json__kuint(j, "runq_ns", ev->offcpu.runq_ns);
 		json__kint(j, "state", ev->offcpu.state);
+		json__kint(j, "syscall", ev->offcpu.syscall);
 		break;
 	case RS_EV_IO:
 		hdr(j, "io", rs, &ev->h);

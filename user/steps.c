@@ -27,10 +27,31 @@ static void add_point(uint64_t *pts, int *n, uint64_t v, uint64_t start, uint64_
 		pts[(*n)++] = v;
 }
 
+bool steps__input_syscall(int32_t nr)
+{
+	switch (nr) {
+	case 7:		/* poll */
+	case 23:	/* select */
+	case 202:	/* futex */
+	case 232:	/* epoll_wait */
+	case 270:	/* pselect6 */
+	case 271:	/* ppoll */
+	case 281:	/* epoll_pwait */
+	case 441:	/* epoll_pwait2 */
+	case 449:	/* futex_waitv */
+	case 0:		/* read, recvfrom, recvmsg: pipe/socket reads too short to be streamed */
+	case 45:
+	case 47:
+		return true;
+	default:
+		return false;
+	}
+}
+
 static enum phase classify(uint64_t t, const struct tl_coll *c, int nc, const struct tl_off *o,
 			   int no, const struct tl_io *io, int nio, uint64_t comm_from)
 {
-	bool input = false, off = false, runq = false;
+	bool input = false, off = false, runq = false, waits = false, futex = false;
 	int i;
 
 	for (i = 0; i < nc; i++)
@@ -53,11 +74,18 @@ static enum phase classify(uint64_t t, const struct tl_coll *c, int nc, const st
 		if (t >= o[i].end - (o[i].runq < o[i].end - o[i].start ? o[i].runq :
 								       o[i].end - o[i].start))
 			runq = true;
+		else if (steps__input_syscall(o[i].syscall))
+			waits = true;
+		futex |= o[i].syscall == 202 || o[i].syscall == 449 || o[i].syscall < 0;
 	}
 	if (runq)
 		return PH_SCHED_DELAY;
+	/* after DDP's finalize_backward, a futex wait is the wait for the bucket all-reduces;
+	 * a poll on the loader's queue is still input */
+	if (off && comm_from && t >= comm_from && futex)
+		return PH_COMM;
 	if (off)
-		return comm_from && t >= comm_from ? PH_COMM : PH_OTHER;
+		return waits ? PH_INPUT_WAIT : PH_OTHER;
 	return PH_COMPUTE;
 }
 

@@ -38,7 +38,11 @@ struct tl_coll {
 struct tl_off {
 	uint64_t start, end, runq;	/* the last runq ns of [start, end) were runnable */
 	uint32_t tid;
+	int32_t syscall;		/* what it blocked in (x86-64 number); -1 unknown */
 };
+
+/* Does blocking in this syscall mean waiting for input (poll, select, epoll, futex)? */
+bool steps__input_syscall(int32_t nr);
 
 struct tl_io {
 	uint64_t start, end;
@@ -52,8 +56,9 @@ const char *steps__phase_name(enum phase ph);
 
 /* Partition [start, end) of the main thread into phases. Each instant gets one phase, by
  * priority: inside a collective (comm), in a file syscall (io), in a pipe/socket syscall
- * (input_wait), runnable while off CPU (sched_delay), blocked after comm_from when non-zero
- * (comm: waiting for background collectives, as DDP's finalize_backward does), blocked for
+ * (input_wait), runnable while off CPU (sched_delay), blocked in a futex after comm_from when
+ * non-zero (comm: waiting for background collectives, as DDP's finalize_backward does),
+ * blocked in poll/select/epoll/futex (input_wait: the input pipeline's handoff), blocked for
  * another reason (other), else on CPU (compute). Intervals may overlap and stick out of the
  * step; the result always sums to end - start. */
 void steps__partition(uint64_t start, uint64_t end, const struct tl_coll *c, int nc,
