@@ -148,6 +148,7 @@ static void on_init(struct session *s, struct rank_state *rs, const struct rs_ev
 		rs->info.rank = e->rank;
 		rs->info.world_size = e->nranks;
 		rs->info.src = RANK_SRC_COMM_INIT;
+		job__set_rank(s->job, rs->slot, rs->info.rank, rs->pid);
 		emit_rank(s, rs);
 	}
 	if (!s->o.events)
@@ -260,6 +261,7 @@ static void tick(struct session *s, bool final)
 	job__advance(s->job, t, final);
 	if (s->o.report) {
 		read_self(s);
+		fflush(s->out);	/* step and verdict lines, as they come */
 		return;		/* diagnose prints one report at the end */
 	}
 	read_self(s);
@@ -565,7 +567,9 @@ static int run_loop(struct session *s)
 				if (read(dfd, &exp, sizeof(exp)) < 0)
 					continue;
 				ring_buffer__consume(s->rb);
-				/* exit records arrive here; do not wait for the next stats tick */
+				/* steps, hangs and exits are judged as records arrive, not per tick */
+				job__advance(s->job, now_ns(), false);
+				fflush(s->out);
 				if (all_exited(s))
 					stop = true;
 			} else if (evs[i].data.fd == tfd) {
@@ -897,7 +901,7 @@ static int run(int argc, char **argv, bool diagnose)
 			goto out;
 		}
 		for (i = 0; i < s.nranks; i++)
-			job__set_main_tid(s.job, i, s.ranks[i].pid);
+			job__set_rank(s.job, i, s.ranks[i].info.rank, s.ranks[i].pid);
 	}
 	running = probes__open(&s.probes, &s.o.pcfg);
 	if (running < 0) {

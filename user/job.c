@@ -10,6 +10,7 @@
 #include "job.h"
 
 struct job_rank {
+	int rank;		/* its number, for messages */
 	uint32_t main_tid;
 	struct tl_coll *coll;	/* ordered by entry */
 	int ncoll;
@@ -53,6 +54,7 @@ struct job {
 	bool hang_done;
 	bool exit_done;
 	bool div_done;
+	uint64_t now;		/* of the current advance */
 };
 
 struct job *job__new(const struct job_cfg *cfg, int nranks, const struct job_probe_ops *ops)
@@ -122,10 +124,12 @@ void job__free(struct job *j)
 		}								\
 	} while (0)
 
-void job__set_main_tid(struct job *j, int col, uint32_t tid)
+void job__set_rank(struct job *j, int col, int rank, uint32_t tid)
 {
-	if (col >= 0 && col < j->n)
-		j->r[col].main_tid = tid;
+	if (col < 0 || col >= j->n)
+		return;
+	j->r[col].rank = rank;
+	j->r[col].main_tid = tid;
 }
 
 void job__on_coll(struct job *j, int col, uint32_t tid, unsigned int op, unsigned int lib,
@@ -257,42 +261,60 @@ static void pick_main_comm(struct job *j)
 }
 
 /* Same (comm, seq) across ranks is the same collective; seqs count from each rank's attach,
- * so line them up by time: one collective's returns on all ranks are close together. */
+ * so line them up by time: one collective's returns on all ranks are close together, the
+ * next one's are a compute phase away. Score each candidate offset over a run of returns. */
+#define ALIGN_RUN 8
+
+static int main_index(const struct job *j, const struct job_rank *r, int *idx, int max)
+{
+	int i, n = 0;
+
+	for (i = 0; i < r->ncoll && n < max; i++)
+		if (is_main(j, &r->coll[i]))
+			idx[n++] = i;
+	return n;
+}
+
 static void align(struct job *j)
 {
 	const struct job_rank *ref = &j->r[0];
-	uint64_t e, d, bd;
-	int c, i, ri = -1, m = 0, best;
+	int ri[3 * ALIGN_RUN], ci[3 * ALIGN_RUN], nr, nc, c, off, k, best_off = 0;
+	uint64_t cost, best_cost, d, a, b;
 
-	for (i = 0; i < ref->ncoll; i++) {
-		if (is_main(j, &ref->coll[i]) && ++m == 3) {
-			ri = i;
-			break;
-		}
-	}
-	if (ri < 0)
+	nr = main_index(j, ref, ri, 3 * ALIGN_RUN);
+	if (nr < 2 * ALIGN_RUN)
 		return;
 	j->r[0].aligned = true;
-	e = ref->coll[ri].exit;
 	for (c = 1; c < j->n; c++) {
 		struct job_rank *r = &j->r[c];
 
 		if (r->aligned)
 			continue;
-		best = -1;
-		bd = UINT64_MAX;
-		for (i = 0; i < r->ncoll; i++) {
-			if (!is_main(j, &r->coll[i]))
-				continue;
-			d = r->coll[i].exit > e ? r->coll[i].exit - e : e - r->coll[i].exit;
-			if (d < bd) {
-				bd = d;
-				best = i;
+		nc = main_index(j, r, ci, 3 * ALIGN_RUN);
+		if (nc < 2 * ALIGN_RUN)
+			continue;
+		best_cost = UINT64_MAX;
+		/* ref's collectives ALIGN_RUN .. 2*ALIGN_RUN-1 against r's, shifted by off */
+		for (off = -ALIGN_RUN; off <= ALIGN_RUN; off++) {
+			for (cost = 0, k = ALIGN_RUN; k < 2 * ALIGN_RUN; k++) {
+				if (k + off < 0 || k + off >= nc) {
+					cost = UINT64_MAX;
+					break;
+				}
+				a = ref->coll[ri[k]].exit;
+				b = r->coll[ci[k + off]].exit;
+				d = a > b ? a - b : b - a;
+				cost += d;
+			}
+			if (cost < best_cost) {
+				best_cost = cost;
+				best_off = off;
 			}
 		}
-		if (best < 0)
+		if (best_cost == UINT64_MAX)
 			continue;
-		r->seq_off = (int64_t)ref->coll[ri].seq - (int64_t)r->coll[best].seq;
+		r->seq_off = (int64_t)ref->coll[ri[ALIGN_RUN]].seq -
+			     (int64_t)r->coll[ci[ALIGN_RUN + best_off]].seq;
 		r->aligned = true;
 	}
 }
@@ -512,6 +534,7 @@ static void judge(struct job *j, uint64_t k)
 	jv.cls = jv.v.cls;
 	jv.col = jv.v.rank;
 	jv.step = k;
+	jv.t_ns = j->now;
 	jv.first = k + 1 - m;
 	jv.last = k;
 	jv.persistent = detect__persistent(&j->persist, jv.col);
@@ -525,40 +548,55 @@ static void judge(struct job *j, uint64_t k)
 	emit_verdict(j, &jv);
 }
 
+/* Same (comm, seq), different (op, bytes): the odd one out against the majority. */
 static void check_divergence(struct job *j, uint64_t k)
 {
-	const struct job_rank *r0 = &j->r[0];
+	const struct tl_coll **at;
 	struct job_verdict jv = {};
 	int64_t lo, hi, s;
-	int c;
+	int c, d, same, best, odd;
 
 	if (j->div_done || j->markers)
 		return;
+	at = calloc(j->n, sizeof(*at));
+	if (!at)
+		return;
 	lo = j->per.phase + (int64_t)(k - 1) * j->per.period + 1;
 	hi = j->per.phase + (int64_t)k * j->per.period;
-	for (s = lo; s <= hi; s++) {
-		const struct tl_coll *a = find_seq(j, r0, s), *b;
+	for (s = lo; s <= hi && !j->div_done; s++) {
+		for (c = 0; c < j->n; c++)
+			at[c] = find_seq(j, &j->r[c], s);
+		/* the signature most ranks entered */
+		for (best = -1, same = 0, c = 0; c < j->n; c++) {
+			int n = 0;
 
-		if (!a)
-			continue;
-		for (c = 1; c < j->n; c++) {
-			b = find_seq(j, &j->r[c], s);
-			if (!b || (b->op == a->op && b->bytes == a->bytes))
-				continue;
-			jv.cls = V_DIVERGENT;
-			jv.col = c;
-			jv.step = jv.first = jv.last = k;
-			jv.v.cls = V_DIVERGENT;
-			jv.v.rank = c;
-			snprintf(jv.detail, sizeof(jv.detail),
-				 "seq %" PRId64 ": column 0 entered %s of %" PRIu64 " bytes, column %d "
-				 "entered %s of %" PRIu64 " bytes", s, decode__op_name(a->op), a->bytes,
-				 c, decode__op_name(b->op), b->bytes);
-			j->div_done = true;
-			emit_verdict(j, &jv);
-			return;
+			for (d = 0; at[c] && d < j->n; d++)
+				n += at[d] && at[d]->op == at[c]->op && at[d]->bytes == at[c]->bytes;
+			if (n > same) {
+				same = n;
+				best = c;
+			}
 		}
+		if (best < 0)
+			continue;
+		for (odd = -1, c = 0; c < j->n && odd < 0; c++)
+			if (at[c] && (at[c]->op != at[best]->op || at[c]->bytes != at[best]->bytes))
+				odd = c;
+		if (odd < 0)
+			continue;
+		jv.cls = jv.v.cls = V_DIVERGENT;
+		jv.col = jv.v.rank = odd;
+		jv.step = jv.first = jv.last = k;
+		jv.t_ns = j->now;
+		snprintf(jv.detail, sizeof(jv.detail),
+			 "at seq %" PRId64 " on the main communicator this rank entered %s of %" PRIu64
+			 " bytes; %d other rank(s) entered %s of %" PRIu64 " bytes", s,
+			 decode__op_name(at[odd]->op), at[odd]->bytes, same,
+			 decode__op_name(at[best]->op), at[best]->bytes);
+		j->div_done = true;
+		emit_verdict(j, &jv);
 	}
+	free(at);
 }
 
 static void assemble(struct job *j, uint64_t now, bool final)
@@ -638,10 +676,31 @@ static void check_hang(struct job *j, uint64_t now)
 		if (!in || (int64_t)seq + j->r[c].seq_off < wait_seq)
 			lag = c;
 	}
+	/* everyone is inside the same collective: the one that cannot run holds it */
+	for (c = 0; c < j->n && lag < 0 && j->ops.state; c++) {
+		char st[96];
+
+		if (j->r[c].exited)
+			continue;
+		j->ops.state(j->ops.ctx, c, st, sizeof(st));
+		if (!strncmp(st, "stopped", 7) || !strncmp(st, "a zombie", 8))
+			lag = c;
+	}
 	if (lag < 0)
 		return;
+	if (lag == waiter) {	/* report the wait as seen by another rank */
+		for (c = 0; c < j->n; c++) {
+			if (c != lag && !j->r[c].exited &&
+			    j->ops.inflight(j->ops.ctx, c, &enter, &seq)) {
+				waiter = c;
+				wait_since = enter;
+				break;
+			}
+		}
+	}
 	jv.cls = jv.v.cls = V_HANG;
 	jv.col = jv.v.rank = lag;
+	jv.t_ns = now;
 	jv.step = jv.first = jv.last = j->next_k;
 	{
 		char state[96] = "unknown";
@@ -649,8 +708,8 @@ static void check_hang(struct job *j, uint64_t now)
 		if (j->ops.state)
 			j->ops.state(j->ops.ctx, lag, state, sizeof(state));
 		snprintf(jv.detail, sizeof(jv.detail),
-			 "column %d has waited %.1f s in collective seq %" PRId64 "; the laggard is %s",
-			 waiter, (now - wait_since) / 1e9, wait_seq, state);
+			 "rank %d has waited %.1f s in collective seq %" PRId64 "; the laggard is %s",
+			 j->r[waiter].rank, (now - wait_since) / 1e9, wait_seq, state);
 	}
 	j->hang_done = true;
 	emit_verdict(j, &jv);
@@ -659,39 +718,46 @@ static void check_hang(struct job *j, uint64_t now)
 static void check_exits(struct job *j, uint64_t now)
 {
 	struct job_verdict jv = {};
-	int c, alive = 0;
+	const struct job_rank *r;
+	int c, first = -1, alive = 0;
 	bool abnormal;
 
 	if (j->exit_done)
 		return;
 	for (c = 0; c < j->n; c++)
 		alive += !j->r[c].exited;
+	/* the first rank to go is the cause; the others may be its launcher's cleanup */
 	for (c = 0; c < j->n; c++) {
-		const struct job_rank *r = &j->r[c];
-
+		r = &j->r[c];
 		if (!r->exited)
 			continue;
 		/* killed by a signal, or non-zero status (wait(2) encoding) */
 		abnormal = (r->exit_status & 0x7f) || (r->exit_status >> 8);
 		if (!abnormal && !(alive && now - r->exit_ns >= JOB_EXIT_GRACE_NS))
 			continue;
-		jv.cls = jv.v.cls = V_RANK_EXITED;
-		jv.col = jv.v.rank = c;
-		jv.step = jv.first = jv.last = j->next_k;
-		if (r->exit_status & 0x7f)
-			snprintf(jv.detail, sizeof(jv.detail), "killed by signal %d; %d rank(s) left",
-				 r->exit_status & 0x7f, alive);
-		else
-			snprintf(jv.detail, sizeof(jv.detail), "exited with status %d; %d rank(s) "
-				 "left", r->exit_status >> 8 & 0xff, alive);
-		j->exit_done = true;
-		emit_verdict(j, &jv);
-		return;
+		if (first < 0 || r->exit_ns < j->r[first].exit_ns)
+			first = c;
 	}
+	if (first < 0)
+		return;
+	r = &j->r[first];
+	jv.cls = jv.v.cls = V_RANK_EXITED;
+	jv.col = jv.v.rank = first;
+	jv.step = jv.first = jv.last = j->next_k;
+	jv.t_ns = j->now;
+	if (r->exit_status & 0x7f)
+		snprintf(jv.detail, sizeof(jv.detail), "killed by signal %d; %d rank(s) still running",
+			 r->exit_status & 0x7f, alive);
+	else
+		snprintf(jv.detail, sizeof(jv.detail), "exited with status %d while %d rank(s) kept "
+			 "running", r->exit_status >> 8 & 0xff, alive);
+	j->exit_done = true;
+	emit_verdict(j, &jv);
 }
 
 void job__advance(struct job *j, uint64_t now, bool final)
 {
+	j->now = now;
 	pick_main_comm(j);
 	if (!j->markers) {
 		align(j);

@@ -53,6 +53,7 @@ struct job_verdict {
 	uint64_t step;
 	uint64_t first, last;	/* the window */
 	bool persistent;
+	uint64_t t_ns;		/* CLOCK_MONOTONIC when it was judged */
 	char detail[256];	/* divergent signatures, hang state, exit status */
 };
 
@@ -79,7 +80,8 @@ void job__on_off(struct job *j, int col, uint32_t tid, uint64_t start, uint64_t 
 void job__on_io(struct job *j, int col, uint32_t tid, bool worker, unsigned int kind,
 		uint64_t start, uint64_t end, uint64_t bytes);
 void job__on_exit(struct job *j, int col, uint64_t t, int status);
-void job__set_main_tid(struct job *j, int col, uint32_t tid);
+/* Column col is rank number rank (for messages) with main thread tid. */
+void job__set_rank(struct job *j, int col, int rank, uint32_t tid);
 
 /* Assemble the steps that are complete by now, judge them, look for hangs and exits.
  * final: the session ends, take what there is. */

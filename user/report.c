@@ -366,6 +366,7 @@ void report__verdict(struct json *j, const struct job_verdict *v, int rank, pid_
 {
 	json__obj_begin(j);
 	json__kstr(j, "type", "verdict");
+	json__kuint(j, "t_ns", v->t_ns);
 	json__kuint(j, "step", v->step);
 	json__key(j, "window");
 	json__arr_begin(j);
