@@ -71,7 +71,8 @@ uint64_t detect__median(const uint64_t *v, int n)
 		return v[0];
 	memcpy(t, v, sizeof(*t) * n);
 	qsort(t, n, sizeof(*t), cmp_u64);
-	m = n % 2 ? t[n / 2] : t[n / 2 - 1] / 2 + t[n / 2] / 2;
+	/* the mean of the middle two, without overflow or a lost carry */
+	m = n % 2 ? t[n / 2] : t[n / 2 - 1] / 2 + t[n / 2] / 2 + (t[n / 2 - 1] & t[n / 2] & 1);
 	free(t);
 	return m;
 }
@@ -81,7 +82,7 @@ static int64_t median_i64(int64_t *v, int n)
 	if (n <= 0)
 		return 0;
 	qsort(v, n, sizeof(*v), cmp_i64);
-	return n % 2 ? v[n / 2] : v[n / 2 - 1] / 2 + v[n / 2] / 2;
+	return n % 2 ? v[n / 2] : v[n / 2 - 1] + (v[n / 2] - v[n / 2 - 1]) / 2;
 }
 
 /* The median over r's peers (every present column but r) of f. */

@@ -24,7 +24,7 @@ enum vclass {
  * (measured: healthy 2-rank DDP on 2 vCPUs shows 1-2.5 ms on 8-12 ms steps). */
 #define DETECT_SKEW_MIN_NS	2000000
 #define DETECT_SKEW_FRAC	0.25
-#define DETECT_CONSISTENT	0.5	/* ... and the rank must be late in half the window's steps */
+#define DETECT_CONSISTENT	0.75	/* ... and late by half that in 3/4 of the window's steps */
 #define DETECT_COMM_FRAC	0.50	/* post-arrival time over half the step is communication-bound */
 #define DETECT_PERSIST_OF	12
 #define DETECT_PERSIST_MIN	6

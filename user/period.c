@@ -44,12 +44,15 @@ int period__detect(const uint64_t *sig, const uint64_t *gap, int n, int max_peri
 	limit = n / PERIOD_MIN_REPEATS;
 	if (limit > max_period)
 		limit = max_period;
+	/* The smallest period that repeats well enough (multiples of it score as well), unless
+	 * a multiple of it repeats clearly better: 16 equal buckets and one optimizer
+	 * all-reduce are one step of 17, not 17 steps of 1. */
 	for (p = 1; p <= limit; p++) {
 		s = score(sig, n, p);
 		if (s >= PERIOD_THRESHOLD) {
 			best_p = p;
 			best = s;
-			break;	/* the smallest: multiples of it score as well */
+			break;
 		}
 		if (s > best + 1e-9) {
 			best = s;
@@ -58,6 +61,18 @@ int period__detect(const uint64_t *sig, const uint64_t *gap, int n, int max_peri
 	}
 	if (!best_p)
 		return -EINVAL;
+	if (best < PERIOD_FLOOR) {
+		out->confidence = best;
+		return 0;	/* nothing repeats: period 0 */
+	}
+	for (p = 2 * best_p; best >= PERIOD_THRESHOLD && p <= limit; p += best_p) {
+		s = score(sig, n, p);
+		if (s >= best + PERIOD_MARGIN) {
+			best_p = p;
+			best = s;
+			break;
+		}
+	}
 	out->period = best_p;
 	out->confidence = best;
 	/* the phase: the position followed by the longest typical pause */

@@ -8,6 +8,8 @@
 #define PERIOD_MAX		512
 #define PERIOD_MIN_REPEATS	3	/* a period must be seen this many times */
 #define PERIOD_THRESHOLD	0.85	/* fraction of positions that must repeat */
+#define PERIOD_MARGIN		0.10	/* a multiple must repeat this much better to win */
+#define PERIOD_FLOOR		0.50	/* below this best score nothing repeats */
 
 struct period_result {
 	int period;		/* collectives per step; 0 when nothing repeats */
@@ -15,10 +17,11 @@ struct period_result {
 	double confidence;	/* fraction of positions i with sig[i] == sig[i - period] */
 };
 
-/* Find the smallest period p (1..max_period, at most n / PERIOD_MIN_REPEATS) whose
- * signatures repeat in at least PERIOD_THRESHOLD of the positions; else the best-scoring one.
- * Extra or missing collectives cost only the positions next to them, so a few do not hide the
- * period; a periodic eval or checkpoint step lowers the score a little. The phase is the
+/* Find the period p (1..max_period, at most n / PERIOD_MIN_REPEATS) of the signatures: the
+ * smallest scoring PERIOD_THRESHOLD, or a multiple of it scoring PERIOD_MARGIN better, else
+ * the best-scoring one; period 0 if even the best is under PERIOD_FLOOR. An extra or missing collective costs about a period's
+ * worth of positions. Known limit: when eval collectives recur every few steps and the step
+ * is short, the eval cycle can score better than the step and is returned instead. The phase is the
  * position whose following gap (gap[i]: exit of i to entry of i + 1, n - 1 values) has the
  * largest median over the periods: the step boundary is the longest recurring pause.
  * Returns 0, or -EINVAL when n is too small to see any period. */

@@ -1,0 +1,797 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/* detect: straggler verdicts from synthetic aligned step windows (seed 004's method). */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include "detect.h"
+
+#define US 1000ULL
+#define MS 1000000ULL
+#define SEC 1000000000ULL
+
+#define NSTEPS 10
+#define NRANKS 4
+
+/* What one rank does before it enters the step's collective. */
+struct work {
+	uint64_t input, io, compute, sched, other, gpu;
+};
+
+struct window {
+	struct work w[NSTEPS][NRANKS];
+	uint64_t transfer[NSTEPS];	/* collective time after the last arrival */
+	struct step_obs obs[NSTEPS * NRANKS];
+};
+
+/* Every rank of every step: input 20 ms, compute 180 ms; the collective takes 20 ms once the
+ * last rank has arrived (the seed's worked example, healthy ranks). */
+static struct window *healthy(void)
+{
+	struct window *x = calloc(1, sizeof(*x));
+	int s, r;
+
+	assert_non_null(x);
+	for (s = 0; s < NSTEPS; s++) {
+		x->transfer[s] = 20 * MS;
+		for (r = 0; r < NRANKS; r++) {
+			x->w[s][r].input = 20 * MS;
+			x->w[s][r].compute = 180 * MS;
+		}
+	}
+	return x;
+}
+
+/* A few tens of microseconds, different on every rank and step. */
+static uint64_t jitter(int s, int r)
+{
+	return ((s * 7 + r * 3) % 5) * 20 * US;
+}
+
+static void add_jitter(struct window *x)
+{
+	int s, r;
+
+	for (s = 0; s < NSTEPS; s++)
+		for (r = 0; r < NRANKS; r++)
+			x->w[s][r].compute += jitter(s, r);
+}
+
+/* Steps start a second apart; every rank's step ends when the collective completes. */
+static void build(struct window *x)
+{
+	uint64_t start, arrival[NRANKS], last, done;
+	struct step_obs *o;
+	struct work *w;
+	int s, r;
+
+	memset(x->obs, 0, sizeof(x->obs));
+	for (s = 0; s < NSTEPS; s++) {
+		start = 1000 * SEC + s * SEC;
+		last = 0;
+		for (r = 0; r < NRANKS; r++) {
+			w = &x->w[s][r];
+			arrival[r] = start + w->input + w->io + w->compute + w->sched + w->other +
+				     w->gpu;
+			if (arrival[r] > last)
+				last = arrival[r];
+		}
+		done = last + x->transfer[s];
+		for (r = 0; r < NRANKS; r++) {
+			w = &x->w[s][r];
+			o = &x->obs[s * NRANKS + r];
+			o->present = true;
+			o->dur_ns = done - start;
+			o->ph.ns[PH_INPUT_WAIT] = w->input;
+			o->ph.ns[PH_IO] = w->io;
+			o->ph.ns[PH_COMPUTE] = w->compute;
+			o->ph.ns[PH_SCHED_DELAY] = w->sched;
+			o->ph.ns[PH_OTHER] = w->other;
+			o->ph.ns[PH_GPU_WAIT] = w->gpu;
+			o->ph.ns[PH_COMM] = done - arrival[r];
+			o->arrival_ns = arrival[r];
+			o->done_ns = done;
+		}
+	}
+}
+
+static void judge(struct window *x, struct verdict *v)
+{
+	build(x);
+	memset(v, 0xa5, sizeof(*v));
+	assert_int_equal(detect__window(x->obs, NSTEPS, NRANKS, v), 0);
+}
+
+static void window__late_rank_input_wait__input(void **state)
+{
+	struct window *x = healthy();
+	struct verdict v;
+	int s;
+
+	/* seed 004: rank 2 waits 140 ms for input, the others 20 ms, all compute 180 ms */
+	for (s = 0; s < NSTEPS; s++)
+		x->w[s][2].input = 140 * MS;
+	judge(x, &v);
+	assert_int_equal(v.cls, V_INPUT);
+	assert_int_equal(v.rank, 2);
+	assert_int_equal(v.skew_ns, 120 * MS);
+	assert_int_equal(v.phase, PH_INPUT_WAIT);
+	assert_int_equal(v.phase_excess_ns, 120 * MS);
+	assert_int_equal(v.late_phase_ns, 140 * MS);
+	assert_int_equal(v.peer_phase_ns, 20 * MS);
+	assert_int_equal(v.post_arrival_ns, 20 * MS);
+	assert_int_equal(v.step_ns, 340 * MS);
+	assert_int_equal(v.nsteps, NSTEPS);
+	free(x);
+}
+
+static void window__late_rank_input_wait_jittered__input(void **state)
+{
+	struct window *x = healthy();
+	struct verdict v;
+	int s;
+
+	for (s = 0; s < NSTEPS; s++)
+		x->w[s][1].input = 130 * MS + (s % 3) * 10 * MS;
+	add_jitter(x);
+	judge(x, &v);
+	assert_int_equal(v.cls, V_INPUT);
+	assert_int_equal(v.rank, 1);
+	assert_in_range(v.skew_ns, 100 * MS, 130 * MS);
+	assert_in_range(v.phase_excess_ns, 110 * MS, 130 * MS);
+	assert_in_range(v.post_arrival_ns, 20 * MS, 21 * MS);
+	free(x);
+}
+
+static void window__late_rank_file_io__storage(void **state)
+{
+	struct window *x = healthy();
+	struct verdict v;
+	int s;
+
+	for (s = 0; s < NSTEPS; s++)
+		x->w[s][1].io = 150 * MS;
+	add_jitter(x);
+	judge(x, &v);
+	assert_int_equal(v.cls, V_STORAGE);
+	assert_int_equal(v.rank, 1);
+	assert_int_equal(v.phase, PH_IO);
+	assert_int_equal(v.late_phase_ns, 150 * MS);
+	assert_int_equal(v.peer_phase_ns, 0);
+	assert_in_range(v.skew_ns, 149 * MS, 151 * MS);
+	free(x);
+}
+
+static void window__late_rank_compute__compute(void **state)
+{
+	struct window *x = healthy();
+	struct verdict v;
+	int s;
+
+	/* the exercise: the last rank's compute is 160 ms longer */
+	for (s = 0; s < NSTEPS; s++)
+		x->w[s][3].compute = 340 * MS;
+	judge(x, &v);
+	assert_int_equal(v.cls, V_COMPUTE);
+	assert_int_equal(v.rank, 3);
+	assert_int_equal(v.phase, PH_COMPUTE);
+	assert_int_equal(v.skew_ns, 160 * MS);
+	assert_int_equal(v.phase_excess_ns, 160 * MS);
+	assert_int_equal(v.late_phase_ns, 340 * MS);
+	assert_int_equal(v.peer_phase_ns, 180 * MS);
+	free(x);
+}
+
+static void window__late_rank_other_blocking__compute(void **state)
+{
+	struct window *x = healthy();
+	struct verdict v;
+	int s;
+
+	/* blocked on something that is neither storage nor input: the rank's own work */
+	for (s = 0; s < NSTEPS; s++)
+		x->w[s][0].other = 160 * MS;
+	add_jitter(x);
+	judge(x, &v);
+	assert_int_equal(v.cls, V_COMPUTE);
+	assert_int_equal(v.rank, 0);
+	assert_int_equal(v.phase, PH_COMPUTE);
+	assert_in_range(v.late_phase_ns, 340 * MS, 341 * MS);
+	assert_in_range(v.peer_phase_ns, 180 * MS, 181 * MS);
+	free(x);
+}
+
+static void window__late_rank_gpu_wait__compute(void **state)
+{
+	struct window *x = healthy();
+	struct verdict v;
+	int s;
+
+	/* the device's work is longer: still unequal compute, explained by gpu_wait */
+	for (s = 0; s < NSTEPS; s++)
+		x->w[s][2].gpu = 100 * MS;
+	judge(x, &v);
+	assert_int_equal(v.cls, V_COMPUTE);
+	assert_int_equal(v.rank, 2);
+	assert_int_equal(v.phase, PH_GPU_WAIT);
+	assert_int_equal(v.phase_excess_ns, 100 * MS);
+	free(x);
+}
+
+static void window__late_rank_runnable__cpu_contention(void **state)
+{
+	struct window *x = healthy();
+	struct verdict v;
+	int s;
+
+	for (s = 0; s < NSTEPS; s++)
+		x->w[s][2].sched = 100 * MS + s * MS;
+	add_jitter(x);
+	judge(x, &v);
+	assert_int_equal(v.cls, V_CPU_CONTENTION);
+	assert_int_equal(v.rank, 2);
+	assert_int_equal(v.phase, PH_SCHED_DELAY);
+	assert_in_range(v.late_phase_ns, 104 * MS, 105 * MS);
+	assert_int_equal(v.peer_phase_ns, 0);
+	free(x);
+}
+
+static void window__aligned_arrivals_long_transfer__communication(void **state)
+{
+	struct window *x = healthy();
+	struct verdict v;
+	int s;
+
+	for (s = 0; s < NSTEPS; s++)
+		x->transfer[s] = 400 * MS;
+	add_jitter(x);
+	judge(x, &v);
+	assert_int_equal(v.cls, V_COMMUNICATION);
+	assert_int_equal(v.rank, -1);
+	assert_true(v.skew_ns < (int64_t)DETECT_SKEW_MIN_NS);
+	assert_in_range(v.post_arrival_ns, 400 * MS, 401 * MS);
+	assert_in_range(v.step_ns, 600 * MS, 601 * MS);
+	free(x);
+}
+
+static void window__transfer_under_half_step__none(void **state)
+{
+	struct window *x = healthy();
+	struct verdict v;
+	int s;
+
+	/* arrival at 200 ms, transfer 190 ms: 190 of a 390 ms step is under half */
+	for (s = 0; s < NSTEPS; s++)
+		x->transfer[s] = 190 * MS;
+	judge(x, &v);
+	assert_int_equal(v.cls, V_NONE);
+	assert_int_equal(v.post_arrival_ns, 190 * MS);
+	/* 210 of 410 ms is over half */
+	for (s = 0; s < NSTEPS; s++)
+		x->transfer[s] = 210 * MS;
+	judge(x, &v);
+	assert_int_equal(v.cls, V_COMMUNICATION);
+	free(x);
+}
+
+static void window__healthy_small_jitter__none(void **state)
+{
+	struct window *x = healthy();
+	struct verdict v;
+
+	add_jitter(x);
+	judge(x, &v);
+	assert_int_equal(v.cls, V_NONE);
+	assert_int_equal(v.rank, -1);
+	assert_true(v.skew_ns < (int64_t)DETECT_SKEW_MIN_NS);
+	assert_in_range(v.post_arrival_ns, 20 * MS, 21 * MS);
+	assert_int_equal(v.nsteps, NSTEPS);
+	free(x);
+}
+
+static void window__tiny_steps_skew_under_floor__none(void **state)
+{
+	struct window *x = healthy();
+	struct verdict v;
+	int s, r;
+
+	/* steps of a few ms: a skew of half the floor is a large fraction of the step but noise */
+	for (s = 0; s < NSTEPS; s++) {
+		x->transfer[s] = 100 * US;
+		for (r = 0; r < NRANKS; r++) {
+			x->w[s][r].input = 100 * US;
+			x->w[s][r].compute = DETECT_SKEW_MIN_NS;
+		}
+		x->w[s][3].input = 100 * US + DETECT_SKEW_MIN_NS / 2;
+	}
+	judge(x, &v);
+	assert_true(v.skew_ns > v.step_ns * DETECT_SKEW_FRAC);
+	assert_int_equal(v.cls, V_NONE);
+	assert_int_equal(v.rank, -1);
+	assert_int_equal(v.skew_ns, DETECT_SKEW_MIN_NS / 2);
+	/* three times the floor is over it and over the fraction of the step */
+	for (s = 0; s < NSTEPS; s++)
+		x->w[s][3].input = 100 * US + 3 * DETECT_SKEW_MIN_NS;
+	judge(x, &v);
+	assert_int_equal(v.cls, V_INPUT);
+	assert_int_equal(v.rank, 3);
+	assert_int_equal(v.skew_ns, 3 * DETECT_SKEW_MIN_NS);
+	free(x);
+}
+
+static void window__skew_under_step_fraction__none(void **state)
+{
+	struct window *x = healthy();
+	struct verdict v;
+	int s;
+
+	/* late every step, by well over the floor but under the fraction of the step */
+	for (s = 0; s < NSTEPS; s++)
+		x->w[s][2].input += 5 * DETECT_SKEW_MIN_NS;
+	judge(x, &v);
+	assert_true(v.skew_ns < v.step_ns * DETECT_SKEW_FRAC);
+	assert_int_equal(v.skew_ns, 5 * DETECT_SKEW_MIN_NS);
+	assert_int_equal(v.cls, V_NONE);
+	assert_int_equal(v.rank, -1);
+	free(x);
+}
+
+static void window__late_in_few_steps__none(void **state)
+{
+	struct window *x = healthy();
+	struct verdict v;
+
+	/* rank 1 is 1 s late in 4 of the 10 steps: transient, not this window's straggler */
+	x->w[1][1].io = SEC;
+	x->w[4][1].io = SEC;
+	x->w[5][1].io = SEC;
+	x->w[8][1].io = SEC;
+	add_jitter(x);
+	judge(x, &v);
+	assert_int_equal(v.cls, V_NONE);
+	assert_int_equal(v.rank, -1);
+	free(x);
+}
+
+static void assert_same_verdict(const struct verdict *a, const struct verdict *b)
+{
+	assert_int_equal(a->cls, b->cls);
+	assert_int_equal(a->rank, b->rank);
+	assert_int_equal(a->skew_ns, b->skew_ns);
+	assert_int_equal(a->phase, b->phase);
+	assert_int_equal(a->phase_excess_ns, b->phase_excess_ns);
+	assert_int_equal(a->late_phase_ns, b->late_phase_ns);
+	assert_int_equal(a->peer_phase_ns, b->peer_phase_ns);
+	assert_int_equal(a->post_arrival_ns, b->post_arrival_ns);
+	assert_int_equal(a->step_ns, b->step_ns);
+	assert_int_equal(a->nsteps, b->nsteps);
+}
+
+static void window__outlier_step_on_other_rank__same_verdict(void **state)
+{
+	struct window *x = healthy();
+	struct verdict clean, v;
+	int s;
+
+	for (s = 0; s < NSTEPS; s++)
+		x->w[s][2].input = 140 * MS;
+	judge(x, &clean);
+	/* one step where rank 0 waits 2 s on storage */
+	x->w[5][0].io = 2 * SEC;
+	judge(x, &v);
+	assert_same_verdict(&v, &clean);
+	assert_int_equal(v.cls, V_INPUT);
+	assert_int_equal(v.rank, 2);
+	free(x);
+}
+
+static void window__one_huge_step_vs_steady_late_rank__median_wins(void **state)
+{
+	struct window *x = healthy();
+	struct step_obs *row;
+	struct verdict v;
+	int64_t mean3, mean1;
+	int s;
+
+	/* rank 1 is 150 ms late every step (compute); rank 3 once, by 3 s (input) */
+	for (s = 0; s < NSTEPS; s++)
+		x->w[s][1].compute += 150 * MS;
+	x->w[4][3].input += 3 * SEC;
+	build(x);
+	/* the means over steps of each rank's skew: rank 3's would win */
+	for (mean1 = mean3 = 0, s = 0; s < NSTEPS; s++) {
+		row = &x->obs[s * NRANKS];
+		mean1 += (int64_t)(row[1].arrival_ns - row[0].arrival_ns);
+		mean3 += (int64_t)(row[3].arrival_ns - row[0].arrival_ns);
+	}
+	assert_true(mean3 / NSTEPS > mean1 / NSTEPS);
+	judge(x, &v);
+	assert_int_equal(v.cls, V_COMPUTE);
+	assert_int_equal(v.rank, 1);
+	assert_int_equal(v.skew_ns, 150 * MS);
+	assert_int_equal(v.phase_excess_ns, 150 * MS);
+	assert_int_equal(v.step_ns, 370 * MS);
+	free(x);
+}
+
+static void window__one_huge_step_only__none(void **state)
+{
+	struct window *x = healthy();
+	struct verdict v;
+
+	x->w[7][2].input += 3 * SEC;
+	add_jitter(x);
+	judge(x, &v);
+	assert_int_equal(v.cls, V_NONE);
+	assert_int_equal(v.rank, -1);
+	assert_true(v.skew_ns < (int64_t)DETECT_SKEW_MIN_NS);
+	free(x);
+}
+
+static void window__one_peer_slow_in_phase__excess_over_peer_median(void **state)
+{
+	struct window *x = healthy();
+	struct verdict v;
+	int s;
+
+	/* rank 0 reads input for 200 ms but computes nothing: it arrives with rank 1 and 3; the
+	 * peers' mean input (80 ms) would halve rank 2's excess, their median (20 ms) does not */
+	for (s = 0; s < NSTEPS; s++) {
+		x->w[s][2].input = 140 * MS;
+		x->w[s][0].input = 200 * MS;
+		x->w[s][0].compute = 0;
+	}
+	judge(x, &v);
+	assert_int_equal(v.cls, V_INPUT);
+	assert_int_equal(v.rank, 2);
+	assert_int_equal(v.phase_excess_ns, 120 * MS);
+	assert_int_equal(v.peer_phase_ns, 20 * MS);
+	free(x);
+}
+
+static void window__rows_with_missing_rank__skipped(void **state)
+{
+	struct window *x = healthy();
+	struct verdict v;
+	int s;
+
+	for (s = 0; s < NSTEPS; s++)
+		x->w[s][2].input = 140 * MS;
+	/* in 6 of the 10 rows rank 0 is 500 ms late on storage: counted, it would be the verdict */
+	for (s = 0; s < 6; s++)
+		x->w[s][0].io = 500 * MS;
+	build(x);
+	x->obs[0 * NRANKS + 1].present = false;
+	x->obs[1 * NRANKS + 3].present = false;
+	x->obs[2 * NRANKS + 0].present = false;
+	x->obs[3 * NRANKS + 2].arrival_ns = 0;	/* no collective seen */
+	x->obs[4 * NRANKS + 1].present = false;
+	x->obs[5 * NRANKS + 1].arrival_ns = 0;
+	assert_int_equal(detect__window(x->obs, NSTEPS, NRANKS, &v), 0);
+	assert_int_equal(v.nsteps, 4);
+	assert_int_equal(v.cls, V_INPUT);
+	assert_int_equal(v.rank, 2);
+	assert_int_equal(v.skew_ns, 120 * MS);
+	assert_int_equal(v.step_ns, 340 * MS);
+	free(x);
+}
+
+static void window__no_complete_row__einval(void **state)
+{
+	struct window *x = healthy();
+	struct verdict v;
+	int s;
+
+	build(x);
+	for (s = 0; s < NSTEPS; s++)
+		x->obs[s * NRANKS + s % NRANKS].present = false;
+	memset(&v, 0xa5, sizeof(v));
+	assert_int_equal(detect__window(x->obs, NSTEPS, NRANKS, &v), -EINVAL);
+	assert_int_equal(v.rank, -1);
+	assert_int_equal(v.cls, V_NONE);
+	free(x);
+}
+
+static void window__one_rank_or_no_step__einval(void **state)
+{
+	struct window *x = healthy();
+	struct verdict v;
+
+	build(x);
+	memset(&v, 0xa5, sizeof(v));
+	assert_int_equal(detect__window(x->obs, NSTEPS, 1, &v), -EINVAL);
+	assert_int_equal(v.rank, -1);
+	assert_int_equal(detect__window(x->obs, NSTEPS, 0, &v), -EINVAL);
+	assert_int_equal(detect__window(x->obs, 0, NRANKS, &v), -EINVAL);
+	/* two ranks and one step are enough */
+	assert_int_equal(detect__window(x->obs, 1, 2, &v), 0);
+	assert_int_equal(v.nsteps, 1);
+	free(x);
+}
+
+static void window__two_ranks__late_one_found(void **state)
+{
+	struct step_obs obs[3 * 2];
+	struct verdict v;
+	int s, r;
+
+	memset(obs, 0, sizeof(obs));
+	for (s = 0; s < 3; s++)
+		for (r = 0; r < 2; r++) {
+			obs[s * 2 + r].present = true;
+			obs[s * 2 + r].arrival_ns = SEC + (r ? 150 : 20) * MS;
+			obs[s * 2 + r].done_ns = SEC + 170 * MS;
+			obs[s * 2 + r].dur_ns = 170 * MS;
+			obs[s * 2 + r].ph.ns[PH_IO] = r ? 130 * MS : 0;
+		}
+	assert_int_equal(detect__window(obs, 3, 2, &v), 0);
+	assert_int_equal(v.cls, V_STORAGE);
+	assert_int_equal(v.rank, 1);
+	assert_int_equal(v.skew_ns, 130 * MS);
+}
+
+static void window__two_steps_odd_ns__exact_medians(void **state)
+{
+	struct step_obs obs[2 * 2];
+	struct verdict v;
+	int s, r;
+
+	/* both steps: rank 1 arrives 130 ms + 1 ns after rank 0, in 130 ms + 1 ns of file io */
+	memset(obs, 0, sizeof(obs));
+	for (s = 0; s < 2; s++)
+		for (r = 0; r < 2; r++) {
+			obs[s * 2 + r].present = true;
+			obs[s * 2 + r].arrival_ns = SEC + (r ? 150 * MS + 1 : 20 * MS);
+			obs[s * 2 + r].done_ns = SEC + 170 * MS + 1;
+			obs[s * 2 + r].dur_ns = 170 * MS + 1;
+			obs[s * 2 + r].ph.ns[PH_IO] = r ? 130 * MS + 1 : 0;
+		}
+	assert_int_equal(detect__window(obs, 2, 2, &v), 0);
+	assert_int_equal(v.cls, V_STORAGE);
+	assert_int_equal(v.rank, 1);
+	/* medians of two equal odd values keep their last ns */
+	assert_int_equal(v.skew_ns, 130 * MS + 1);
+	assert_int_equal(v.phase_excess_ns, 130 * MS + 1);
+	assert_int_equal(v.late_phase_ns, 130 * MS + 1);
+	assert_int_equal(v.step_ns, 170 * MS + 1);
+}
+
+static struct step_obs arrive(uint64_t arrival_ms, uint64_t done_ms)
+{
+	struct step_obs o = { .present = true };
+
+	o.arrival_ns = arrival_ms * MS;
+	o.done_ns = done_ms * MS;
+	o.ph.ns[PH_COMM] = (done_ms - arrival_ms) * MS;
+	return o;
+}
+
+static void split_comm__arrivals__wait_until_last_rest_transfer(void **state)
+{
+	/* seed 004's checkpoint: arrivals 200, 210, 205, 360 ms; done at 380 ms */
+	struct step_obs row[4] = { arrive(200, 380), arrive(210, 380), arrive(205, 380),
+				   arrive(360, 380) };
+
+	detect__split_comm(row, 4);
+	assert_int_equal(row[0].ph.comm_wait, 160 * MS);
+	assert_int_equal(row[1].ph.comm_wait, 150 * MS);
+	assert_int_equal(row[2].ph.comm_wait, 155 * MS);
+	assert_int_equal(row[3].ph.comm_wait, 0);
+	assert_int_equal(row[0].ph.comm_transfer, 20 * MS);
+	assert_int_equal(row[1].ph.comm_transfer, 20 * MS);
+	assert_int_equal(row[2].ph.comm_transfer, 20 * MS);
+	assert_int_equal(row[3].ph.comm_transfer, 20 * MS);
+}
+
+static void split_comm__wait_longer_than_time_inside__clamped(void **state)
+{
+	struct step_obs row[3] = { arrive(200, 380), arrive(250, 380), arrive(360, 380) };
+
+	/* the partition saw rank 0 inside the collective for only 100 ms of it */
+	row[0].ph.ns[PH_COMM] = 100 * MS;
+	detect__split_comm(row, 3);
+	assert_int_equal(row[0].ph.comm_wait, 100 * MS);
+	assert_int_equal(row[0].ph.comm_transfer, 0);
+	assert_int_equal(row[1].ph.comm_wait, 110 * MS);
+	assert_int_equal(row[1].ph.comm_transfer, 20 * MS);
+	assert_int_equal(row[2].ph.comm_wait, 0);
+	assert_int_equal(row[2].ph.comm_transfer, 20 * MS);
+}
+
+static void split_comm__absent_or_no_arrival__not_last_untouched(void **state)
+{
+	struct step_obs row[4] = { arrive(200, 300), arrive(280, 300), arrive(900, 950),
+				   arrive(250, 300) };
+
+	row[2].present = false;
+	row[2].ph.comm_wait = 12345;
+	row[2].ph.comm_transfer = 678;
+	row[3].arrival_ns = 0;
+	detect__split_comm(row, 4);
+	/* the absent rank's late arrival does not count: the last is rank 1 at 280 ms */
+	assert_int_equal(row[0].ph.comm_wait, 80 * MS);
+	assert_int_equal(row[0].ph.comm_transfer, 20 * MS);
+	assert_int_equal(row[1].ph.comm_wait, 0);
+	assert_int_equal(row[1].ph.comm_transfer, 20 * MS);
+	assert_int_equal(row[2].ph.comm_wait, 12345);
+	assert_int_equal(row[2].ph.comm_transfer, 678);
+	/* no arrival seen: all of it is transfer, none invented as wait */
+	assert_int_equal(row[3].ph.comm_wait, 0);
+	assert_int_equal(row[3].ph.comm_transfer, 50 * MS);
+}
+
+static void persistent__late_in_6_of_12__true(void **state)
+{
+	struct persist p;
+	int i;
+
+	memset(&p, 0, sizeof(p));
+	/* rank 2 late in every other window, no late rank in between */
+	for (i = 0; i < 10; i++)
+		assert_false(detect__persistent(&p, i % 2 ? -1 : 2));
+	assert_true(detect__persistent(&p, 2));	/* the 6th of the last 11 */
+	assert_false(detect__persistent(&p, -1));
+	assert_true(detect__persistent(&p, 2));	/* 6 of 12, the first one dropped */
+}
+
+static void persistent__late_in_5_of_12__false(void **state)
+{
+	struct persist p;
+	int i;
+
+	memset(&p, 0, sizeof(p));
+	for (i = 0; i < 7; i++)
+		assert_false(detect__persistent(&p, i % 2 ? 1 : 3));	/* rank 3 in 4 */
+	for (i = 0; i < 4; i++)
+		assert_false(detect__persistent(&p, -1));
+	assert_false(detect__persistent(&p, 3));	/* 5 of 12 */
+}
+
+static void persistent__rotating_ranks__false(void **state)
+{
+	struct persist p;
+	int i;
+
+	memset(&p, 0, sizeof(p));
+	for (i = 0; i < 48; i++)
+		assert_false(detect__persistent(&p, i % 4));
+	memset(&p, 0, sizeof(p));
+	for (i = 0; i < 48; i++)
+		assert_false(detect__persistent(&p, i % 3));
+}
+
+static void persistent__old_windows__forgotten(void **state)
+{
+	struct persist p;
+	int i;
+
+	memset(&p, 0, sizeof(p));
+	for (i = 0; i < 5; i++)
+		assert_false(detect__persistent(&p, 1));
+	assert_true(detect__persistent(&p, 1));		/* 6 of the first 6 */
+	for (i = 0; i < 6; i++)
+		detect__persistent(&p, 1);		/* 12 of 12 */
+	for (i = 0; i < 5; i++)
+		assert_false(detect__persistent(&p, 0));
+	assert_true(detect__persistent(&p, 0));		/* 6 of 12: rank 0 took over */
+	/* 12 of rank 1, 7 of rank 0, then rank 1: 5 of the last 12 */
+	memset(&p, 0, sizeof(p));
+	for (i = 0; i < 12; i++)
+		detect__persistent(&p, 1);
+	for (i = 0; i < 7; i++)
+		detect__persistent(&p, 0);
+	assert_false(detect__persistent(&p, 1));
+}
+
+static void persistent__no_late_rank__never(void **state)
+{
+	struct persist p;
+	int i;
+
+	memset(&p, 0, sizeof(p));
+	for (i = 0; i < 30; i++)
+		assert_false(detect__persistent(&p, -1));
+}
+
+static void experiment__every_class__non_empty(void **state)
+{
+	const char *e;
+	int c;
+
+	for (c = 0; c < V_MAX; c++) {
+		e = detect__experiment(c);
+		assert_non_null(e);
+		assert_true(strlen(e) > 20);
+	}
+	assert_non_null(strstr(detect__experiment(V_INPUT), "replay"));
+	assert_non_null(strstr(detect__experiment(V_STORAGE), "replay"));
+	assert_non_null(strstr(detect__experiment(V_COMPUTE), "sequence lengths"));
+	assert_non_null(strstr(detect__experiment(V_COMMUNICATION), "isolated collective"));
+	assert_non_null(strstr(detect__experiment(V_CPU_CONTENTION), "sched_delay"));
+	assert_true(strcmp(detect__experiment(V_COMPUTE), detect__experiment(V_INPUT)) != 0);
+	assert_true(strcmp(detect__experiment(V_HANG), detect__experiment(V_RANK_EXITED)) != 0);
+}
+
+static void class_name__every_class__its_name(void **state)
+{
+	assert_string_equal(detect__class_name(V_NONE), "none");
+	assert_string_equal(detect__class_name(V_INPUT), "input");
+	assert_string_equal(detect__class_name(V_STORAGE), "storage");
+	assert_string_equal(detect__class_name(V_COMPUTE), "compute");
+	assert_string_equal(detect__class_name(V_CPU_CONTENTION), "cpu_contention");
+	assert_string_equal(detect__class_name(V_COMMUNICATION), "communication");
+	assert_string_equal(detect__class_name(V_DIVERGENT), "divergent");
+	assert_string_equal(detect__class_name(V_HANG), "hang");
+	assert_string_equal(detect__class_name(V_RANK_EXITED), "rank_exited");
+	assert_string_equal(detect__class_name(V_MAX), "unknown");
+	assert_string_equal(detect__class_name((enum vclass)1000), "unknown");
+}
+
+static void median__odd__middle_value_input_untouched(void **state)
+{
+	uint64_t v[5] = { 50, 10, 40, 20, 30 };
+
+	assert_int_equal(detect__median(v, 5), 30);
+	assert_int_equal(v[0], 50);
+	assert_int_equal(v[4], 30);
+	assert_int_equal(detect__median(v, 1), 50);
+	assert_int_equal(detect__median(v, 0), 0);
+}
+
+static void median__even__mean_of_middle_two(void **state)
+{
+	uint64_t a[4] = { 40, 10, 30, 20 }, b[2] = { 3, 5 }, c[2] = { 1, 1 };
+	uint64_t d[2] = { UINT64_MAX - 1, UINT64_MAX - 3 };
+
+	assert_int_equal(detect__median(a, 4), 25);
+	assert_true(detect__median(d, 2) == UINT64_MAX - 2);	/* no overflow */
+	assert_int_equal(detect__median(b, 2), 4);	/* the carry of two odd halves */
+	assert_int_equal(detect__median(c, 2), 1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(window__late_rank_input_wait__input),
+		cmocka_unit_test(window__late_rank_input_wait_jittered__input),
+		cmocka_unit_test(window__late_rank_file_io__storage),
+		cmocka_unit_test(window__late_rank_compute__compute),
+		cmocka_unit_test(window__late_rank_other_blocking__compute),
+		cmocka_unit_test(window__late_rank_gpu_wait__compute),
+		cmocka_unit_test(window__late_rank_runnable__cpu_contention),
+		cmocka_unit_test(window__aligned_arrivals_long_transfer__communication),
+		cmocka_unit_test(window__transfer_under_half_step__none),
+		cmocka_unit_test(window__healthy_small_jitter__none),
+		cmocka_unit_test(window__tiny_steps_skew_under_floor__none),
+		cmocka_unit_test(window__skew_under_step_fraction__none),
+		cmocka_unit_test(window__late_in_few_steps__none),
+		cmocka_unit_test(window__outlier_step_on_other_rank__same_verdict),
+		cmocka_unit_test(window__one_huge_step_vs_steady_late_rank__median_wins),
+		cmocka_unit_test(window__one_huge_step_only__none),
+		cmocka_unit_test(window__one_peer_slow_in_phase__excess_over_peer_median),
+		cmocka_unit_test(window__rows_with_missing_rank__skipped),
+		cmocka_unit_test(window__no_complete_row__einval),
+		cmocka_unit_test(window__one_rank_or_no_step__einval),
+		cmocka_unit_test(window__two_ranks__late_one_found),
+		cmocka_unit_test(window__two_steps_odd_ns__exact_medians),
+		cmocka_unit_test(split_comm__arrivals__wait_until_last_rest_transfer),
+		cmocka_unit_test(split_comm__wait_longer_than_time_inside__clamped),
+		cmocka_unit_test(split_comm__absent_or_no_arrival__not_last_untouched),
+		cmocka_unit_test(persistent__late_in_6_of_12__true),
+		cmocka_unit_test(persistent__late_in_5_of_12__false),
+		cmocka_unit_test(persistent__rotating_ranks__false),
+		cmocka_unit_test(persistent__old_windows__forgotten),
+		cmocka_unit_test(persistent__no_late_rank__never),
+		cmocka_unit_test(experiment__every_class__non_empty),
+		cmocka_unit_test(class_name__every_class__its_name),
+		cmocka_unit_test(median__odd__middle_value_input_untouched),
+		cmocka_unit_test(median__even__mean_of_middle_two),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,433 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/* period: step boundaries from synthetic collective signature sequences and their gaps. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include "period.h"
+
+#define US 1000ULL
+#define MS 1000000ULL
+
+/* Room for the largest sequence: 4 x PERIOD_MAX plus noise. */
+#define SEQ_MAX (8 * PERIOD_MAX)
+
+struct seq {
+	uint64_t sig[SEQ_MAX];
+	uint64_t gap[SEQ_MAX];
+	int n;
+};
+
+/* A training collective: position k of the step, each with its own bucket size. */
+static uint64_t train_sig(int k)
+{
+	return period__sig(0, 4096ULL * (k + 1), 0xc0ffee);
+}
+
+/* Collectives that are not part of the training step (eval, a stray barrier). */
+static uint64_t odd_sig(int k)
+{
+	return period__sig(5, 8ULL * (k + 1), 0xe7a1);
+}
+
+/* Append one collective and the pause that follows it. */
+static void push(struct seq *q, uint64_t sig, uint64_t gap)
+{
+	assert_true(q->n < SEQ_MAX);
+	q->sig[q->n] = sig;
+	q->gap[q->n] = gap;
+	q->n++;
+}
+
+/* The pause after position k of a step: long after the boundary, short and jittery elsewhere. */
+static uint64_t step_gap(int k, int boundary, int step)
+{
+	return k == boundary ? 40 * MS + (step % 3) * MS : 50 * US + ((k * 7 + step) % 11) * US;
+}
+
+/* steps whole steps of period p whose longest pause follows position boundary. */
+static void build(struct seq *q, int p, int steps, int boundary)
+{
+	int s, k;
+
+	q->n = 0;
+	for (s = 0; s < steps; s++)
+		for (k = 0; k < p; k++)
+			push(q, train_sig(k), step_gap(k, boundary, s));
+}
+
+static struct seq *new_seq(void)
+{
+	struct seq *q = calloc(1, sizeof(*q));
+
+	assert_non_null(q);
+	return q;
+}
+
+static void detect__exact_periods__period_and_phase_found(void **state)
+{
+	static const int periods[] = { 1, 2, 3, 7, 64, 512 };
+	struct seq *q = new_seq();
+	struct period_result r;
+	int i, j, p, phases[3];
+
+	for (i = 0; i < (int)(sizeof(periods) / sizeof(periods[0])); i++) {
+		p = periods[i];
+		phases[0] = 0;
+		phases[1] = p / 2;
+		phases[2] = p - 1;
+		for (j = 0; j < 3; j++) {
+			build(q, p, 4, phases[j]);
+			assert_int_equal(q->n, 4 * p);
+			memset(&r, 0xa5, sizeof(r));
+			assert_int_equal(period__detect(q->sig, q->gap, q->n, PERIOD_MAX, &r), 0);
+			assert_int_equal(r.period, p);
+			assert_int_equal(r.phase, phases[j]);
+			assert_true(r.confidence == 1.0);
+		}
+	}
+	free(q);
+}
+
+static void detect__no_gaps__phase_zero(void **state)
+{
+	struct seq *q = new_seq();
+	struct period_result r;
+
+	build(q, 7, 4, 3);
+	assert_int_equal(period__detect(q->sig, NULL, q->n, PERIOD_MAX, &r), 0);
+	assert_int_equal(r.period, 7);
+	assert_int_equal(r.phase, 0);
+	free(q);
+}
+
+static void detect__one_huge_gap_elsewhere__phase_by_median(void **state)
+{
+	struct seq *q = new_seq();
+	struct period_result r;
+
+	/* a single 5 s stall (a checkpoint, a page fault storm) after position 1 of one step */
+	build(q, 7, 6, 5);
+	q->gap[2 * 7 + 1] = 5000 * MS;
+	assert_int_equal(period__detect(q->sig, q->gap, q->n, PERIOD_MAX, &r), 0);
+	assert_int_equal(r.period, 7);
+	assert_int_equal(r.phase, 5);
+	free(q);
+}
+
+static void detect__max_period_caps_search__no_longer_period(void **state)
+{
+	struct seq *q = new_seq();
+	struct period_result r;
+
+	build(q, 64, 4, 10);
+	assert_int_equal(period__detect(q->sig, q->gap, q->n, 32, &r), 0);
+	assert_in_range(r.period, 0, 32);
+	assert_true(r.confidence < 1.0 - PERIOD_MARGIN);
+	free(q);
+}
+
+/* Training steps of period p with one extra collective in step 1 and one missing in step
+ * steps - 2 (a lost probe event, a conditional barrier). */
+static void build_noisy(struct seq *q, int p, int steps, bool extra, bool missing)
+{
+	int s, k;
+
+	q->n = 0;
+	for (s = 0; s < steps; s++)
+		for (k = 0; k < p; k++) {
+			if (missing && s == steps - 2 && k == p / 2)
+				continue;
+			push(q, train_sig(k), step_gap(k, p - 1, s));
+			if (extra && s == 1 && k == p / 2)
+				push(q, odd_sig(0), 30 * US);
+		}
+}
+
+static void detect__extra_and_missing_collectives__period_found_not_certain(void **state)
+{
+	static const int periods[] = { 2, 3, 7, 64 };
+	struct seq *q = new_seq();
+	struct period_result r;
+	int i, v;
+
+	for (i = 0; i < (int)(sizeof(periods) / sizeof(periods[0])); i++)
+		for (v = 1; v <= 3; v++) {
+			build_noisy(q, periods[i], 16, v & 1, v & 2);
+			assert_int_equal(period__detect(q->sig, q->gap, q->n, PERIOD_MAX, &r), 0);
+			assert_int_equal(r.period, periods[i]);
+			assert_true(r.confidence < 1.0);
+			assert_true(r.confidence > 0.5);
+		}
+	free(q);
+}
+
+static void detect__noise_at_n_4p__period_found_not_certain(void **state)
+{
+	struct seq *q = new_seq();
+	struct period_result r;
+
+	build_noisy(q, 7, 4, true, false);
+	assert_int_equal(q->n, 29);
+	assert_int_equal(period__detect(q->sig, q->gap, q->n, PERIOD_MAX, &r), 0);
+	assert_int_equal(r.period, 7);
+	assert_true(r.confidence < 1.0);
+	build_noisy(q, 64, 4, false, true);
+	assert_int_equal(period__detect(q->sig, q->gap, q->n, PERIOD_MAX, &r), 0);
+	assert_int_equal(r.period, 64);
+	assert_true(r.confidence < 1.0);
+	free(q);
+}
+
+/* micro micro-steps, each with two small-bucket allreduces (sizes a, b) and the forward and
+ * backward pause after it, then one big optimizer allreduce followed by the longest pause
+ * (optimizer step, next batch). */
+static void build_grad_accum(struct seq *q, int steps, int micro, uint64_t a, uint64_t b)
+{
+	int s, m;
+
+	q->n = 0;
+	for (s = 0; s < steps; s++) {
+		for (m = 0; m < micro; m++) {
+			push(q, period__sig(0, a, 1), 40 * US);
+			push(q, period__sig(0, b, 1), 20 * MS + m * MS);
+		}
+		push(q, period__sig(0, 1ULL << 30, 1), 60 * MS + s * US);
+	}
+}
+
+static void detect__grad_accumulation__optimizer_step_phase_after_big(void **state)
+{
+	struct seq *q = new_seq();
+	struct period_result r;
+
+	build_grad_accum(q, 4, 4, 8ULL << 20, 6ULL << 20);
+	assert_int_equal(q->n, 36);
+	assert_int_equal(period__detect(q->sig, q->gap, q->n, PERIOD_MAX, &r), 0);
+	assert_int_equal(r.period, 9);
+	assert_int_equal(r.phase, 8);
+	assert_true(r.confidence == 1.0);
+	/* equal bucket sizes: 8 identical small signatures then the big one */
+	build_grad_accum(q, 6, 4, 8ULL << 20, 8ULL << 20);
+	assert_int_equal(period__detect(q->sig, q->gap, q->n, PERIOD_MAX, &r), 0);
+	assert_int_equal(r.period, 9);
+	assert_int_equal(r.phase, 8);
+	assert_true(r.confidence == 1.0);
+	free(q);
+}
+
+static void detect__grad_accumulation_8_equal_buckets__optimizer_step(void **state)
+{
+	struct seq *q = new_seq();
+	struct period_result r;
+
+	/* 8 micro-steps of 2 equal buckets: 16 identical signatures, then the optimizer's */
+	build_grad_accum(q, 6, 8, 8ULL << 20, 8ULL << 20);
+	assert_int_equal(q->n, 102);
+	assert_int_equal(period__detect(q->sig, q->gap, q->n, PERIOD_MAX, &r), 0);
+	/* period 1 scores 0.88 here: it must not win over the whole optimizer step */
+	assert_int_equal(r.period, 17);
+	assert_int_equal(r.phase, 16);
+	assert_true(r.confidence >= PERIOD_THRESHOLD);
+	free(q);
+}
+
+/* Training steps of period p; every 10th step also runs 3 eval collectives after its own. */
+static void build_eval(struct seq *q, int p, int steps)
+{
+	int s, k, e;
+
+	q->n = 0;
+	for (s = 0; s < steps; s++) {
+		for (k = 0; k < p; k++)
+			push(q, train_sig(k), step_gap(k, p - 1, s));
+		if (s % 10 == 9)
+			for (e = 0; e < 3; e++)
+				push(q, odd_sig(e), 2 * MS);
+	}
+}
+
+static void detect__periodic_eval_steps__training_period(void **state)
+{
+	struct seq *q = new_seq();
+	struct period_result r;
+
+	build_eval(q, 7, 40);
+	assert_int_equal(q->n, 40 * 7 + 4 * 3);
+	assert_int_equal(period__detect(q->sig, q->gap, q->n, PERIOD_MAX, &r), 0);
+	assert_int_equal(r.period, 7);
+	assert_true(r.confidence < 1.0);
+	build_eval(q, 5, 40);
+	assert_int_equal(period__detect(q->sig, q->gap, q->n, PERIOD_MAX, &r), 0);
+	assert_int_equal(r.period, 5);
+	assert_true(r.confidence < 1.0);
+	build_eval(q, 3, 20);
+	assert_int_equal(period__detect(q->sig, q->gap, q->n, PERIOD_MAX, &r), 0);
+	assert_int_equal(r.period, 3);
+	assert_true(r.confidence < 1.0);
+	free(q);
+}
+
+static void detect__periodic_eval_steps_long_run__training_period(void **state)
+{
+	struct seq *q = new_seq();
+	struct period_result r;
+
+	/* 40 steps of 3 collectives (n = 132): the eval cycle (33 collectives) fits the search */
+	build_eval(q, 3, 40);
+	assert_int_equal(q->n, 132);
+	assert_int_equal(period__detect(q->sig, q->gap, q->n, PERIOD_MAX, &r), 0);
+	/* KNOWN LIMIT (period.h): the eval cycle (33, confidence 1.0) wins over the training
+	 * step here, since each insertion costs a period's worth of positions (3 scores 0.84).
+	 * It is still a multiple of the step: steps come out 11 times too long, not wrong. */
+	assert_int_equal(r.period % 3, 0);
+	/* a training period of 1 (one allreduce a step) is lost the same way (eval cycle 13) */
+	build_eval(q, 1, 40);
+	assert_int_equal(period__detect(q->sig, q->gap, q->n, PERIOD_MAX, &r), 0);
+	assert_true(r.period >= 1);
+	free(q);
+}
+
+static void detect__all_different__low_confidence_no_period(void **state)
+{
+	struct seq *q = new_seq();
+	struct period_result r;
+	int i;
+
+	q->n = 0;
+	for (i = 0; i < 200; i++)
+		push(q, train_sig(i), (i % 13) * MS);
+	assert_int_equal(period__detect(q->sig, q->gap, q->n, PERIOD_MAX, &r), 0);
+	assert_true(r.confidence < 0.1);
+	assert_int_equal(r.period, 0);
+	free(q);
+}
+
+static void detect__n_too_small__einval(void **state)
+{
+	uint64_t sig[3] = { 1, 1, 1 }, gap[3] = { 5, 9, 5 };
+	struct period_result r;
+
+	assert_int_equal(period__detect(sig, gap, 0, PERIOD_MAX, &r), -EINVAL);
+	assert_int_equal(period__detect(sig, gap, 1, PERIOD_MAX, &r), -EINVAL);
+	memset(&r, 0xa5, sizeof(r));
+	assert_int_equal(period__detect(sig, gap, PERIOD_MIN_REPEATS - 1, PERIOD_MAX, &r), -EINVAL);
+	assert_int_equal(r.period, 0);
+	assert_int_equal(r.phase, 0);
+	assert_true(r.confidence == 0);
+	/* no period can be searched at all */
+	assert_int_equal(period__detect(sig, gap, 3, 0, &r), -EINVAL);
+	/* the smallest n that can show a period */
+	assert_int_equal(period__detect(sig, gap, 3, PERIOD_MAX, &r), 0);
+	assert_int_equal(r.period, 1);
+	assert_true(r.confidence == 1.0);
+}
+
+static void detect__period_needs_three_repeats__not_found_in_two(void **state)
+{
+	struct seq *q = new_seq();
+	struct period_result r;
+
+	/* two whole steps of 10 are not enough evidence for period 10 */
+	build(q, 10, 2, 9);
+	assert_int_equal(period__detect(q->sig, q->gap, q->n, PERIOD_MAX, &r), 0);
+	assert_in_range(r.period, 0, 20 / PERIOD_MIN_REPEATS);
+	assert_true(r.confidence < 1.0 - PERIOD_MARGIN);
+	build(q, 10, 3, 9);
+	assert_int_equal(period__detect(q->sig, q->gap, q->n, PERIOD_MAX, &r), 0);
+	assert_int_equal(r.period, 10);
+	free(q);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Sort v and fail on any duplicate. */
+static void assert_all_distinct(uint64_t *v, int n)
+{
+	int i;
+
+	qsort(v, n, sizeof(*v), cmp_u64);
+	for (i = 1; i < n; i++)
+		assert_true(v[i] != v[i - 1]);
+}
+
+static void sig__same_inputs__same_signature(void **state)
+{
+	assert_true(period__sig(3, 1 << 20, 42) == period__sig(3, 1 << 20, 42));
+	assert_true(period__sig(0, 0, 0) == period__sig(0, 0, 0));
+}
+
+static void sig__op_bytes_or_comm_differ__signature_differs(void **state)
+{
+	uint64_t v[65];
+	int i, n;
+
+	assert_true(period__sig(1, 4096, 7) != period__sig(2, 4096, 7));
+	assert_true(period__sig(1, 4096, 7) != period__sig(1, 8192, 7));
+	assert_true(period__sig(1, 4096, 7) != period__sig(1, 4096, 8));
+	/* fields are not interchangeable */
+	assert_true(period__sig(1, 2, 3) != period__sig(2, 1, 3));
+	assert_true(period__sig(1, 2, 3) != period__sig(1, 3, 2));
+	/* one bit anywhere in one field changes the signature */
+	for (n = 0, i = 0; i < 32; i++)
+		v[n++] = period__sig(1U << i, 4096, 7);
+	v[n++] = period__sig(0, 4096, 7);
+	assert_all_distinct(v, n);
+	for (n = 0, i = 0; i < 64; i++)
+		v[n++] = period__sig(2, 1ULL << i, 7);
+	v[n++] = period__sig(2, 0, 7);
+	assert_all_distinct(v, n);
+	for (n = 0, i = 0; i < 64; i++)
+		v[n++] = period__sig(2, 4096, 1ULL << i);
+	v[n++] = period__sig(2, 4096, 0);
+	assert_all_distinct(v, n);
+}
+
+static void sig__many_bucket_sizes__no_collision(void **state)
+{
+	uint64_t *v = calloc(3 * 4096, sizeof(*v));
+	int i, n = 0;
+
+	assert_non_null(v);
+	for (i = 0; i < 4096; i++) {
+		v[n++] = period__sig(0, 1024ULL * (i + 1), 0x1234);
+		v[n++] = period__sig(1, 1024ULL * (i + 1), 0x1234);
+		v[n++] = period__sig(0, 1024ULL * (i + 1), 0x1235);
+	}
+	assert_all_distinct(v, n);
+	free(v);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(detect__exact_periods__period_and_phase_found),
+		cmocka_unit_test(detect__no_gaps__phase_zero),
+		cmocka_unit_test(detect__one_huge_gap_elsewhere__phase_by_median),
+		cmocka_unit_test(detect__max_period_caps_search__no_longer_period),
+		cmocka_unit_test(detect__extra_and_missing_collectives__period_found_not_certain),
+		cmocka_unit_test(detect__noise_at_n_4p__period_found_not_certain),
+		cmocka_unit_test(detect__grad_accumulation__optimizer_step_phase_after_big),
+		cmocka_unit_test(detect__grad_accumulation_8_equal_buckets__optimizer_step),
+		cmocka_unit_test(detect__periodic_eval_steps__training_period),
+		cmocka_unit_test(detect__periodic_eval_steps_long_run__training_period),
+		cmocka_unit_test(detect__all_different__low_confidence_no_period),
+		cmocka_unit_test(detect__n_too_small__einval),
+		cmocka_unit_test(detect__period_needs_three_repeats__not_found_in_two),
+		cmocka_unit_test(sig__same_inputs__same_signature),
+		cmocka_unit_test(sig__op_bytes_or_comm_differ__signature_differs),
+		cmocka_unit_test(sig__many_bucket_sizes__no_collision),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
