@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# More injected faults, the profiler never told which rank:
+#  - OpenMPI, 2 ranks: one reads its data uncached (O_DIRECT, 4 MiB a step) from disk ->
+#    "storage" on it;
+#  - OpenMPI, 2 ranks: one capped by a cgroup v1 CPU quota (1 ms per 5 ms) ->
+#    "cpu_contention" (or "compute" with sched_delay evidence) on it;
+#  - PyTorch DDP (gloo), 2 ranks: one rank's Dataset is slow (num_workers=1) -> "input".
+. "$(dirname "$0")/../lib.sh"
+need_root
+command -v mpirun >/dev/null || skip "OpenMPI not installed (make deps)"
+CGROUP=""
+cleanup_more() {
+	[ -n "$CGROUP" ] && rmdir "$CGROUP" 2>/dev/null
+	rm -f "$BIG"
+}
+BIG=$(mktemp /var/tmp/rankscope-big.XXXXXX)	# O_DIRECT needs a disk, not tmpfs
+trap 'cleanup_more; cleanup' EXIT
+
+mpi_case() {	# mpi_case NAME SETUP ARGS...: 2-rank job under diagnose; SETUP runs on the victim
+	local name=$1 setup=$2 victim=$((RANDOM % 2)) vpid
+	shift 2
+	bg "$name" mpirun --allow-run-as-root --oversubscribe -np 2 "$FIX/mpi_loop" \
+		--go-file "$T/$name.go" --iters 150 --compute-us 1000 --slow-rank $victim "$@"
+	wait_lines "$T/$name.out" '^ready rank=' 2 60 || fail "$name: MPI job did not start"
+	vpid=$(ready_pids "$T/$name.out" | cut -d, -f$((victim + 1)))
+	$setup "$vpid"
+	bg "${name}rs" "$RS" diagnose -p "$(ready_pids "$T/$name.out")" --json
+	wait_lines "$T/${name}rs.out" '"type":"rank"' 2 30 || fail "$name: rankscope did not attach"
+	touch "$T/$name.go"
+	wait_exit "$(eval echo "\$PID_$name")" 120 || fail "$name: the job failed"
+	wait_exit "$(eval echo "\$PID_${name}rs")" 60 || fail "$name: rankscope did not exit"
+	echo "$victim" >"$T/$name.victim"
+}
+
+no_setup() { :; }
+cpu_cap() {
+	[ -d /sys/fs/cgroup/cpu ] || return 0
+	CGROUP=/sys/fs/cgroup/cpu/rankscope-test-$$
+	mkdir -p "$CGROUP" && echo 5000 >"$CGROUP/cpu.cfs_period_us" &&
+		echo 1000 >"$CGROUP/cpu.cfs_quota_us" && echo "$1" >"$CGROUP/cgroup.procs"
+}
+
+head -c 256M /dev/urandom >"$BIG"
+mpi_case storage no_setup --read-file "$BIG" --slow-read-kb 4096
+if [ -d /sys/fs/cgroup/cpu ]; then
+	mpi_case quota cpu_cap
+else
+	echo "note: no cgroup v1 cpu controller at /sys/fs/cgroup/cpu: quota case not run"
+fi
+
+check() {	# check NAME CLASSES...: the first non-none verdict names the victim, with a class given
+	local name=$1
+	shift
+	$PY - "$T/${name}rs.out" "$(cat "$T/$name.victim")" "$name" "$@" <<'PY' || exit 1
+import json, sys
+path, victim, name, classes = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
+v = [json.loads(l) for l in open(path) if '"type":"verdict"' in l]
+hits = [d for d in v if d['class'] != 'none']
+assert hits, f"{name}: no verdict but none"
+wrong = [(d['class'], d['rank']) for d in hits if d['class'] not in classes or d['rank'] != victim]
+assert not wrong, f"{name}: victim rank {victim}, verdicts {wrong[:3]}"
+d = hits[0]
+print(f"{name}: {d['class']} on rank {victim} at step {d['step']}, skew {d['skew_ns']/1e6:.1f} ms, "
+      f"{d['phase']} {d['evidence']['late_phase_ns']/1e6:.1f} ms vs peers "
+      f"{d['evidence']['peer_median_phase_ns']/1e6:.1f} ms")
+if 'compute' in classes and d['class'] == 'compute':
+    assert d['phase'] == 'compute', d
+PY
+}
+check storage storage
+[ -d /sys/fs/cgroup/cpu ] && check quota cpu_contention compute
+
+$PY -c 'import torch' 2>/dev/null || skip "python3-torch not installed (make deps)"
+VICTIM=$((RANDOM % 2))
+bg ddp "$FIX/ddp_launch.sh" 2 --go-file "$T/ddp.go" --steps 60 --slow-rank $VICTIM \
+	--slow-data-ms 40 --data-dir "$T/data"
+wait_lines "$T/ddp.out" '^ready rank=' 2 120 || fail "DDP job did not start"
+bg ddprs "$RS" diagnose -p "$(ready_pids "$T/ddp.out")" --json
+wait_lines "$T/ddprs.out" '"type":"rank"' 2 30 || fail "rankscope did not attach"
+touch "$T/ddp.go"
+wait_exit "$PID_ddp" 120 || fail "DDP job failed"
+wait_exit "$PID_ddprs" 60 || fail "rankscope did not exit"
+echo $VICTIM >"$T/ddp.victim"
+check ddp input
+grep -q '"rule":"ddp_marker"' "$T/ddprs.out" || fail "DDP steps did not use the DDP marker"
+pass "storage, CPU quota and input starvation found on the right rank"
