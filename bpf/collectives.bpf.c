@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /* collectives family: one uprobe/uretprobe pair per collective API, decoded by attach cookie. */
 #include "common.bpf.h"
+#include <bpf/usdt.bpf.h>
 #include "collectives.h"
 
 
@@ -13,7 +14,7 @@ struct {
 
 struct rs_seq_key {
 	__u32 tgid;
-	__u32 pad;
+	__u32 lib;	/* gloo and step markers have no communicator: keep their counts apart */
 	__u64 comm;
 };
 
@@ -98,6 +99,7 @@ static __always_inline void fill_frame(struct pt_regs *ctx, struct rs_frames *fr
 	}
 	if (flags & RS_CKF_SEQ) {
 		sk.tgid = tgid;
+		sk.lib = RS_CK_LIB(ck);
 		sk.comm = f->comm;
 		seq = bpf_map_lookup_elem(&rs_coll_seq, &sk);
 		if (!seq) {
@@ -232,5 +234,26 @@ int rs_coll_exit(struct pt_regs *ctx)
 		return 0;
 	}
 	emit_coll(tr, tgid, tid, f, now, PT_REGS_RC(ctx), d);
+	return 0;
+}
+
+/* --steps usdt:PROVIDER:NAME: the probe's cookie belongs to libbpf's USDT machinery, so the
+ * marker's decoding is fixed here: an entry-only, sequenced step marker. */
+SEC("usdt")
+int rs_usdt_marker(struct pt_regs *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id, tgid = id >> 32, zero = 0;
+	struct rs_frames *fr;
+	struct rs_track *tr;
+
+	tr = rs_lookup(tgid);
+	if (!tr)
+		return 0;
+	fr = bpf_map_lookup_elem(&rs_coll_zero, &zero);
+	if (!fr)
+		return 0;
+	fill_frame(ctx, NULL, &fr->f[0], RS_MARKER_COOKIE, tgid);
+	emit_coll(tr, tgid, tid, &fr->f[0], 0, 0, 0);
 	return 0;
 }

@@ -73,6 +73,10 @@ static inline __u64 rs_cookie(__u32 op, __u32 lib, __u32 count, __u32 dtype, __u
 
 #define RS_SEQ_NONE ((__u64)-1)
 
+/* A user-chosen step marker (--steps marker:/usdt:): entry only, sequenced, no arguments. */
+#define RS_MARKER_COOKIE \
+	((__u64)RS_OP_STEP_FORWARD | (__u64)(RS_CKF_SEQ | RS_CKF_ENTRY) << 32)
+
 /* RS_EV_COLL: one call, recorded at return. */
 struct rs_ev_coll {
 	struct rs_hdr h;

@@ -18,6 +18,7 @@
 #include "cmd.h"
 #include "comms.h"
 #include "decode.h"
+#include "elfsym.h"
 #include "job.h"
 #include "period.h"
 #include "json.h"
@@ -42,6 +43,11 @@ struct attach_opts {
 	struct probes_cfg pcfg;
 	struct job_cfg jcfg;
 	bool report;		/* diagnose: a human report at the end, no table */
+	/* --steps marker:SYM[@LIB] or usdt:PROVIDER:NAME[@LIB] */
+	char marker_sym[256];
+	char usdt_provider[64];
+	char usdt_name[64];
+	char marker_lib[128];	/* "" = the executable */
 };
 
 struct session {
@@ -458,6 +464,56 @@ static void scan_mpi(struct session *s, pid_t pid, const struct proc_lib *pl)
 	close(fd);
 }
 
+/* --steps marker:/usdt: on one rank: find the file (a library by name, else the executable),
+ * then the symbol or the USDT note in it. */
+static void attach_marker(struct session *s, struct rank_state *rs)
+{
+	const struct attach_opts *o = &s->o;
+	const char *via, *what = o->marker_sym[0] ? o->marker_sym : o->usdt_name;
+	struct proc_lib pl;
+	struct elfsym *e;
+	uint64_t vaddr, off;
+	char path[64], safe[PATH_MAX];
+	bool endbr;
+	int fd, err;
+
+	err = o->marker_lib[0] ? libs__find_mapped(rs->pid, o->marker_lib, &pl) :
+				 libs__exe(rs->pid, &pl);
+	if (err) {
+		pr_warn("steps: PID %d maps no file named %s*; check the name after @ "
+			"(grep it in /proc/%d/maps)", rs->pid, o->marker_lib, rs->pid);
+		return;
+	}
+	fd = libs__open_mapped(rs->pid, &pl, &via);
+	if (fd < 0) {
+		pr_warn("steps: failed to open %s of PID %d: %s", log__safe(pl.path, safe,
+			sizeof(safe)), rs->pid, strerror(-fd));
+		return;
+	}
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	if (o->marker_sym[0]) {
+		err = elfsym__open(path, &e);
+		if (!err) {
+			err = elfsym__find(e, o->marker_sym, &vaddr, NULL);
+			if (!err)
+				err = elfsym__probe_offset(e, vaddr, &off, &endbr);
+			elfsym__free(e);
+		}
+		if (!err)
+			err = probe_collectives__attach_marker(&s->probes, rs->pid, path, off);
+	} else {
+		err = probe_collectives__attach_usdt(&s->probes, rs->pid, path, o->usdt_provider,
+						     o->usdt_name);
+	}
+	close(fd);
+	if (err)
+		pr_warn("steps: failed to put the step marker %s on PID %d (%s): %s; is it defined "
+			"there? (give the library with @LIB)", what, rs->pid,
+			log__safe(pl.path, safe, sizeof(safe)), strerror(-err));
+	else
+		rs->markers++;
+}
+
 static bool is_target(const struct session *s, pid_t pid)
 {
 	int i;
@@ -509,6 +565,8 @@ static int attach_rank(struct session *s, struct rank_state *rs)
 				decode__lib_name(lib), rs->pid,
 				log__safe(rs->libs.lib[lib].path, safe, sizeof(safe)),
 				strerror(-rs->coll.err[lib]));
+	if (s->o.jcfg.mode == STEPS_MARKER)
+		attach_marker(s, rs);
 	if (mpi->found) {
 		struct proc_lib exe;
 
@@ -632,8 +690,11 @@ static void usage(FILE *f, bool diagnose)
 "      --ringbuf-kb N     ring buffer size, power of two >= 4 (default 8192)\n"
 "      --drain-ms N       ring buffer drain period (default 100)\n"
 "      --no-FAMILY        skip a probe family: --no-sched --no-io --no-net --no-collectives\n"
-"      --steps MODE       auto (DDP marker, else the collective period; default) or\n"
-"                         every:N (every N-th collective on the main communicator)\n"
+"      --steps MODE       auto (DDP marker, else the collective period; default),\n"
+"                         every:N (every N-th collective on the main communicator),\n"
+"                         marker:SYMBOL[@LIB] (a function, mangled names too, in the\n"
+"                         executable or the library named LIB*) or\n"
+"                         usdt:PROVIDER:NAME[@LIB]: one step per call\n"
 "      --window N         steps per verdict window (default 8)\n"
 "      --hang-timeout S   a rank is hung when a peer waited S seconds in a collective it\n"
 "                         has not reached (default 60)\n"
@@ -668,6 +729,39 @@ static int parse_secs(const char *opt, const char *arg, double lo, double hi, do
 		return -EINVAL;
 	}
 	*out = v;
+	return 0;
+}
+
+/* "marker:SYM[@LIB]" or "usdt:PROVIDER:NAME[@LIB]" into o. Returns 0 or -EINVAL. */
+static int parse_marker(const char *arg, struct attach_opts *o)
+{
+	char buf[512], *at, *colon;
+	bool usdt = !strncmp(arg, "usdt:", 5);
+
+	if (!usdt && strncmp(arg, "marker:", 7))
+		return -EINVAL;
+	if (snprintf(buf, sizeof(buf), "%s", arg + (usdt ? 5 : 7)) >= (int)sizeof(buf))
+		return -EINVAL;
+	at = strchr(buf, '@');
+	if (at) {
+		*at++ = '\0';
+		if (!*at || strchr(at, '/') || strlen(at) >= sizeof(o->marker_lib))
+			return -EINVAL;
+		snprintf(o->marker_lib, sizeof(o->marker_lib), "%s", at);
+	}
+	if (!usdt) {
+		if (!buf[0] || strlen(buf) >= sizeof(o->marker_sym))
+			return -EINVAL;
+		snprintf(o->marker_sym, sizeof(o->marker_sym), "%s", buf);
+		return 0;
+	}
+	colon = strchr(buf, ':');
+	if (!colon || colon == buf || !colon[1] || strlen(buf) >= sizeof(o->usdt_provider) ||
+	    strlen(colon + 1) >= sizeof(o->usdt_name))
+		return -EINVAL;
+	*colon = '\0';
+	snprintf(o->usdt_provider, sizeof(o->usdt_provider), "%s", buf);
+	snprintf(o->usdt_name, sizeof(o->usdt_name), "%s", colon + 1);
 	return 0;
 }
 
@@ -770,9 +864,11 @@ static int parse_opts(int argc, char **argv, struct attach_opts *o, bool diagnos
 				   !parse_long(optarg + 6, 1, PERIOD_MAX, &v)) {
 				o->jcfg.mode = STEPS_EVERY;
 				o->jcfg.every = v;
+			} else if (!parse_marker(optarg, o)) {
+				o->jcfg.mode = STEPS_MARKER;
 			} else {
-				pr_warn("attach: invalid --steps '%s': use auto or every:N (N from 1 to %d)",
-					optarg, PERIOD_MAX);
+				pr_warn("attach: invalid --steps '%s': use auto, every:N (N from 1 to %d), "
+					"marker:SYMBOL[@LIB] or usdt:PROVIDER:NAME[@LIB]", optarg, PERIOD_MAX);
 				return -EINVAL;
 			}
 			break;

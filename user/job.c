@@ -765,7 +765,7 @@ void job__advance(struct job *j, uint64_t now, bool final)
 		if (!j->have_period)
 			goto checks;
 	} else {
-		j->rule = "ddp_marker";
+		j->rule = j->cfg.mode == STEPS_MARKER ? "marker" : "ddp_marker";
 		j->r[0].aligned = true;
 	}
 	assemble(j, now, final);

@@ -174,6 +174,45 @@ int libs__discover(pid_t pid, struct proc_libs *out)
 	return found;
 }
 
+int libs__find_mapped(pid_t pid, const char *stem, struct proc_lib *out)
+{
+	char line[PATH_MAX + 256];
+	const char *p, *nl, *base;
+	struct proc_map m;
+	char *maps;
+	ssize_t n;
+	size_t len;
+
+	memset(out, 0, sizeof(*out));
+	n = procfs__read(pid, "maps", &maps, PROC_MAPS_MAX);
+	if (n < 0)
+		return n;
+	for (p = maps; *p; p = nl ? nl + 1 : p + len) {
+		nl = strchr(p, '\n');
+		len = nl ? (size_t)(nl - p) : strlen(p);
+		if (len >= sizeof(line))
+			continue;
+		memcpy(line, p, len);
+		line[len] = '\0';
+		if (procfs__parse_maps_line(line, &m) || m.path[0] != '/' || !m.inode)
+			continue;
+		base = strrchr(m.path, '/') + 1;
+		if (strncmp(base, stem, strlen(stem)))
+			continue;
+		if (out->found && (out->inode != m.inode || out->start <= m.start))
+			continue;
+		out->found = true;
+		snprintf(out->path, sizeof(out->path), "%s", m.path);
+		out->dev = makedev(m.dev_major, m.dev_minor);
+		out->inode = m.inode;
+		out->start = m.start;
+		out->end = m.end;
+		out->pgoff = m.pgoff;
+	}
+	free(maps);
+	return out->found ? 0 : -ENOENT;
+}
+
 int libs__exe(pid_t pid, struct proc_lib *out)
 {
 	char link[64], exe[PATH_MAX], line[PATH_MAX + 256];

@@ -49,6 +49,10 @@ enum rs_lib libs__classify(const char *path);
 /* Scan a maps text (NUL-terminated) for supported libraries. Returns how many were found. */
 int libs__scan_maps(const char *maps, struct proc_libs *out);
 
+/* The lowest mapping of the first file pid mapped whose name starts with stem ("libfoo",
+ * "libfoo.so.1"). Returns 0 or -ENOENT. */
+int libs__find_mapped(pid_t pid, const char *stem, struct proc_lib *out);
+
 /* The main executable's lowest mapping (copy relocations put library data there). */
 int libs__exe(pid_t pid, struct proc_lib *out);
 

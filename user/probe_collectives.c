@@ -242,3 +242,37 @@ int probe_collectives__inflight(struct probes *p, pid_t tid, uint64_t *enter_ns,
 	*seq = fr.f[d].seq;
 	return 0;
 }
+
+int probe_collectives__attach_marker(struct probes *p, pid_t pid, const char *path,
+				     uint64_t offset)
+{
+	static const struct coll_api marker = {
+		.lib = RS_LIB_NONE, .op = RS_OP_STEP_FORWARD, .sym = "marker", .comm = 0,
+		.flags = RS_CKF_SEQ | RS_CKF_ENTRY,
+	};
+	struct probe_site site = { .api = &marker, .offset = offset };
+
+	if (!p->coll)
+		return -ENOENT;
+	return probe_collectives__attach(p, pid, path, &site, 1);
+}
+
+int probe_collectives__attach_usdt(struct probes *p, pid_t pid, const char *path,
+				   const char *provider, const char *name)
+{
+	struct bpf_link *l;
+	int err;
+
+	if (!p->coll)
+		return -ENOENT;
+	err = grow((void **)&p->coll_links, &p->coll_nlinks, &p->coll_cap, sizeof(*p->coll_links));
+	if (err)
+		return err;
+	l = bpf_program__attach_usdt(p->coll->progs.rs_usdt_marker, pid, path, provider, name,
+				     NULL);
+	if (!l)
+		return -errno;
+	p->coll_links[p->coll_nlinks++] = l;
+	p->fam_progs[RS_FAM_COLL]++;
+	return 0;
+}

@@ -88,6 +88,13 @@ int probes__untrack(struct probes *p, pid_t tgid);
 int probes__attach_coll(struct probes *p, pid_t pid, const struct proc_libs *libs,
 			struct coll_report *rep);
 
+/* A user-chosen step marker on pid: an entry probe at file offset of path, or the USDT
+ * probe provider:name in path. Returns 0 or -errno. */
+int probe_collectives__attach_marker(struct probes *p, pid_t pid, const char *path,
+				     uint64_t offset);
+int probe_collectives__attach_usdt(struct probes *p, pid_t pid, const char *path,
+				   const char *provider, const char *name);
+
 /* Is thread tid inside a probed collective now? Returns 0 and its entry time and (per
  * process) seq, -ENOENT if not, -errno. */
 int probe_collectives__inflight(struct probes *p, pid_t tid, uint64_t *enter_ns, uint64_t *seq);

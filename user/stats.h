@@ -28,6 +28,7 @@ struct rank_state {
 	bool exited;
 	int exit_code;
 	uint64_t workers;		/* forked processes seen */
+	int markers;			/* --steps marker/usdt probes attached */
 	struct op_acc ops[RS_OP_MAX];	/* cumulative, from collective events */
 	struct op_acc prev_ops[RS_OP_MAX];
 	struct slot_snapshot prev;
