@@ -7,9 +7,9 @@ cd "$(dirname "$0")/.."
 T=$(mktemp -d /tmp/rankscope-demo.XXXXXX)
 trap 'kill -TERM -- -$JOB 2>/dev/null; rm -rf "$T"' EXIT
 head -c 16M /dev/urandom >"$T/data"
-echo "demo: starting a 4-rank MPI job (rank 2 sleeps 3 ms before each MPI_Allreduce)..."
+echo "demo: starting a 4-rank MPI job (rank 2 sleeps 5 ms before each MPI_Allreduce)..."
 setsid mpirun --allow-run-as-root --oversubscribe -np 4 build/fixtures/mpi_loop \
-	--go-file "$T/go" --iters 1500 --compute-us 1000 --slow-rank 2 --slow-us 3000 \
+	--go-file "$T/go" --iters 1000 --compute-us 2000 --slow-rank 2 --slow-us 5000 \
 	--read-file "$T/data" >"$T/job.out" 2>&1 &
 JOB=$!
 for _ in $(seq 300); do
@@ -24,6 +24,8 @@ build/rankscope attach -p "$PIDS"
 rc=$?
 echo
 echo "demo: rank 2 spends the least time inside MPI_Allreduce: the others wait for it there."
+echo "demo: the verdict line above names it, the phase that explains it, and the experiment:"
+echo "demo:   build/rankscope diagnose -p PIDS gives the same as a report (rankscope diagnose --help)."
 echo "demo: the job said:"
 grep '^done' "$T/job.out" | sort
 exit $rc
