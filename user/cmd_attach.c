@@ -67,6 +67,7 @@ struct session {
 	struct job_step *last_steps;	/* per column, for the report */
 	struct job_verdict worst;	/* the most serious verdict seen, for the report */
 	bool have_worst;
+	uint64_t start_ns;		/* when the probes went in */
 };
 
 static uint64_t now_ns(void)
@@ -346,7 +347,10 @@ static bool job_inflight(void *ctx, int col, uint64_t *enter_ns, uint64_t *seq)
 	struct session *s = ctx;
 	struct rank_state *rs = rank_of(s, col);
 
-	return rs && !probe_collectives__inflight(&s->probes, rs->pid, enter_ns, seq);
+	/* only calls entered while we watched: older frames may be left by a dead thread */
+	return rs && !rs->exited &&
+	       !probe_collectives__inflight(&s->probes, rs->pid, enter_ns, seq) &&
+	       *enter_ns >= s->start_ns;
 }
 
 /* What a rank is doing, from /proc: the hang verdict reports it. */
@@ -1021,6 +1025,7 @@ static int run(int argc, char **argv, bool diagnose)
 		pr_warn("attach: failed to open the ring buffer: %s", strerror(errno));
 		goto out;
 	}
+	s.start_ns = now_ns();
 	for (i = 0, f = 0; i < s.nranks; i++) {
 		if (attach_rank(&s, &s.ranks[i]))
 			continue;

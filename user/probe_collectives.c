@@ -238,6 +238,9 @@ int probe_collectives__inflight(struct probes *p, pid_t tid, uint64_t *enter_ns,
 	if (!fr.depth || fr.depth > RS_MAX_DEPTH)
 		return -ENOENT;
 	d = fr.depth - 1;
+	/* a frame never filled (entered before attach) or unsequenced tells nothing */
+	if (!fr.f[d].enter_ns || fr.f[d].seq == RS_SEQ_NONE)
+		return -ENOENT;
 	*enter_ns = fr.f[d].enter_ns;
 	*seq = fr.f[d].seq;
 	return 0;

@@ -33,7 +33,7 @@ ITERS=${BENCH_ITERS:-400}
 COMPUTE_US=${BENCH_COMPUTE_US:-1000}
 RUN_TIMEOUT=${BENCH_RUN_TIMEOUT:-90}
 RESULTS=${BENCH_RESULTS:-tests/bench/results.md}
-PARTS=${BENCH_PARTS:-123}
+PARTS=${BENCH_PARTS:-1234}
 read -r -a RS_ARGS <<<"${BENCH_RS_ARGS:-}"
 
 RS=build/rankscope
@@ -384,6 +384,46 @@ PY
 
 if [[ $PARTS == *3* ]]; then
 	retry p3_run
+fi
+
+# p4_run RUN: detection latency. A 2-rank job runs healthy, then one rank starts sleeping
+# 3 ms before each allreduce at iteration 150; rankscope diagnose is never told which.
+p4_run() {
+	local run=$1 d="$T/p4.$1" job tool victim=$((RANDOM % 2))
+	mkdir -p "$d"
+	bg "$d/job.out" "$d/job.err" "${MPIRUN[@]}" -np 2 "$LOOP" --go-file "$d/go" \
+		--iters 400 --compute-us "$COMPUTE_US" --slow-rank $victim --slow-us 3000 --slow-from 150
+	job=$BG_PID
+	wait_lines "$d/job.out" '^ready rank=' 2 60 "$job" || { abort_run; return 1; }
+	mapfile -t pids < <(rank_pids "$d/job.out")
+	RANK_PIDS+=("${pids[@]}")
+	bg "$d/tool.out" "$d/tool.err" "$RS" diagnose -p "$(IFS=,; echo "${pids[*]}")" --json
+	tool=$BG_PID
+	wait_lines "$d/tool.out" '^\{"type":"rank"' 2 30 "$tool" || { abort_run; return 1; }
+	touch "$d/go"
+	stop "$job" "$RUN_TIMEOUT"
+	stop "$tool" 30
+	"$PY" - "$d/job.out" "$d/tool.out" "$victim" "$run" >>"$SAMPLES" <<'PY'
+import json, re, sys
+job, tool, victim, run = open(sys.argv[1]).read(), sys.argv[2], int(sys.argv[3]), sys.argv[4]
+m = re.search(r'^fault rank=(\d+) iter=(\d+) t_ns=(\d+)', job, re.M)
+t_fault = int(m[3])
+lines = [json.loads(l) for l in open(tool) if l.startswith('{')]
+pid = [d['pid'] for d in lines if d['type'] == 'rank' and d['rank'] == victim][0]
+fault_step = min(d['step'] for d in lines if d['type'] == 'step' and d['pid'] == pid and
+                 d['start_ns'] + d['dur_ns'] > t_fault)
+hit = [d for d in lines if d['type'] == 'verdict' and d['class'] == 'compute' and
+       d['rank'] == victim and d['t_ns'] > t_fault]
+if hit:
+    print(f"p4\tcompute\t{run}\t{hit[0]['step'] - fault_step}\t{hit[0]['t_ns'] - t_fault}\t-")
+PY
+	log "p4 run $run: $(tail -1 "$SAMPLES")"
+}
+
+if [[ $PARTS == *4* ]]; then
+	for ((r = 1; r <= 3; r++)); do
+		retry p4_run "$r"
+	done
 fi
 
 LOAD1=$(cut -d' ' -f1-3 /proc/loadavg)

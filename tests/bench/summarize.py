@@ -5,6 +5,7 @@ Samples, one per line, tab-separated:
   p1 COND ROUND MEAN_NS MEDIAN_NS SEEN     per-call times of one 1-rank allreduce_ns run
   p2 COND RUN MEDIAN_NS PER_RANK SEEN      median over ranks of mpi_loop's iter_ns_median
   p3 PROG 0 RUNS RUN_TIME_NS WINDOW_NS     one BPF program's runs and run time over a window
+  p4 CLASS RUN STEPS NS -                   steps and ns from a fault's start to its verdict
 """
 import argparse
 import statistics
@@ -31,17 +32,35 @@ def ratio(x, y):
 
 
 def load(path):
-    p1, p2, p3 = {}, {}, {}
+    p1, p2, p3, p4 = {}, {}, {}, []
     with open(path) as f:
         for line in f:
             part, cond, rnd, a, b, seen = line.rstrip("\n").split("\t")
-            if part == "p3":
+            if part == "p4":
+                p4.append((cond, int(a), int(b)))
+            elif part == "p3":
                 p3[cond] = (int(a), int(b), int(seen))
             elif part == "p1":
                 p1.setdefault(cond, {})[int(rnd)] = (float(a), float(b), seen)
             elif part == "p2":
                 p2.setdefault(cond, {})[int(rnd)] = (float(a), b, seen)
-    return p1, p2, p3
+    return p1, p2, p3, p4
+
+
+def part4(p4, out):
+    if not p4:
+        return
+    steps = [s for _, s, _ in p4]
+    secs = [ns / 1e9 for _, _, ns in p4]
+    out.append("## 4. Detection latency\n")
+    out.append("A healthy 2-rank job; from iteration 150 one rank (picked at random) sleeps 3 ms "
+               "before each allreduce. Latency is from the fault's first iteration to the first "
+               "`compute` verdict on that rank, from `rankscope diagnose --json` (window 8).\n")
+    out.append("| runs | steps, median | steps, max | seconds, median | seconds, max |")
+    out.append("| ---: | ---: | ---: | ---: | ---: |")
+    out.append(f"| {len(p4)} | {med(steps):.0f} | {max(steps)} | {med(secs):.2f} | "
+               f"{max(secs):.2f} |\n")
+    out.append(f"Goal: at most 10 steps or 5 s.\n")
 
 
 def part3(p3, args, out):
@@ -181,7 +200,7 @@ def main():
     for k in ("calls", "count", "rounds", "np", "iters", "compute-us", "runs"):
         ap.add_argument("--" + k, type=int, required=True)
     args = ap.parse_args()
-    p1, p2, p3 = load(args.samples)
+    p1, p2, p3, p4 = load(args.samples)
 
     out = ["# rankscope bench results\n",
            f"- date: {args.date}",
@@ -194,6 +213,7 @@ def main():
     part1(p1, args, out)
     part2(p2, args, out)
     part3(p3, args, out)
+    part4(p4, out)
     out.append("## Method\n")
     out.append(
         "- Each run is a fresh `mpirun`; the tool attaches by PID after the program prints "
