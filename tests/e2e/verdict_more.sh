@@ -83,4 +83,20 @@ wait_exit "$PID_ddprs" 60 || fail "rankscope did not exit"
 echo $VICTIM >"$T/ddp.victim"
 check ddp input
 grep -q '"rule":"ddp_marker"' "$T/ddprs.out" || fail "DDP steps did not use the DDP marker"
+# accuracy: the workload's own clock for its data wait and step vs rankscope's, per rank
+$PY - "$T/ddp.out" "$T/ddprs.out" <<'PY' || exit 1
+import json, re, sys
+job = open(sys.argv[1]).read()
+steps = [json.loads(l) for l in open(sys.argv[2]) if '"type":"step"' in l]
+for m in re.finditer(r'done rank=(\d+) pid=(\d+) .*data_wait_ns_mean=(\d+) step_ns_mean=(\d+)', job):
+    r, pid, wait, dur = int(m[1]), int(m[2]), int(m[3]), int(m[4])
+    st = [d for d in steps if d['pid'] == pid]
+    mean = lambda f: sum(f(d) for d in st) / len(st)
+    got_wait, got_dur = mean(lambda d: d['phases']['input_wait']), mean(lambda d: d['dur_ns'])
+    for name, want, got in (("data wait", wait, got_wait), ("step", dur, got_dur)):
+        assert abs(got - want) <= max(0.10 * want, 2e6), \
+            f"rank {r} {name}: rankscope {got/1e6:.2f} ms vs workload {want/1e6:.2f} ms"
+    print(f"ddp rank {r}: input_wait {got_wait/1e6:.2f}/{wait/1e6:.2f} ms, "
+          f"step {got_dur/1e6:.2f}/{dur/1e6:.2f} ms (rankscope/workload)")
+PY
 pass "storage, CPU quota and input starvation found on the right rank"
