@@ -224,7 +224,7 @@ int detect__window(const struct step_obs *obs, int nsteps, int nranks, struct ve
 	}
 	if (best_skew < (int64_t)threshold || !consistent) {
 		v->skew_ns = best_skew;
-		v->cls = v->post_arrival_ns > DETECT_SKEW_MIN_NS &&
+		v->cls = v->post_arrival_ns >= DETECT_COMM_MIN_NS &&
 			 v->post_arrival_ns >= v->step_ns * DETECT_COMM_FRAC ? V_COMMUNICATION : V_NONE;
 		goto out;
 	}

@@ -18,9 +18,17 @@ struct job_rank {
 	int noff;
 	struct tl_io *io;
 	int nio;
-	uint64_t *mark;		/* step markers (DDP prepare_for_forward), entry time */
-	uint64_t *mark_seq;
+	uint64_t *mark;		/* step boundaries: marker entry, or a period's last return */
+	uint64_t *mark_seq;	/* markers: their seq; period walk: the step index k */
+	uint64_t *mark_aseq;	/* period walk: the boundary collective's aligned seq */
 	int nmark;
+	/* the period walk over this rank's main collectives, in aligned seq order */
+	int64_t walk_next;	/* next aligned seq to look at */
+	int walk_j;		/* position in the template; -1 while searching */
+	uint64_t walk_k;	/* boundaries found */
+	uint64_t *hist;		/* the last period's signatures, while searching */
+	int nhist;
+	int miss;		/* mismatches in a row */
 	uint64_t *bwd;		/* DDP finalize_backward entries */
 	int nbwd;
 	int64_t seq_off;	/* aligned seq = seq + seq_off */
@@ -40,6 +48,10 @@ struct job {
 	bool markers;		/* steps come from markers */
 	struct period_result per;
 	bool have_period;
+	bool walk;		/* period/every steps: boundaries from the template walk */
+	uint64_t *tmpl;		/* one step's signatures, the boundary collective last */
+	int64_t s0;		/* every rank walks from this aligned seq */
+	bool have_s0;
 	const char *rule;
 	uint64_t next_k;	/* next step index to assemble */
 	bool have_next;
@@ -82,8 +94,11 @@ struct job *job__new(const struct job_cfg *cfg, int nranks, const struct job_pro
 		r->io = calloc(JOB_MAX_IO, sizeof(*r->io));
 		r->mark = calloc(JOB_MAX_MARK, sizeof(*r->mark));
 		r->mark_seq = calloc(JOB_MAX_MARK, sizeof(*r->mark_seq));
+		r->mark_aseq = calloc(JOB_MAX_MARK, sizeof(*r->mark_aseq));
+		r->walk_j = -1;
 		r->bwd = calloc(JOB_MAX_MARK, sizeof(*r->bwd));
-		if (!r->coll || !r->off || !r->io || !r->mark || !r->mark_seq || !r->bwd)
+		if (!r->coll || !r->off || !r->io || !r->mark || !r->mark_seq || !r->mark_aseq ||
+		    !r->bwd)
 			goto fail;
 	}
 	j->last.col = -1;
@@ -106,9 +121,12 @@ void job__free(struct job *j)
 		free(j->r[i].io);
 		free(j->r[i].mark);
 		free(j->r[i].mark_seq);
+		free(j->r[i].mark_aseq);
+		free(j->r[i].hist);
 		free(j->r[i].bwd);
 	}
 	free(j->r);
+	free(j->tmpl);
 	free(j->rows);
 	free(j->row_k);
 	free(j);
@@ -147,6 +165,8 @@ void job__on_coll(struct job *j, int col, uint32_t tid, unsigned int op, unsigne
 				sizeof(*r->mark) * (JOB_MAX_MARK / 2));
 			memmove(r->mark_seq, r->mark_seq + JOB_MAX_MARK / 2,
 				sizeof(*r->mark_seq) * (JOB_MAX_MARK / 2));
+			memmove(r->mark_aseq, r->mark_aseq + JOB_MAX_MARK / 2,
+				sizeof(*r->mark_aseq) * (JOB_MAX_MARK / 2));
 			r->nmark -= JOB_MAX_MARK / 2;
 		}
 		r->mark[r->nmark] = enter;
@@ -301,6 +321,12 @@ static void align(struct job *j)
 					cost = UINT64_MAX;
 					break;
 				}
+				/* the same collective has the same op and size everywhere */
+				if (ref->coll[ri[k]].op != r->coll[ci[k + off]].op ||
+				    ref->coll[ri[k]].bytes != r->coll[ci[k + off]].bytes) {
+					cost = UINT64_MAX;
+					break;
+				}
 				a = ref->coll[ri[k]].exit;
 				b = r->coll[ci[k + off]].exit;
 				d = a > b ? a - b : b - a;
@@ -332,6 +358,7 @@ static void detect_period(struct job *j, bool final)
 		j->per.phase = j->cfg.every - 1;
 		j->per.confidence = 1;
 		j->have_period = true;
+		j->walk = true;		/* no template: every N-th collective */
 		j->rule = "every";
 		return;
 	}
@@ -352,9 +379,26 @@ static void detect_period(struct job *j, bool final)
 	/* enough repeats of the largest period we look for, or what there is at the end */
 	if (n < 48 && !(final && n >= PERIOD_MIN_REPEATS))
 		goto out;
-	if (!period__detect(sig, gap, n, PERIOD_MAX, &j->per)) {
-		j->have_period = true;
-		j->rule = "period";
+	if (!period__detect(sig, gap, n, PERIOD_MAX, &j->per) && j->per.period > 0) {
+		int p = j->per.period, b, k;
+
+		/* the template: the last whole step seen, ending with its boundary collective */
+		for (b = n - 1; b >= 0 && (b % p != j->per.phase || b - p + 1 < 0); b--)
+			;
+		j->tmpl = calloc(p, sizeof(*j->tmpl));
+		for (k = 0; k < j->n && j->tmpl; k++) {
+			j->r[k].hist = calloc(p, sizeof(*j->r[k].hist));
+			if (!j->r[k].hist) {
+				free(j->tmpl);
+				j->tmpl = NULL;
+			}
+		}
+		if (b >= 0 && j->tmpl) {
+			memcpy(j->tmpl, sig + b - p + 1, sizeof(*j->tmpl) * p);
+			j->have_period = true;
+			j->walk = true;
+			j->rule = "period";
+		}
 	}
 out:
 	free(sig);
@@ -376,6 +420,119 @@ static const struct tl_coll *find_seq(const struct job *j, const struct job_rank
 	return NULL;
 }
 
+/* ---- the period walk ---- */
+
+/* Record a boundary of rank r at collective c. */
+static void add_boundary(struct job_rank *r, const struct tl_coll *c, int64_t as)
+{
+	if (r->nmark >= JOB_MAX_MARK) {
+		memmove(r->mark, r->mark + JOB_MAX_MARK / 2, sizeof(*r->mark) * (JOB_MAX_MARK / 2));
+		memmove(r->mark_seq, r->mark_seq + JOB_MAX_MARK / 2,
+			sizeof(*r->mark_seq) * (JOB_MAX_MARK / 2));
+		memmove(r->mark_aseq, r->mark_aseq + JOB_MAX_MARK / 2,
+			sizeof(*r->mark_aseq) * (JOB_MAX_MARK / 2));
+		r->nmark -= JOB_MAX_MARK / 2;
+	}
+	r->walk_k++;
+	r->mark[r->nmark] = c->exit;
+	r->mark_seq[r->nmark] = r->walk_k;
+	r->mark_aseq[r->nmark++] = as;
+}
+
+/*
+ * Follow the step template over one collective. Every rank walks the same aligned sequence
+ * from the same start, so the k-th boundary is the same collective on all of them. A step's
+ * boundary is its template's last collective: an extra collective (an eval, a checkpoint
+ * barrier) stays inside the step it falls in, a missing one is skipped over, and after
+ * a run of strangers the walk searches for a whole template again.
+ */
+static void walk_one(struct job *j, struct job_rank *r, const struct tl_coll *c, int64_t as)
+{
+	int p = j->per.period, q;
+	uint64_t sig;
+
+	if (!j->tmpl) {		/* every:N counts */
+		if (++r->walk_j >= p) {
+			r->walk_j = 0;
+			add_boundary(r, c, as);
+		}
+		return;
+	}
+	sig = period__sig(c->op, c->bytes, c->comm);
+	if (r->walk_j < 0) {	/* searching: the last p signatures must be the template */
+		memmove(r->hist, r->hist + 1, sizeof(*r->hist) * (p - 1));
+		r->hist[p - 1] = sig;
+		if (r->nhist < p)
+			r->nhist++;
+		if (r->nhist < p || memcmp(r->hist, j->tmpl, sizeof(*r->hist) * p))
+			return;
+		r->walk_j = 0;
+		r->miss = 0;
+		add_boundary(r, c, as);
+		return;
+	}
+	for (q = r->walk_j; q < p && j->tmpl[q] != sig; q++)
+		;
+	if (q == p) {		/* a stranger: it stays in this step */
+		if (++r->miss > 2 * p) {
+			r->walk_j = -1;
+			r->nhist = 0;
+		}
+		return;
+	}
+	r->miss = 0;
+	/* q > walk_j: the ones between are missing */
+	r->walk_j = q + 1;
+	if (r->walk_j == p) {
+		r->walk_j = 0;
+		add_boundary(r, c, as);
+	}
+}
+
+static void walk(struct job *j)
+{
+	int c, i;
+
+	if (!j->have_s0) {
+		/* a common start: after every rank's first main collective */
+		int64_t s0 = INT64_MIN;
+
+		for (c = 0; c < j->n; c++) {
+			const struct job_rank *r = &j->r[c];
+			bool any = false;
+
+			if (!r->aligned && !r->exited)
+				return;
+			for (i = 0; i < r->ncoll && !any; i++) {
+				if (!is_main(j, &r->coll[i]))
+					continue;
+				any = true;
+				if ((int64_t)r->coll[i].seq + r->seq_off > s0)
+					s0 = (int64_t)r->coll[i].seq + r->seq_off;
+			}
+			if (!any && !r->exited)
+				return;
+		}
+		j->s0 = s0;
+		j->have_s0 = true;
+		for (c = 0; c < j->n; c++)
+			j->r[c].walk_next = s0;
+	}
+	for (c = 0; c < j->n; c++) {
+		struct job_rank *r = &j->r[c];
+
+		for (i = 0; i < r->ncoll; i++) {
+			const struct tl_coll *t = &r->coll[i];
+			int64_t as = (int64_t)t->seq + r->seq_off;
+
+			if (!is_main(j, t) || as < r->walk_next)
+				continue;
+			r->walk_next = as + 1;
+			walk_one(j, r, t, as);
+		}
+	}
+}
+
 /* ---- step assembly ---- */
 
 /* Boundaries of step k of rank r: [*start, *end). Returns false if not known (yet). */
@@ -385,11 +542,13 @@ static bool bounds(const struct job *j, const struct job_rank *r, uint64_t k, ui
 	const struct tl_coll *a, *b;
 	int i, ia = -1, ib = -1;
 
-	if (j->markers) {
+	if (j->markers || j->walk) {
+		int64_t off = j->markers ? r->seq_off : 0;
+
 		for (i = 0; i < r->nmark; i++) {
-			if ((int64_t)r->mark_seq[i] + r->seq_off == (int64_t)k)
+			if ((int64_t)r->mark_seq[i] + off == (int64_t)k)
 				ia = i;
-			if ((int64_t)r->mark_seq[i] + r->seq_off == (int64_t)k + 1)
+			if ((int64_t)r->mark_seq[i] + off == (int64_t)k + 1)
 				ib = i;
 		}
 		if (ia < 0 || ib < 0)
@@ -471,24 +630,11 @@ static bool first_k(struct job *j)
 
 		any = false;
 		mine = 0;
-		if (j->markers) {
-			for (i = 0; i < r->nmark; i++) {
-				k = r->mark_seq[i] + r->seq_off;
-				if (!any || k < mine)
-					mine = k;
-				any = true;
-			}
-		} else {
-			for (i = 0; i < r->ncoll && !any; i++) {
-				int64_t s = aseq(r, &r->coll[i]);
-
-				if (!is_main(j, &r->coll[i]))
-					continue;
-				any = true;
-				/* step k starts after boundary phase + (k - 1) * period */
-				s -= j->per.phase;
-				mine = s <= 0 ? 1 : (uint64_t)(s + j->per.period - 1) / j->per.period + 1;
-			}
+		for (i = 0; i < r->nmark; i++) {
+			k = r->mark_seq[i] + (j->markers ? r->seq_off : 0);
+			if (!any || k < mine)
+				mine = k;
+			any = true;
 		}
 		if (!any && !r->exited)
 			return false;
@@ -561,8 +707,18 @@ static void check_divergence(struct job *j, uint64_t k)
 	at = calloc(j->n, sizeof(*at));
 	if (!at)
 		return;
-	lo = j->per.phase + (int64_t)(k - 1) * j->per.period + 1;
-	hi = j->per.phase + (int64_t)k * j->per.period;
+	/* step k runs from boundary k (excluded) to boundary k + 1, on rank 0's sequence */
+	lo = hi = INT64_MIN;
+	for (c = 0; c < j->r[0].nmark; c++) {
+		if (j->r[0].mark_seq[c] == k)
+			lo = (int64_t)j->r[0].mark_aseq[c] + 1;
+		if (j->r[0].mark_seq[c] == k + 1)
+			hi = (int64_t)j->r[0].mark_aseq[c];
+	}
+	if (lo == INT64_MIN || hi == INT64_MIN) {
+		free(at);
+		return;
+	}
 	for (s = lo; s <= hi && !j->div_done; s++) {
 		for (c = 0; c < j->n; c++)
 			at[c] = find_seq(j, &j->r[c], s);
@@ -801,6 +957,7 @@ void job__advance(struct job *j, uint64_t now, bool final)
 		detect_period(j, final);
 		if (!j->have_period)
 			goto checks;
+		walk(j);
 	} else {
 		j->rule = j->cfg.mode == STEPS_MARKER ? "marker" : "ddp_marker";
 		j->r[0].aligned = true;
