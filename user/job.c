@@ -382,9 +382,22 @@ static void detect_period(struct job *j, bool final)
 	if (!period__detect(sig, gap, n, PERIOD_MAX, &j->per) && j->per.period > 0) {
 		int p = j->per.period, b, k;
 
-		/* the template: the last whole step seen, ending with its boundary collective */
-		for (b = n - 1; b >= 0 && (b % p != j->per.phase || b - p + 1 < 0); b--)
-			;
+		/* the template: the step seen most often, ending with its boundary collective (an
+		 * inserted collective shifts the windows after it, so take the majority) */
+		int best_b = -1, best_n = 0, b2, same;
+
+		for (b = p - 1; b < n; b++) {
+			if (b % p != j->per.phase)
+				continue;
+			for (same = 0, b2 = p - 1; b2 < n; b2++)
+				same += b2 % p == j->per.phase &&
+					!memcmp(sig + b - p + 1, sig + b2 - p + 1, sizeof(*sig) * p);
+			if (same > best_n) {
+				best_n = same;
+				best_b = b;
+			}
+		}
+		b = best_b;
 		j->tmpl = calloc(p, sizeof(*j->tmpl));
 		for (k = 0; k < j->n && j->tmpl; k++) {
 			j->r[k].hist = calloc(p, sizeof(*j->r[k].hist));

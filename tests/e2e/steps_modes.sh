@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# --steps modes other than auto, on real processes:
+# Step boundaries, on real processes:
+#  - auto on the NCCL TEST DOUBLE (NCCL needs a GPU), 2 ranks, period 11 (10 allreduces and
+#    an allgather), with one extra broadcast on every rank mid-run (an eval): every step has
+#    11 collectives but the one holding the extra, which has 12; later ones are not shifted;
 #  - marker:PMPI_Allreduce@libmpi on a 2-rank OpenMPI job: one step per call, rule "marker",
 #    and the straggler still found;
 #  - every:2 on the same job: half as many steps, rule "every";
@@ -39,6 +42,26 @@ for name, rule, want in (("marker", "marker", iters - 1), ("every", "every", ite
     assert v and all(x['class'] == 'compute' and x['rank'] == 1 for x in v), (name, v[:2])
     print(f"{name}: {len(steps)} steps on rank 0, verdict compute on rank 1")
 PY
+
+if [ -x "$FIX/nccl_ranks" ]; then
+	bg ejob "$FIX/nccl_ranks" --go-file "$T/ego" --nranks 2 --iters 100 --extra-iter 45 \
+		--compute-us 500
+	wait_lines "$T/ejob.out" '^ready rank=' 2 30 || fail "NCCL double job did not start"
+	bg ers "$RS" diagnose -p "$(ready_pids "$T/ejob.out")" --json
+	wait_lines "$T/ers.out" '"type":"rank"' 2 30 || fail "rankscope did not attach"
+	touch "$T/ego"
+	wait_exit "$PID_ejob" 60 || fail "NCCL double job failed"
+	wait_exit "$PID_ers" 60 || fail "rankscope did not exit"
+	$PY - "$T/ers.out" <<'PY' || exit 1
+import json, sys, collections
+steps = [json.loads(l) for l in open(sys.argv[1]) if '"type":"step"' in l]
+for r in (0, 1):
+    n = collections.Counter(d['collectives'] for d in steps if d['rank'] == r)
+    assert n[12] == 1 and n[11] >= 5 and set(n) == {11, 12}, f"rank {r}: steps by size {dict(n)}"
+    assert all(d['rule'] == 'period' for d in steps), "rule"
+print("extra collective: one step of 12, the rest 11, on both ranks")
+PY
+fi
 
 PY311=/usr/bin/python3.11
 [ -x $PY311 ] && readelf -n $PY311 2>/dev/null | grep -q gc__start ||
