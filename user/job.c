@@ -796,6 +796,7 @@ static void trim(struct job_rank *r, uint64_t t)
 		for (i = k; i < r->nmark; i++) {
 			r->mark[i - k] = r->mark[i];
 			r->mark_seq[i - k] = r->mark_seq[i];
+			r->mark_aseq[i - k] = r->mark_aseq[i];
 		}
 		r->nmark -= k;
 	}

@@ -10,6 +10,7 @@
 #define PERIOD_THRESHOLD	0.85	/* fraction of positions that must repeat */
 #define PERIOD_MARGIN		0.10	/* a multiple must repeat this much better to win */
 #define PERIOD_FLOOR		0.50	/* below this best score nothing repeats */
+#define PERIOD_DIVISOR_MIN	0.60	/* a divisor must repeat this well to replace the period */
 
 struct period_result {
 	int period;		/* collectives per step; 0 when nothing repeats */
@@ -19,9 +20,10 @@ struct period_result {
 
 /* Find the period p (1..max_period, at most n / PERIOD_MIN_REPEATS) of the signatures: the
  * smallest scoring PERIOD_THRESHOLD, or a multiple of it scoring PERIOD_MARGIN better, else
- * the best-scoring one; period 0 if even the best is under PERIOD_FLOOR. An extra or missing collective costs about a period's
- * worth of positions. Known limit: when eval collectives recur every few steps and the step
- * is short, the eval cycle can score better than the step and is returned instead. The phase is the
+ * the best-scoring one; period 0 if even the best is under PERIOD_FLOOR. Then a divisor of it
+ * that repeats PERIOD_DIVISOR_MIN and ends at pauses at least 70% as long replaces it (eval
+ * collectives every few steps make the eval cycle score best). An extra or missing collective
+ * costs about a period's worth of positions. The phase is the
  * position whose following gap (gap[i]: exit of i to entry of i + 1, n - 1 values) has the
  * largest median over the periods: the step boundary is the longest recurring pause.
  * Returns 0, or -EINVAL when n is too small to see any period. */

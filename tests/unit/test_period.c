@@ -282,14 +282,14 @@ static void detect__periodic_eval_steps_long_run__training_period(void **state)
 	build_eval(q, 3, 40);
 	assert_int_equal(q->n, 132);
 	assert_int_equal(period__detect(q->sig, q->gap, q->n, PERIOD_MAX, &r), 0);
-	/* KNOWN LIMIT (period.h): the eval cycle (33, confidence 1.0) wins over the training
-	 * step here, since each insertion costs a period's worth of positions (3 scores 0.84).
-	 * It is still a multiple of the step: steps come out 11 times too long, not wrong. */
-	assert_int_equal(r.period % 3, 0);
+	/* the eval cycle (33) scores 1.0, the step (3) only 0.84, but the step ends at the long
+	 * pauses as well: the step wins */
+	assert_int_equal(r.period, 3);
+	assert_int_equal(r.phase, 2);
 	/* a training period of 1 (one allreduce a step) is lost the same way (eval cycle 13) */
 	build_eval(q, 1, 40);
 	assert_int_equal(period__detect(q->sig, q->gap, q->n, PERIOD_MAX, &r), 0);
-	assert_true(r.period >= 1);
+	assert_int_equal(r.period, 1);
 	free(q);
 }
 
