@@ -305,6 +305,7 @@ static void tick(struct session *s, bool final)
 static void job_on_step(void *ctx, const struct job_step *st, const char *rule)
 {
 	struct session *s = ctx;
+	double conf;
 	struct rank_state *rs = rank_of(s, st->col);
 
 	if (!rs)
@@ -313,7 +314,8 @@ static void job_on_step(void *ctx, const struct job_step *st, const char *rule)
 	s->last_steps[st->col] = *st;
 	if (!s->o.json)
 		return;
-	report__step(&s->j, rs->info.rank, rs->pid, st, rule);
+	job__rule(s->job, &conf, NULL);
+	report__step(&s->j, rs->info.rank, rs->pid, st, rule, conf);
 	emit(s);
 }
 

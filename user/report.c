@@ -344,7 +344,8 @@ static void phases_obj(struct json *j, const struct phases *ph)
 	json__obj_end(j);
 }
 
-void report__step(struct json *j, int rank, pid_t pid, const struct job_step *st, const char *rule)
+void report__step(struct json *j, int rank, pid_t pid, const struct job_step *st, const char *rule,
+		  double confidence)
 {
 	json__obj_begin(j);
 	json__kstr(j, "type", "step");
@@ -359,6 +360,7 @@ void report__step(struct json *j, int rank, pid_t pid, const struct job_step *st
 	json__kuint(j, "collectives", st->collectives);
 	json__kuint(j, "inside_ns", st->inside_ns);
 	json__kstr(j, "rule", rule);
+	json__kdouble(j, "rule_confidence", confidence);
 	json__obj_end(j);
 }
 

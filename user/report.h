@@ -40,7 +40,8 @@ void report__stats(struct json *j, const struct rank_row *row, uint64_t t_ns);
 void report__self(struct json *j, const struct self_stats *s, uint64_t t_ns, bool final);
 
 /* {"type":"step",...}: one per rank per step. */
-void report__step(struct json *j, int rank, pid_t pid, const struct job_step *st, const char *rule);
+void report__step(struct json *j, int rank, pid_t pid, const struct job_step *st, const char *rule,
+		  double confidence);
 
 /* {"type":"verdict",...} */
 void report__verdict(struct json *j, const struct job_verdict *v, int rank, pid_t pid);
