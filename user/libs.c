@@ -174,10 +174,12 @@ int libs__discover(pid_t pid, struct proc_libs *out)
 	return found;
 }
 
-int libs__find_mapped(pid_t pid, const char *stem, struct proc_lib *out)
+/* The lowest mapping of the first file pid mapped that match() accepts. */
+static int find_mapping(pid_t pid, bool (*match)(const char *path, const void *arg),
+			const void *arg, struct proc_lib *out)
 {
 	char line[PATH_MAX + 256];
-	const char *p, *nl, *base;
+	const char *p, *nl;
 	struct proc_map m;
 	char *maps;
 	ssize_t n;
@@ -194,10 +196,8 @@ int libs__find_mapped(pid_t pid, const char *stem, struct proc_lib *out)
 			continue;
 		memcpy(line, p, len);
 		line[len] = '\0';
-		if (procfs__parse_maps_line(line, &m) || m.path[0] != '/' || !m.inode)
-			continue;
-		base = strrchr(m.path, '/') + 1;
-		if (strncmp(base, stem, strlen(stem)))
+		if (procfs__parse_maps_line(line, &m) || m.path[0] != '/' || !m.inode ||
+		    !match(m.path, arg))
 			continue;
 		if (out->found && (out->inode != m.inode || out->start <= m.start))
 			continue;
@@ -213,14 +213,27 @@ int libs__find_mapped(pid_t pid, const char *stem, struct proc_lib *out)
 	return out->found ? 0 : -ENOENT;
 }
 
+static bool name_starts(const char *path, const void *stem)
+{
+	const char *base = strrchr(path, '/') + 1;
+
+	return !strncmp(base, stem, strlen(stem));
+}
+
+static bool same_path(const char *path, const void *want)
+{
+	return !strcmp(path, want);
+}
+
+int libs__find_mapped(pid_t pid, const char *stem, struct proc_lib *out)
+{
+	return find_mapping(pid, name_starts, stem, out);
+}
+
 int libs__exe(pid_t pid, struct proc_lib *out)
 {
-	char link[64], exe[PATH_MAX], line[PATH_MAX + 256];
-	const char *p, *nl;
-	struct proc_map m;
-	char *maps;
+	char link[64], exe[PATH_MAX];
 	ssize_t n;
-	size_t len;
 
 	memset(out, 0, sizeof(*out));
 	snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
@@ -228,29 +241,7 @@ int libs__exe(pid_t pid, struct proc_lib *out)
 	if (n < 0)
 		return -errno;
 	exe[n] = '\0';
-	n = procfs__read(pid, "maps", &maps, PROC_MAPS_MAX);
-	if (n < 0)
-		return n;
-	for (p = maps; *p; p = nl ? nl + 1 : p + len) {
-		nl = strchr(p, '\n');
-		len = nl ? (size_t)(nl - p) : strlen(p);
-		if (len >= sizeof(line))
-			continue;
-		memcpy(line, p, len);
-		line[len] = '\0';
-		if (procfs__parse_maps_line(line, &m) || strcmp(m.path, exe))
-			continue;
-		out->found = true;
-		snprintf(out->path, sizeof(out->path), "%s", m.path);
-		out->dev = makedev(m.dev_major, m.dev_minor);
-		out->inode = m.inode;
-		out->start = m.start;
-		out->end = m.end;
-		out->pgoff = m.pgoff;
-		break;
-	}
-	free(maps);
-	return out->found ? 0 : -ENOENT;
+	return find_mapping(pid, same_path, exe, out);
 }
 
 static bool same_file(int fd, const struct proc_lib *pl)
