@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/* cmocka tests for user/prom.c: the exposition text, byte for byte. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include "prom.h"
+
+static void family__help_escaped__two_lines(void **state)
+{
+	struct prom p;
+
+	prom__init(&p);
+	prom__family(&p, "rankscope_x_total", "counter", "a \\ back\nslash");
+	assert_string_equal(p.buf, "# HELP rankscope_x_total a \\\\ back\\nslash\n"
+				   "# TYPE rankscope_x_total counter\n");
+	prom__free(&p);
+}
+
+static void sample__labels_escaped__quoted(void **state)
+{
+	const char *const labels[] = { "job_id", "a\"b\\c\nd", "rank", "3", NULL };
+	struct prom p;
+
+	prom__init(&p);
+	prom__sample(&p, "m", labels, 1.5);
+	prom__sample(&p, "m", NULL, 42);
+	assert_string_equal(p.buf, "m{job_id=\"a\\\"b\\\\c\\nd\",rank=\"3\"} 1.5\nm 42\n");
+	prom__free(&p);
+}
+
+static void value__special_and_shortest__spelled(void **state)
+{
+	char b[40];
+
+	assert_string_equal(prom__value(NAN, b, sizeof(b)), "NaN");
+	assert_string_equal(prom__value(INFINITY, b, sizeof(b)), "+Inf");
+	assert_string_equal(prom__value(-INFINITY, b, sizeof(b)), "-Inf");
+	assert_string_equal(prom__value(0, b, sizeof(b)), "0");
+	assert_string_equal(prom__value(-7, b, sizeof(b)), "-7");
+	assert_string_equal(prom__value(0.1, b, sizeof(b)), "0.1");
+	assert_string_equal(prom__value(1e-9, b, sizeof(b)), "1e-09");
+	assert_string_equal(prom__value(18446744073709551615.0, b, sizeof(b)),
+			    "1.8446744073709552e+19");
+	assert_true(strtod(prom__value(1.0 / 3, b, sizeof(b)), NULL) == 1.0 / 3);
+}
+
+static void histogram__cumulative_and_inf__exact(void **state)
+{
+	const char *const labels[] = { "rank", "0", NULL };
+	const uint64_t counts[] = { 1, 0, 2 };
+	const double bounds[] = { 0.001, 0.01, 0.1 };
+	struct prom p;
+
+	prom__init(&p);
+	prom__histogram(&p, "h", labels, counts, bounds, 3, 0.25, 4);
+	assert_string_equal(p.buf,
+			    "h_bucket{rank=\"0\",le=\"0.001\"} 1\n"
+			    "h_bucket{rank=\"0\",le=\"0.01\"} 1\n"
+			    "h_bucket{rank=\"0\",le=\"0.1\"} 3\n"
+			    "h_bucket{rank=\"0\",le=\"+Inf\"} 4\n"
+			    "h_sum{rank=\"0\"} 0.25\n"
+			    "h_count{rank=\"0\"} 4\n");
+	prom__free(&p);
+}
+
+static void histogram__count_below_buckets__inf_not_below(void **state)
+{
+	const uint64_t counts[] = { 5 };
+	const double bounds[] = { 1 };
+	struct prom p;
+
+	/* a kernel histogram read mid-update: count lags the buckets */
+	prom__init(&p);
+	prom__histogram(&p, "h", NULL, counts, bounds, 1, 2, 4);
+	assert_string_equal(p.buf, "h_bucket{le=\"1\"} 5\nh_bucket{le=\"+Inf\"} 5\nh_sum 2\n"
+				   "h_count 5\n");
+	prom__free(&p);
+}
+
+static void log2_hist__ns_buckets__seconds_bounds(void **state)
+{
+	struct rs_hist h = {};
+	struct prom p;
+
+	h.slots[0] = 1;		/* [1, 2) ns */
+	h.slots[10] = 2;	/* [1024, 2048) ns */
+	h.count = 3;
+	h.sum_ns = 3000;
+	prom__init(&p);
+	prom__log2_hist(&p, "x_seconds", NULL, &h);
+	assert_non_null(strstr(p.buf, "x_seconds_bucket{le=\"2e-09\"} 1\n"));
+	assert_non_null(strstr(p.buf, "x_seconds_bucket{le=\"1.024e-06\"} 1\n"));
+	assert_non_null(strstr(p.buf, "x_seconds_bucket{le=\"2.048e-06\"} 3\n"));
+	assert_non_null(strstr(p.buf, "x_seconds_bucket{le=\"+Inf\"} 3\nx_seconds_sum 3e-06\n"
+				      "x_seconds_count 3\n"));
+	assert_null(strstr(p.buf, "4.096e-06"));	/* nothing past the last non-empty bucket */
+	prom__free(&p);
+}
+
+static void reset__keeps_buffer__empty_text(void **state)
+{
+	struct prom p;
+
+	prom__init(&p);
+	prom__sample(&p, "m", NULL, 1);
+	prom__reset(&p);
+	assert_int_equal(p.len, 0);
+	assert_string_equal(p.buf, "");
+	prom__free(&p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(family__help_escaped__two_lines),
+		cmocka_unit_test(sample__labels_escaped__quoted),
+		cmocka_unit_test(value__special_and_shortest__spelled),
+		cmocka_unit_test(histogram__cumulative_and_inf__exact),
+		cmocka_unit_test(histogram__count_below_buckets__inf_not_below),
+		cmocka_unit_test(log2_hist__ns_buckets__seconds_bounds),
+		cmocka_unit_test(reset__keeps_buffer__empty_text),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

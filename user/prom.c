@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/* Prometheus text exposition writer. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "prom.h"
+
+void prom__init(struct prom *p)
+{
+	memset(p, 0, sizeof(*p));
+}
+
+void prom__reset(struct prom *p)
+{
+	p->len = 0;
+	p->err = 0;
+	if (p->buf)
+		p->buf[0] = '\0';
+}
+
+void prom__free(struct prom *p)
+{
+	free(p->buf);
+	prom__init(p);
+}
+
+static void put(struct prom *p, const char *s, size_t n)
+{
+	size_t cap;
+	char *nb;
+
+	if (p->err)
+		return;
+	if (p->len + n + 1 > p->cap) {
+		cap = p->cap ? p->cap : 4096;
+		while (cap < p->len + n + 1)
+			cap *= 2;
+		nb = realloc(p->buf, cap);
+		if (!nb) {
+			p->err = -ENOMEM;
+			return;
+		}
+		p->buf = nb;
+		p->cap = cap;
+	}
+	memcpy(p->buf + p->len, s, n);
+	p->len += n;
+	p->buf[p->len] = '\0';
+}
+
+static void puts_(struct prom *p, const char *s)
+{
+	put(p, s, strlen(s));
+}
+
+/* label values: \\ \" \n; HELP text: \\ \n */
+static void escaped(struct prom *p, const char *s, int quote)
+{
+	for (; *s; s++) {
+		if (*s == '\\')
+			puts_(p, "\\\\");
+		else if (*s == '\n')
+			puts_(p, "\\n");
+		else if (quote && *s == '"')
+			puts_(p, "\\\"");
+		else
+			put(p, s, 1);
+	}
+}
+
+void prom__family(struct prom *p, const char *name, const char *type, const char *help)
+{
+	puts_(p, "# HELP ");
+	puts_(p, name);
+	puts_(p, " ");
+	escaped(p, help, 0);
+	puts_(p, "\n# TYPE ");
+	puts_(p, name);
+	puts_(p, " ");
+	puts_(p, type);
+	puts_(p, "\n");
+}
+
+const char *prom__value(double v, char *buf, size_t n)
+{
+	int prec;
+
+	if (isnan(v))
+		snprintf(buf, n, "NaN");
+	else if (isinf(v))
+		snprintf(buf, n, v > 0 ? "+Inf" : "-Inf");
+	else if (v == (double)(long long)v && fabs(v) < 1e15)
+		snprintf(buf, n, "%lld", (long long)v);
+	else
+		for (prec = 6; prec <= 17; prec++) {
+			snprintf(buf, n, "%.*g", prec, v);
+			if (strtod(buf, NULL) == v)
+				break;
+		}
+	return buf;
+}
+
+static void labels_(struct prom *p, const char *const *labels, const char *le)
+{
+	int first = 1, i;
+
+	if ((!labels || !labels[0]) && !le)
+		return;
+	puts_(p, "{");
+	for (i = 0; labels && labels[i] && labels[i + 1]; i += 2) {
+		if (!first)
+			puts_(p, ",");
+		first = 0;
+		puts_(p, labels[i]);
+		puts_(p, "=\"");
+		escaped(p, labels[i + 1], 1);
+		puts_(p, "\"");
+	}
+	if (le) {
+		if (!first)
+			puts_(p, ",");
+		puts_(p, "le=\"");
+		puts_(p, le);
+		puts_(p, "\"");
+	}
+	puts_(p, "}");
+}
+
+static void line(struct prom *p, const char *name, const char *suffix, const char *const *labels,
+		 const char *le, double v)
+{
+	char b[40];
+
+	puts_(p, name);
+	puts_(p, suffix);
+	labels_(p, labels, le);
+	puts_(p, " ");
+	puts_(p, prom__value(v, b, sizeof(b)));
+	puts_(p, "\n");
+}
+
+void prom__sample(struct prom *p, const char *name, const char *const *labels, double value)
+{
+	line(p, name, "", labels, NULL, value);
+}
+
+void prom__histogram(struct prom *p, const char *name, const char *const *labels,
+		     const uint64_t *counts, const double *bounds, int n, double sum,
+		     uint64_t count)
+{
+	uint64_t cum = 0;
+	char le[40];
+	int i;
+
+	for (i = 0; i < n; i++) {
+		cum += counts[i];
+		line(p, name, "_bucket", labels, prom__value(bounds[i], le, sizeof(le)), cum);
+	}
+	/* +Inf is the total; never below the finite buckets even if the sources disagree */
+	line(p, name, "_bucket", labels, "+Inf", count > cum ? count : cum);
+	line(p, name, "_sum", labels, NULL, sum);
+	line(p, name, "_count", labels, NULL, count > cum ? count : cum);
+}
+
+void prom__log2_hist(struct prom *p, const char *name, const char *const *labels,
+		     const struct rs_hist *h)
+{
+	uint64_t counts[RS_HIST_SLOTS];
+	double bounds[RS_HIST_SLOTS];
+	int b, n = 0;
+
+	for (b = 0; b < RS_HIST_SLOTS; b++)
+		if (h->slots[b])
+			n = b + 1;
+	for (b = 0; b < n; b++) {
+		counts[b] = h->slots[b];
+		bounds[b] = ldexp(1.0, b + 1) / 1e9;
+	}
+	prom__histogram(p, name, labels, counts, bounds, n, h->sum_ns / 1e9, h->count);
+}
