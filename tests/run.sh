@@ -31,7 +31,7 @@ for t in build/tests/test_*; do
 	[ -x "$t" ] || continue
 	run_one "unit/$(basename "$t")" "$t"
 done
-for t in tests/bpf/*.sh tests/e2e/*.sh; do
+for t in tests/bpf/*.sh tests/e2e/*.sh tests/deploy/*.sh; do
 	[ -f "$t" ] || continue
 	run_one "${t#tests/}" bash "$t"
 done
