@@ -42,8 +42,10 @@ bg() {
 # wait_lines FILE REGEX N TIMEOUT_S: wait until FILE has N lines matching REGEX
 wait_lines() {
 	local f=$1 re=$2 n=$3 t=$4 i
+	local got
 	for ((i = 0; i < t * 10; i++)); do
-		[ "$(grep -cE "$re" "$f" 2>/dev/null)" -ge "$n" ] && return 0
+		got=$(grep -cE "$re" "$f" 2>/dev/null)
+		[ "${got:-0}" -ge "$n" ] && return 0
 		sleep 0.1
 	done
 	echo "timed out waiting for $n lines /$re/ in $f:"

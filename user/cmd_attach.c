@@ -19,7 +19,9 @@
 #include "comms.h"
 #include "decode.h"
 #include "elfsym.h"
+#include "httpd.h"
 #include "job.h"
+#include "metrics.h"
 #include "period.h"
 #include "json.h"
 #include "log.h"
@@ -48,6 +50,7 @@ struct attach_opts {
 	char usdt_provider[64];
 	char usdt_name[64];
 	char marker_lib[128];	/* "" = the executable */
+	const char *listen;	/* serve /metrics and /api/v1 here; NULL: no HTTP */
 };
 
 struct session {
@@ -68,6 +71,10 @@ struct session {
 	struct job_verdict worst;	/* the most serious verdict seen, for the report */
 	bool have_worst;
 	uint64_t start_ns;		/* when the probes went in */
+	struct httpd *httpd;
+	struct metrics_acc *macc;	/* per rank */
+	char **rank_json;		/* each rank's latest rank line, for /api/v1/ranks */
+	struct prom prom;
 };
 
 static uint64_t now_ns(void)
@@ -108,6 +115,10 @@ static void emit_rank(struct session *s, struct rank_state *rs)
 		fams[n++] = decode__family_name(f);
 	}
 	report__rank(&s->j, rs, fams, n);
+	if (s->rank_json && !s->j.err) {
+		free(s->rank_json[rs->slot]);
+		s->rank_json[rs->slot] = strdup(s->j.buf);
+	}
 	if (s->o.json) {
 		emit(s);
 		fflush(s->out);
@@ -131,6 +142,9 @@ static void on_coll(struct session *s, struct rank_state *rs, const struct rs_ev
 	else if (e->lib == RS_LIB_MPI)
 		esize = comms__dtype_size(&s->comms, rs->pid, e->dtype);
 	comms__name(&s->comms, rs->pid, e->lib, e->comm, comm, sizeof(comm));
+	if (s->macc)
+		metrics__on_coll(&s->macc[rs->slot], e->lib, e->op, esize * e->count,
+				 e->exit_ns > e->enter_ns ? e->exit_ns - e->enter_ns : 0);
 	/* the job model keys communicators by their global name */
 	job__on_coll(s->job, rs->slot, e->h.tid, e->op, e->lib,
 		     comms__fnv1a((const uint8_t *)comm, strlen(comm)), e->seq,
@@ -258,6 +272,54 @@ static void check_alive(struct session *s)
 	}
 }
 
+/* Render /metrics and /api/v1/ranks from the current state; the HTTP thread serves copies. */
+static void publish(struct session *s, uint64_t t)
+{
+	const struct job_verdict *v = job__last_verdict(s->job);
+	struct slot_snapshot *snaps;
+	struct metrics_rank *mr;
+	struct json j;
+	int i;
+
+	snaps = calloc(s->nranks, sizeof(*snaps));
+	mr = calloc(s->nranks, sizeof(*mr));
+	if (!snaps || !mr)
+		goto out;
+	for (i = 0; i < s->nranks; i++) {
+		probes__read_slot(&s->probes, s->ranks[i].slot, s->ranks[i].pid, t, &snaps[i]);
+		mr[i] = (struct metrics_rank){
+			.rank = s->ranks[i].info.rank, .pid = s->ranks[i].pid,
+			.job = s->ranks[i].info.job, .exited = s->ranks[i].exited,
+			.hung = s->have_worst && v->cls == V_HANG && v->col == i,
+			.snap = &snaps[i], .acc = &s->macc[i],
+		};
+	}
+	prom__reset(&s->prom);
+	metrics__render(&s->prom, mr, s->nranks, s->have_worst ? v : NULL, &s->self);
+	if (!s->prom.err)
+		httpd__publish(s->httpd, HTTPD_METRICS, s->prom.buf, s->prom.len);
+	json__init(&j);
+	json__arr_begin(&j);
+	for (i = 0; i < s->nranks; i++) {
+		if (!s->rank_json[i])
+			continue;
+		json__raw(&j, s->rank_json[i]);	/* already rendered by report__rank */
+	}
+	json__arr_end(&j);
+	if (!j.err)
+		httpd__publish(s->httpd, HTTPD_RANKS, j.buf, j.len);
+	json__free(&j);
+	if (!s->have_worst) {
+		const char *none = "{\"type\":\"verdict\",\"class\":\"none\",\"detail\":"
+				   "\"no verdict yet: too few steps\"}";
+
+		httpd__publish(s->httpd, HTTPD_DIAGNOSIS, none, strlen(none));
+	}
+out:
+	free(snaps);
+	free(mr);
+}
+
 static void tick(struct session *s, bool final)
 {
 	struct rank_row *rows;
@@ -266,6 +328,10 @@ static void tick(struct session *s, bool final)
 	int i;
 
 	job__advance(s->job, t, final);
+	if (s->httpd) {
+		read_self(s);
+		publish(s, t);
+	}
 	if (s->o.report) {
 		read_self(s);
 		fflush(s->out);	/* step and verdict lines, as they come */
@@ -312,11 +378,18 @@ static void job_on_step(void *ctx, const struct job_step *st, const char *rule)
 		return;
 	s->steps_seen++;
 	s->last_steps[st->col] = *st;
-	if (!s->o.json)
+	if (s->macc)
+		metrics__on_step(&s->macc[st->col], st);
+	if (!s->o.json && !s->httpd)
 		return;
 	job__rule(s->job, &conf, NULL);
 	report__step(&s->j, rs->info.rank, rs->pid, st, rule, conf);
-	emit(s);
+	if (s->httpd && !s->j.err)
+		httpd__add_step(s->httpd, rs->info.rank, s->j.buf, s->j.len);
+	if (s->o.json)
+		emit(s);
+	else
+		json__reset(&s->j);
 }
 
 static int severity(enum vclass c)
@@ -338,10 +411,15 @@ static void job_on_verdict(void *ctx, const struct job_verdict *v)
 		s->worst = *v;
 		s->have_worst = true;
 	}
-	if (!s->o.json)
+	if (!s->o.json && !s->httpd)
 		return;		/* the table shows the latest; diagnose reports at the end */
 	report__verdict(&s->j, v, rs ? rs->info.rank : -1, rs ? rs->pid : 0);
-	emit(s);
+	if (s->httpd && !s->j.err)
+		httpd__publish(s->httpd, HTTPD_DIAGNOSIS, s->j.buf, s->j.len);
+	if (s->o.json)
+		emit(s);
+	else
+		json__reset(&s->j);
 }
 
 static bool job_inflight(void *ctx, int col, uint64_t *enter_ns, uint64_t *seq)
@@ -584,6 +662,17 @@ static int attach_rank(struct session *s, struct rank_state *rs)
 	return 0;
 }
 
+/* The signals the loop reads from a signalfd. Blocked before any thread starts (the HTTP
+ * server's), so that none of them can take one with its default action. */
+static void signal_mask(sigset_t *mask)
+{
+	sigemptyset(mask);
+	sigaddset(mask, SIGINT);
+	sigaddset(mask, SIGTERM);
+	sigaddset(mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, mask, NULL);
+}
+
 static int run_loop(struct session *s)
 {
 	struct epoll_event ev, evs[4];
@@ -593,11 +682,7 @@ static int run_loop(struct session *s)
 	int ep, sfd, dfd, tfd, i, n, err = 0;
 	bool stop = false;
 
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal_mask(&mask);
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	dfd = make_timer((uint64_t)s->o.drain_ms * 1000000ULL);
 	tfd = make_timer((uint64_t)(s->o.interval_s * 1e9));
@@ -704,6 +789,9 @@ static void usage(FILE *f, bool diagnose)
 "      --window N         steps per verdict window (default 8)\n"
 "      --hang-timeout S   a rank is hung when a peer waited S seconds in a collective it\n"
 "                         has not reached (default 60)\n"
+"      --listen ADDR      serve /metrics (Prometheus), /healthz, /api/v1/ranks,\n"
+"                         /api/v1/steps?rank=R&last=N and /api/v1/diagnosis on ADDR,\n"
+"                         e.g. 127.0.0.1:9464 (loopback unless you say otherwise)\n"
 "  -v, --verbose          more diagnostics (libbpf messages)\n"
 "  -h, --help             this help\n"
 "\n"
@@ -713,6 +801,7 @@ static void usage(FILE *f, bool diagnose)
 enum {
 	OPT_IO_MIN = 256, OPT_OFFCPU_MIN, OPT_RINGBUF, OPT_DRAIN,
 	OPT_NO_SCHED, OPT_NO_IO, OPT_NO_NET, OPT_NO_COLL, OPT_STEPS, OPT_WINDOW, OPT_HANG,
+	OPT_LISTEN,
 };
 
 static int parse_num(const char *opt, const char *arg, long lo, long hi, long *out)
@@ -793,6 +882,7 @@ static int parse_opts(int argc, char **argv, struct attach_opts *o, bool diagnos
 		{ "steps", required_argument, NULL, OPT_STEPS },
 		{ "window", required_argument, NULL, OPT_WINDOW },
 		{ "hang-timeout", required_argument, NULL, OPT_HANG },
+		{ "listen", required_argument, NULL, OPT_LISTEN },
 		{},
 	};
 	const char *bad;
@@ -883,6 +973,9 @@ static int parse_opts(int argc, char **argv, struct attach_opts *o, bool diagnos
 				return -EINVAL;
 			o->jcfg.window = v;
 			break;
+		case OPT_LISTEN:
+			o->listen = optarg;
+			break;
 		case OPT_HANG: {
 			double secs;
 
@@ -931,6 +1024,7 @@ static void print_report(struct session *s);
 static int run(int argc, char **argv, bool diagnose)
 {
 	struct rank_info *infos = NULL;
+	sigset_t sigs;
 	struct session s = {};
 	char msg[256];
 	int err, i, running, f;
@@ -939,6 +1033,7 @@ static int run(int argc, char **argv, bool diagnose)
 	if (err)
 		return err > 0 ? 0 : 2;
 	signal(SIGPIPE, SIG_IGN);
+	signal_mask(&sigs);
 	s.out = stdout;
 	s.tty = isatty(STDOUT_FILENO);
 	json__init(&s.j);
@@ -1027,6 +1122,21 @@ static int run(int argc, char **argv, bool diagnose)
 		pr_warn("attach: failed to open the ring buffer: %s", strerror(errno));
 		goto out;
 	}
+	if (s.o.listen) {
+		s.macc = calloc(s.nranks, sizeof(*s.macc));
+		s.rank_json = calloc(s.nranks, sizeof(*s.rank_json));
+		if (!s.macc || !s.rank_json) {
+			err = -ENOMEM;
+			goto out;
+		}
+		prom__init(&s.prom);
+		err = httpd__start(s.o.listen, &s.httpd, msg, sizeof(msg));
+		if (err) {
+			pr_warn("attach: %s", msg);
+			goto out;
+		}
+		pr_info("attach: serving /metrics and /api/v1 on http://%s", s.o.listen);
+	}
 	s.start_ns = now_ns();
 	for (i = 0, f = 0; i < s.nranks; i++) {
 		if (attach_rank(&s, &s.ranks[i]))
@@ -1062,6 +1172,12 @@ static int run(int argc, char **argv, bool diagnose)
 		pr_warn("attach: failed to write output: %s; was the reader closed?", strerror(-err));
 	}
 out:
+	httpd__stop(s.httpd);
+	prom__free(&s.prom);
+	for (i = 0; s.rank_json && i < s.nranks; i++)
+		free(s.rank_json[i]);
+	free(s.rank_json);
+	free(s.macc);
 	ring_buffer__free(s.rb);
 	probes__close(&s.probes);
 	comms__free(&s.comms);

@@ -214,6 +214,12 @@ void json__double(struct json *j, double v)
 	puts_(j, b);
 }
 
+void json__raw(struct json *j, const char *text)
+{
+	sep(j);
+	puts_(j, text);
+}
+
 void json__bool(struct json *j, bool v)
 {
 	sep(j);

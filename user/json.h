@@ -37,6 +37,9 @@ void json__double(struct json *j, double v);	/* non-finite becomes null */
 void json__bool(struct json *j, bool v);
 void json__null(struct json *j);
 
+/* A value that is already JSON text (the caller rendered it with this writer). */
+void json__raw(struct json *j, const char *text);
+
 /* key + value shorthands */
 void json__kstr(struct json *j, const char *k, const char *v);	/* NULL -> null */
 void json__kint(struct json *j, const char *k, int64_t v);

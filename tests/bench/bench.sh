@@ -387,12 +387,12 @@ if [[ $PARTS == *3* ]]; then
 fi
 
 # p4_run RUN: detection latency. A 2-rank job runs healthy, then one rank starts sleeping
-# 3 ms before each allreduce at iteration 150; rankscope diagnose is never told which.
+# 4 ms before each allreduce at iteration 150; rankscope diagnose is never told which.
 p4_run() {
 	local run=$1 d="$T/p4.$1" job tool victim=$((RANDOM % 2))
 	mkdir -p "$d"
 	bg "$d/job.out" "$d/job.err" "${MPIRUN[@]}" -np 2 "$LOOP" --go-file "$d/go" \
-		--iters 400 --compute-us "$COMPUTE_US" --slow-rank $victim --slow-us 3000 --slow-from 150
+		--iters 400 --compute-us "$COMPUTE_US" --slow-rank $victim --slow-us 4000 --slow-from 150
 	job=$BG_PID
 	wait_lines "$d/job.out" '^ready rank=' 2 60 "$job" || { abort_run; return 1; }
 	mapfile -t pids < <(rank_pids "$d/job.out")

@@ -53,7 +53,7 @@ def part4(p4, out):
     steps = [s for _, s, _ in p4]
     secs = [ns / 1e9 for _, _, ns in p4]
     out.append("## 4. Detection latency\n")
-    out.append("A healthy 2-rank job; from iteration 150 one rank (picked at random) sleeps 3 ms "
+    out.append("A healthy 2-rank job; from iteration 150 one rank (picked at random) sleeps 4 ms "
                "before each allreduce. Latency is from the fault's first iteration to the first "
                "`compute` verdict on that rank, from `rankscope diagnose --json` (window 8).\n")
     out.append("| runs | steps, median | steps, max | seconds, median | seconds, max |")

@@ -18,7 +18,7 @@ mpi_run() {	# mpi_run NAME RANKSCOPE-ARGS...
 	local name=$1
 	shift
 	bg "$name" mpirun --allow-run-as-root --oversubscribe -np 2 "$FIX/mpi_loop" \
-		--go-file "$T/$name.go" --iters $ITERS --compute-us 1000 --slow-rank 1 --slow-us 3000
+		--go-file "$T/$name.go" --iters $ITERS --compute-us 1000 --slow-rank 1 --slow-us 4000
 	wait_lines "$T/$name.out" '^ready rank=' 2 60 || fail "$name: MPI job did not start"
 	bg "${name}rs" "$RS" diagnose -p "$(ready_pids "$T/$name.out")" --json "$@"
 	wait_lines "$T/${name}rs.out" '"type":"rank"' 2 30 || fail "$name: rankscope did not attach"

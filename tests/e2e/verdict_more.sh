@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # More injected faults, the profiler never told which rank:
-#  - OpenMPI, 2 ranks: one reads its data uncached (O_DIRECT, 4 MiB a step) from disk ->
+#  - OpenMPI, 2 ranks: one reads its data uncached (O_DIRECT, 8 MiB a step) from disk ->
 #    "storage" on it;
 #  - OpenMPI, 2 ranks: one capped by a cgroup v1 CPU quota (1 ms per 5 ms) ->
 #    "cpu_contention" (or "compute" with sched_delay evidence) on it;
@@ -41,7 +41,7 @@ cpu_cap() {
 }
 
 head -c 256M /dev/urandom >"$BIG"
-mpi_case storage no_setup --read-file "$BIG" --slow-read-kb 4096
+mpi_case storage no_setup --read-file "$BIG" --slow-read-kb 8192
 if [ -d /sys/fs/cgroup/cpu ]; then
 	mpi_case quota cpu_cap
 else

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# HTTP on a real 2-rank OpenMPI straggler job (rankscope diagnose --listen):
+#  - /metrics passes `promtool check metrics` and names the straggler;
+#  - /healthz, /api/v1/ranks, /api/v1/steps?rank=R&last=N and /api/v1/diagnosis answer JSON;
+#  - bad input: unknown path 404, POST 405, bad query 400, a huge header is refused, and an idle
+#    half-sent request is closed at the timeout while /metrics keeps answering;
+#  - a real Prometheus on loopback scrapes it with deploy/prometheus/rules.yaml loaded, and the
+#    persistent-straggler alert reaches pending or firing.
+. "$(dirname "$0")/../lib.sh"
+need_root
+command -v mpirun >/dev/null || skip "OpenMPI not installed (make deps)"
+command -v promtool >/dev/null || skip "promtool not installed (make deps installs prometheus)"
+PORT=$((20000 + RANDOM % 20000))
+PPORT=$((PORT + 1))
+URL=http://127.0.0.1:$PORT
+get() { $PY -c '
+import sys, urllib.request, urllib.error
+try:
+    r = urllib.request.urlopen(urllib.request.Request(sys.argv[1], method=sys.argv[2]), timeout=5)
+    print(r.status); sys.stdout.write(r.read().decode())
+except urllib.error.HTTPError as e:
+    print(e.code); sys.stdout.write(e.read().decode())' "$1" "${2:-GET}"; }
+
+SLOW=$((RANDOM % 2))
+bg job mpirun --allow-run-as-root --oversubscribe -np 2 "$FIX/mpi_loop" --go-file "$T/go" \
+	--iters 100000 --compute-us 1000 --slow-rank $SLOW --slow-us 4000
+wait_lines "$T/job.out" '^ready rank=' 2 60 || fail "MPI job did not start"
+bg rs "$RS" diagnose -p "$(ready_pids "$T/job.out")" --listen 127.0.0.1:$PORT
+wait_lines "$T/rs.out" 'serving /metrics' 1 30 || fail "rankscope did not serve: $(tail -3 "$T/rs.out")"
+touch "$T/go"
+sleep 3
+
+get $URL/metrics >"$T/metrics.raw"
+[ "$(head -1 "$T/metrics.raw")" = 200 ] || fail "/metrics: $(head -3 "$T/metrics.raw")"
+tail -n +2 "$T/metrics.raw" >"$T/metrics"
+promtool check metrics <"$T/metrics" || fail "promtool check metrics failed"
+grep -q "^rankscope_straggler_verdict{.*class=\"compute\",rank=\"$SLOW\",persistent=\"true\"} 1" \
+	"$T/metrics" || fail "no persistent compute verdict on rank $SLOW in /metrics"
+grep -q '^train_step_seconds_count{job_id=".*",rank="0"} [1-9]' "$T/metrics" || fail "no steps"
+code() { get "$@" | sed -n 1p; }	# the status alone (reads it all: no broken pipe)
+[ "$(code $URL/healthz)" = 200 ] || fail "/healthz"
+get $URL/api/v1/ranks | tail -n +2 | $PY -c '
+import json, sys; r = json.load(sys.stdin); assert len(r) == 2 and r[0]["type"] == "rank", r' ||
+	fail "/api/v1/ranks"
+get "$URL/api/v1/steps?rank=$SLOW&last=3" | tail -n +2 | $PY -c '
+import json, sys; s = json.load(sys.stdin)
+assert len(s) == 3 and all(x["type"] == "step" and x["rank"] == int(sys.argv[1]) for x in s), s
+assert s[0]["step"] > s[1]["step"] > s[2]["step"], "newest first"' $SLOW || fail "/api/v1/steps"
+get $URL/api/v1/diagnosis | tail -n +2 | $PY -c '
+import json, sys; d = json.load(sys.stdin)
+assert d["type"] == "verdict" and d["class"] == "compute" and d["rank"] == int(sys.argv[1]), d' \
+	$SLOW || fail "/api/v1/diagnosis"
+[ "$(code $URL/nope)" = 404 ] || fail "unknown path not 404"
+[ "$(code $URL/metrics POST)" = 405 ] || fail "POST not 405"
+[ "$(code "$URL/api/v1/steps?last=abc")" = 400 ] || fail "bad query not 400"
+$PY - $PORT <<'PY' || fail "bad input over raw sockets"
+import socket, sys, time
+port = int(sys.argv[1])
+# a 100 KiB header: refused (431 or 413) or the connection closed, never served
+s = socket.create_connection(("127.0.0.1", port), timeout=5)
+s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 100000 + b"\r\n\r\n")
+try:
+    head = s.recv(64)
+except (ConnectionResetError, BrokenPipeError):
+    head = b""
+assert not head.startswith(b"HTTP/1.1 200"), head
+s.close()
+# slowloris: a request that never ends is closed at the timeout; others are served meanwhile
+idle = socket.create_connection(("127.0.0.1", port), timeout=20)
+idle.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+t0 = time.time()
+ok = socket.create_connection(("127.0.0.1", port), timeout=5)
+ok.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+assert ok.recv(64).startswith(b"HTTP/1.1 200"), "healthz blocked by an idle client"
+closed = idle.recv(64)
+waited = time.time() - t0
+assert waited < 15, f"idle connection open for {waited:.1f} s"
+print(f"idle connection closed after {waited:.1f} s")
+PY
+
+# a real Prometheus on loopback, scraping every second, with the shipped rules
+cat >"$T/prom.yml" <<EOF2
+global:
+  scrape_interval: 1s
+  evaluation_interval: 1s
+rule_files:
+  - $TOP/deploy/prometheus/rules.yaml
+scrape_configs:
+  - job_name: rankscope
+    static_configs:
+      - targets: ['127.0.0.1:$PORT']
+EOF2
+bg prom prometheus --config.file="$T/prom.yml" --storage.tsdb.path="$T/tsdb" \
+	--web.listen-address=127.0.0.1:$PPORT
+state=""
+for _ in $(seq 60); do
+	state=$(get "http://127.0.0.1:$PPORT/api/v1/alerts" 2>/dev/null | tail -n +2 | $PY -c '
+import json, sys
+try:
+    a = json.load(sys.stdin)["data"]["alerts"]
+except Exception:
+    a = []
+print(" ".join(sorted({x["state"] for x in a if x["labels"]["alertname"] == "RankscopePersistentStraggler"
+                       and x["labels"].get("rank") == sys.argv[1]})))' $SLOW)
+	case "$state" in *pending*|*firing*) break ;; esac
+	sleep 1
+done
+case "$state" in
+*pending*|*firing*) echo "Prometheus: RankscopePersistentStraggler on rank $SLOW is $state" ;;
+*) fail "Prometheus never saw the straggler alert (state '$state'): $(tail -5 "$T/prom.out")" ;;
+esac
+kill -TERM "$PID_rs"
+wait_exit "$PID_rs" 60 || fail "rankscope did not exit on SIGTERM"
+grep -q "got Terminated, detaching" "$T/rs.out" || fail "SIGTERM did not go through the clean exit"
+pass "/metrics passes promtool, the API answers, bad input is refused, Prometheus alerts"

@@ -1,0 +1,277 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/* HTTP on libmicrohttpd: GET-only, loopback by default, bounded connections, one-line errors. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <microhttpd.h>
+#include "httpd.h"
+#include "procfs.h"
+
+struct step_line {
+	int rank;
+	char *json;
+	size_t len;
+};
+
+struct httpd {
+	struct MHD_Daemon *mhd;
+	pthread_mutex_t lock;
+	char *doc[HTTPD_DOC_MAX];
+	size_t doc_len[HTTPD_DOC_MAX];
+	struct step_line *steps;	/* a ring of HTTPD_STEPS_MAX */
+	size_t nsteps, head;
+};
+
+int httpd__parse_listen(const char *s, void *sa, unsigned int *len)
+{
+	struct sockaddr_in *v4 = sa;
+	struct sockaddr_in6 *v6 = sa;
+	char host[64];
+	const char *colon;
+	long port;
+	size_t hl;
+
+	if (s[0] == '[') {
+		colon = strstr(s, "]:");
+		if (!colon)
+			return -EINVAL;
+		hl = colon - s - 1;
+		if (hl >= sizeof(host))
+			return -EINVAL;
+		memcpy(host, s + 1, hl);
+		host[hl] = '\0';
+		colon++;
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon || (size_t)(colon - s) >= sizeof(host))
+			return -EINVAL;
+		memcpy(host, s, colon - s);
+		host[colon - s] = '\0';
+	}
+	if (parse_long(colon + 1, 1, 65535, &port))
+		return -EINVAL;
+	memset(sa, 0, sizeof(struct sockaddr_in6));
+	if (inet_pton(AF_INET, host, &v4->sin_addr) == 1) {
+		v4->sin_family = AF_INET;
+		v4->sin_port = htons(port);
+		*len = sizeof(*v4);
+		return 0;
+	}
+	if (inet_pton(AF_INET6, host, &v6->sin6_addr) == 1) {
+		v6->sin6_family = AF_INET6;
+		v6->sin6_port = htons(port);
+		*len = sizeof(*v6);
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned int code, const char *type,
+			     const char *body, size_t len)
+{
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+
+	r = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, "Content-Type", type);
+	MHD_add_response_header(r, "Cache-Control", "no-store");
+	if (code == MHD_HTTP_METHOD_NOT_ALLOWED)
+		MHD_add_response_header(r, "Allow", "GET, HEAD");
+	ret = MHD_queue_response(c, code, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result text(struct MHD_Connection *c, unsigned int code, const char *msg)
+{
+	return reply(c, code, "text/plain; charset=utf-8", msg, strlen(msg));
+}
+
+static enum MHD_Result serve_doc(struct httpd *h, struct MHD_Connection *c, enum httpd_doc d,
+				 const char *type)
+{
+	enum MHD_Result ret;
+
+	pthread_mutex_lock(&h->lock);
+	if (h->doc[d])
+		ret = reply(c, MHD_HTTP_OK, type, h->doc[d], h->doc_len[d]);
+	else
+		ret = MHD_NO;
+	pthread_mutex_unlock(&h->lock);
+	if (ret == MHD_NO && !h->doc[d])
+		return text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "not ready: no data yet\n");
+	return ret;
+}
+
+/* /api/v1/steps?rank=R&last=N: the last N step lines of rank R (all ranks without rank). */
+static enum MHD_Result serve_steps(struct httpd *h, struct MHD_Connection *c)
+{
+	const char *rs = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "rank");
+	const char *ls = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "last");
+	long rank = -1, last = 100;
+	size_t i, k, n = 0, cap = 2, len = 1;
+	enum MHD_Result ret;
+	char *out;
+
+	if ((rs && parse_long(rs, 0, 1 << 20, &rank)) ||
+	    (ls && parse_long(ls, 1, HTTPD_STEPS_MAX, &last)))
+		return text(c, MHD_HTTP_BAD_REQUEST,
+			    "bad request: rank and last must be whole numbers (last 1..4096)\n");
+	pthread_mutex_lock(&h->lock);
+	/* newest first: walk back from the head */
+	for (k = 0; k < h->nsteps; k++)
+		cap += h->steps[k].len + 2;
+	out = malloc(cap);
+	if (!out) {
+		pthread_mutex_unlock(&h->lock);
+		return text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
+	}
+	out[0] = '[';
+	for (i = 0; i < h->nsteps && n < (size_t)last; i++) {
+		const struct step_line *s;
+
+		k = (h->head + HTTPD_STEPS_MAX - 1 - i) % HTTPD_STEPS_MAX;
+		s = &h->steps[k];
+		if (rank >= 0 && s->rank != rank)
+			continue;
+		if (n++)
+			out[len++] = ',';
+		memcpy(out + len, s->json, s->len);
+		len += s->len;
+	}
+	pthread_mutex_unlock(&h->lock);
+	out[len++] = ']';
+	ret = reply(c, MHD_HTTP_OK, "application/json", out, len);
+	free(out);
+	return ret;
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
+			      const char *method, const char *version, const char *upload,
+			      size_t *upload_size, void **ctx)
+{
+	struct httpd *h = cls;
+
+	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
+		return text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed: use GET\n");
+	if (*upload_size)
+		return text(c, MHD_HTTP_BAD_REQUEST, "bad request: no body expected\n");
+	if (!strcmp(url, "/metrics"))
+		return serve_doc(h, c, HTTPD_METRICS, "text/plain; version=0.0.4; charset=utf-8");
+	if (!strcmp(url, "/healthz"))
+		return text(c, MHD_HTTP_OK, "ok\n");
+	if (!strcmp(url, "/api/v1/ranks"))
+		return serve_doc(h, c, HTTPD_RANKS, "application/json");
+	if (!strcmp(url, "/api/v1/diagnosis"))
+		return serve_doc(h, c, HTTPD_DIAGNOSIS, "application/json");
+	if (!strcmp(url, "/api/v1/steps"))
+		return serve_steps(h, c);
+	return text(c, MHD_HTTP_NOT_FOUND,
+		    "not found: try /metrics, /healthz, /api/v1/ranks, /api/v1/steps, "
+		    "/api/v1/diagnosis\n");
+}
+
+int httpd__start(const char *addr, struct httpd **out, char *err, size_t n)
+{
+	struct sockaddr_in6 sa;
+	unsigned int salen;
+	struct httpd *h;
+
+	if (httpd__parse_listen(addr, &sa, &salen)) {
+		snprintf(err, n, "invalid --listen '%s': expected HOST:PORT, e.g. 127.0.0.1:9464", addr);
+		return -EINVAL;
+	}
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	h->steps = calloc(HTTPD_STEPS_MAX, sizeof(*h->steps));
+	if (!h->steps) {
+		free(h);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&h->lock, NULL);
+	h->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG |
+				  (((struct sockaddr *)&sa)->sa_family == AF_INET6 ? MHD_USE_IPv6 : 0),
+				  0, NULL, NULL, handle, h,
+				  MHD_OPTION_SOCK_ADDR, &sa,
+				  MHD_OPTION_CONNECTION_LIMIT, (unsigned int)HTTPD_MAX_CONN,
+				  MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)HTTPD_MAX_PER_IP,
+				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)HTTPD_TIMEOUT_S,
+				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTPD_MEM_LIMIT,
+				  MHD_OPTION_END);
+	if (!h->mhd) {
+		snprintf(err, n, "failed to listen on %s (port in use, or not an address of this "
+			 "host?); choose another with --listen", addr);
+		httpd__stop(h);
+		return -EADDRINUSE;
+	}
+	*out = h;
+	return 0;
+}
+
+void httpd__stop(struct httpd *h)
+{
+	size_t i;
+	int d;
+
+	if (!h)
+		return;
+	if (h->mhd)
+		MHD_stop_daemon(h->mhd);
+	for (d = 0; d < HTTPD_DOC_MAX; d++)
+		free(h->doc[d]);
+	for (i = 0; h->steps && i < HTTPD_STEPS_MAX; i++)
+		free(h->steps[i].json);
+	free(h->steps);
+	pthread_mutex_destroy(&h->lock);
+	free(h);
+}
+
+void httpd__publish(struct httpd *h, enum httpd_doc d, const char *body, size_t len)
+{
+	char *copy;
+
+	if (!h || d >= HTTPD_DOC_MAX)
+		return;
+	copy = malloc(len + 1);
+	if (!copy)
+		return;		/* keep serving the previous snapshot */
+	memcpy(copy, body, len);
+	copy[len] = '\0';
+	pthread_mutex_lock(&h->lock);
+	free(h->doc[d]);
+	h->doc[d] = copy;
+	h->doc_len[d] = len;
+	pthread_mutex_unlock(&h->lock);
+}
+
+void httpd__add_step(struct httpd *h, int rank, const char *json, size_t len)
+{
+	struct step_line *s;
+	char *copy;
+
+	if (!h)
+		return;
+	copy = malloc(len + 1);
+	if (!copy)
+		return;
+	memcpy(copy, json, len);
+	copy[len] = '\0';
+	pthread_mutex_lock(&h->lock);
+	s = &h->steps[h->head];
+	free(s->json);
+	s->rank = rank;
+	s->json = copy;
+	s->len = len;
+	h->head = (h->head + 1) % HTTPD_STEPS_MAX;
+	if (h->nsteps < HTTPD_STEPS_MAX)
+		h->nsteps++;
+	pthread_mutex_unlock(&h->lock);
+}

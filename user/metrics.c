@@ -1,0 +1,281 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/* Series for /metrics. Names from the reference documents where they define one. */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+#include "decode.h"
+#include "detect.h"
+#include "hist.h"
+#include "metrics.h"
+#include "procfs.h"
+
+static void hist_add(struct rs_hist *h, uint64_t ns)
+{
+	unsigned int b = hist__bucket(ns);
+
+	h->slots[b]++;
+	h->count++;
+	h->sum_ns += ns;
+}
+
+static int size_index(uint64_t bytes)
+{
+	if (bytes < (64 << 10))
+		return 0;
+	if (bytes < (1 << 20))
+		return 1;
+	if (bytes < (16 << 20))
+		return 2;
+	return 3;
+}
+
+static const char *const size_names[METRICS_SIZE_BUCKETS] = {
+	"<64KB", "64KB-1MB", "1MB-16MB", ">=16MB",
+};
+
+const char *metrics__size_bucket(uint64_t bytes)
+{
+	return size_names[size_index(bytes)];
+}
+
+void metrics__on_coll(struct metrics_acc *a, unsigned int lib, unsigned int op, uint64_t bytes,
+		      uint64_t inside_ns)
+{
+	if (lib >= RS_LIB_MAX || op >= RS_OP_MAX)
+		return;
+	hist_add(&a->coll[lib][op][size_index(bytes)], inside_ns);
+}
+
+void metrics__on_step(struct metrics_acc *a, const struct job_step *st)
+{
+	int p;
+
+	a->steps++;
+	hist_add(&a->step_hist, st->dur_ns);
+	for (p = 0; p < PH_MAX; p++)
+		a->phase_ns[p] += st->ph.ns[p];
+	a->wait_ns += st->ph.comm_wait;
+	a->transfer_ns += st->ph.comm_transfer;
+	a->inside_ns += st->inside_ns;
+}
+
+#define LABELS(...) ((const char *const[]){ __VA_ARGS__, NULL })
+
+static void per_rank_counter(struct prom *p, const char *name, const char *help,
+			     const struct metrics_rank *r, int n, size_t off)
+{
+	char rank[16];
+	int i;
+
+	prom__family(p, name, "counter", help);
+	for (i = 0; i < n; i++) {
+		snprintf(rank, sizeof(rank), "%d", r[i].rank);
+		prom__sample(p, name, LABELS("job_id", r[i].job, "rank", rank),
+			     *(const uint64_t *)((const char *)r[i].acc + off) / 1e9);
+	}
+}
+
+static void self_metrics(struct prom *p, const struct self_stats *s)
+{
+	struct rusage ru;
+	struct timespec ts;
+	struct dirent *de;
+	int f, fds = 0;
+	DIR *d;
+	long rss_pages = 0, ticks = sysconf(_SC_CLK_TCK);
+	char *statm = NULL;
+	struct proc_stat st;
+
+	static const char *const names[3] = { "rankscope_events_attempted_total",
+					      "rankscope_events_received_total",
+					      "rankscope_events_dropped_total" };
+	static const char *const helps[3] = {
+		"Ring-buffer records the probes tried to write.",
+		"Records rankscope read from the ring buffer.",
+		"Records lost because the ring buffer was full.",
+	};
+	const uint64_t *vals[3] = { s->attempted, s->received, s->dropped };
+	int k;
+
+	for (k = 0; k < 3; k++) {
+		prom__family(p, names[k], "counter", helps[k]);
+		for (f = 0; f < RS_FAM_MAX; f++)
+			prom__sample(p, names[k], LABELS("family", decode__family_name(f)),
+				     vals[k][f]);
+	}
+	prom__family(p, "rankscope_events_invalid_total", "counter",
+		     "Records that failed to decode.");
+	prom__sample(p, "rankscope_events_invalid_total", NULL, s->invalid);
+	prom__family(p, "rankscope_probes_attached", "gauge", "Probes attached right now.");
+	prom__sample(p, "rankscope_probes_attached", NULL, s->probes_attached);
+
+	/* the standard process_* set */
+	if (!getrusage(RUSAGE_SELF, &ru)) {
+		prom__family(p, "process_cpu_seconds_total", "counter",
+			     "Total user and system CPU time spent in seconds.");
+		prom__sample(p, "process_cpu_seconds_total", NULL,
+			     ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+			     (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6);
+	}
+	if (procfs__read(getpid(), "statm", &statm, 256) > 0 &&
+	    sscanf(statm, "%*s %ld", &rss_pages) == 1) {
+		prom__family(p, "process_resident_memory_bytes", "gauge",
+			     "Resident memory size in bytes.");
+		prom__sample(p, "process_resident_memory_bytes", NULL,
+			     (double)rss_pages * sysconf(_SC_PAGESIZE));
+	}
+	free(statm);
+	d = opendir("/proc/self/fd");
+	if (d) {
+		while ((de = readdir(d)))
+			fds += de->d_name[0] != '.';
+		closedir(d);
+		prom__family(p, "process_open_fds", "gauge", "Number of open file descriptors.");
+		prom__sample(p, "process_open_fds", NULL, fds - 1);	/* the DIR's own */
+	}
+	/* start time: boot time + starttime ticks */
+	if (!procfs__stat(getpid(), &st) && !clock_gettime(CLOCK_REALTIME, &ts)) {
+		struct timespec up;
+
+		clock_gettime(CLOCK_BOOTTIME, &up);
+		prom__family(p, "process_start_time_seconds", "gauge",
+			     "Start time of the process since unix epoch in seconds.");
+		prom__sample(p, "process_start_time_seconds", NULL,
+			     (double)ts.tv_sec - up.tv_sec + (double)st.starttime / ticks);
+	}
+}
+
+void metrics__render(struct prom *p, const struct metrics_rank *r, int n,
+		     const struct job_verdict *v, const struct self_stats *self)
+{
+	char rank[16];
+	int i, lib, op, sb, k, ph;
+
+	prom__family(p, "train_step_seconds", "histogram",
+		     "Training step duration per rank, from step boundaries found by rankscope.");
+	for (i = 0; i < n; i++) {
+		snprintf(rank, sizeof(rank), "%d", r[i].rank);
+		prom__log2_hist(p, "train_step_seconds", LABELS("job_id", r[i].job, "rank", rank),
+				&r[i].acc->step_hist);
+	}
+	prom__family(p, "nccl_collective_duration_seconds", "histogram",
+		     "Time inside NCCL collective calls (host side), per op and message size.");
+	for (i = 0; i < n; i++) {
+		snprintf(rank, sizeof(rank), "%d", r[i].rank);
+		for (op = 1; op < RS_OP_MAX; op++)
+			for (sb = 0; sb < METRICS_SIZE_BUCKETS; sb++)
+				if (r[i].acc->coll[RS_LIB_NCCL][op][sb].count)
+					prom__log2_hist(p, "nccl_collective_duration_seconds",
+							LABELS("job_id", r[i].job, "rank", rank,
+							       "op", decode__op_name(op),
+							       "size_bucket",
+							       size_names[sb]),
+							&r[i].acc->coll[RS_LIB_NCCL][op][sb]);
+	}
+	prom__family(p, "rankscope_collective_duration_seconds", "histogram",
+		     "Time inside collective calls of every library (nccl, mpi, gloo), per op and "
+		     "message size.");
+	for (i = 0; i < n; i++) {
+		snprintf(rank, sizeof(rank), "%d", r[i].rank);
+		for (lib = 1; lib < RS_LIB_MAX; lib++)
+			for (op = 1; op < RS_OP_MAX; op++)
+				for (sb = 0; sb < METRICS_SIZE_BUCKETS; sb++)
+					if (r[i].acc->coll[lib][op][sb].count)
+						prom__log2_hist(p, "rankscope_collective_duration_seconds",
+								LABELS("job_id", r[i].job, "rank", rank,
+								       "lib", decode__lib_name(lib),
+								       "op", decode__op_name(op),
+								       "size_bucket",
+								       size_names[sb]),
+								&r[i].acc->coll[lib][op][sb]);
+	}
+	prom__family(p, "rankscope_step_phase_seconds_total", "counter",
+		     "Main-thread time per step phase; the phases of a step sum to the step.");
+	for (i = 0; i < n; i++) {
+		snprintf(rank, sizeof(rank), "%d", r[i].rank);
+		for (ph = 0; ph < PH_MAX; ph++)
+			prom__sample(p, "rankscope_step_phase_seconds_total",
+				     LABELS("job_id", r[i].job, "rank", rank, "phase",
+					    steps__phase_name(ph)),
+				     r[i].acc->phase_ns[ph] / 1e9);
+	}
+	per_rank_counter(p, "rankscope_collective_wait_seconds_total",
+			 "Time inside collectives before the last local peer arrived.", r, n,
+			 offsetof(struct metrics_acc, wait_ns));
+	per_rank_counter(p, "rankscope_collective_transfer_seconds_total",
+			 "Time inside collectives after the last local peer arrived.", r, n,
+			 offsetof(struct metrics_acc, transfer_ns));
+	per_rank_counter(p, "rankscope_collective_inside_seconds_total",
+			 "Time inside collectives; across nodes, inside - min(inside) is the wait.",
+			 r, n, offsetof(struct metrics_acc, inside_ns));
+	prom__family(p, "rankscope_collective_seq", "gauge",
+		     "Steps completed per rank (aligned across ranks): a rank that stops while "
+		     "others advance is hung.");
+	for (i = 0; i < n; i++) {
+		snprintf(rank, sizeof(rank), "%d", r[i].rank);
+		prom__sample(p, "rankscope_collective_seq",
+			     LABELS("job_id", r[i].job, "rank", rank, "comm", "main"),
+			     r[i].acc->steps);
+	}
+	prom__family(p, "rankscope_runqueue_delay_seconds", "histogram",
+		     "Time the rank's threads waited runnable for a CPU.");
+	for (i = 0; i < n; i++) {
+		snprintf(rank, sizeof(rank), "%d", r[i].rank);
+		prom__log2_hist(p, "rankscope_runqueue_delay_seconds",
+				LABELS("job_id", r[i].job, "rank", rank), &r[i].snap->runq);
+	}
+	prom__family(p, "rankscope_io_read_seconds", "histogram",
+		     "Read-side syscall latency of the rank and its workers, by fd kind.");
+	for (i = 0; i < n; i++) {
+		snprintf(rank, sizeof(rank), "%d", r[i].rank);
+		for (k = 0; k < RS_FD_MAX; k++)
+			prom__log2_hist(p, "rankscope_io_read_seconds",
+					LABELS("job_id", r[i].job, "rank", rank, "kind",
+					       decode__fd_kind_name(k)),
+					&r[i].snap->io[k][0].lat);
+	}
+	prom__family(p, "rankscope_tcp_retransmits_total", "counter",
+		     "TCP retransmits on sockets the rank owns.");
+	for (i = 0; i < n; i++) {
+		snprintf(rank, sizeof(rank), "%d", r[i].rank);
+		prom__sample(p, "rankscope_tcp_retransmits_total",
+			     LABELS("job_id", r[i].job, "rank", rank), r[i].snap->net.retransmits);
+	}
+	prom__family(p, "rankscope_tcp_srtt_seconds", "gauge",
+		     "Smoothed RTT last seen on the rank's TCP sockets.");
+	for (i = 0; i < n; i++) {
+		snprintf(rank, sizeof(rank), "%d", r[i].rank);
+		prom__sample(p, "rankscope_tcp_srtt_seconds", LABELS("job_id", r[i].job, "rank", rank),
+			     r[i].snap->net.srtt_last_us / 1e6);
+	}
+	prom__family(p, "rankscope_straggler_verdict", "gauge",
+		     "The current verdict (1), with its class and the late rank.");
+	if (v && v->col >= 0 && v->col < n) {
+		snprintf(rank, sizeof(rank), "%d", r[v->col].rank);
+		prom__sample(p, "rankscope_straggler_verdict",
+			     LABELS("job_id", r[v->col].job, "class", detect__class_name(v->cls),
+				    "rank", rank, "persistent", v->persistent ? "true" : "false"), 1);
+	} else if (n) {
+		prom__sample(p, "rankscope_straggler_verdict",
+			     LABELS("job_id", r[0].job, "class", v ? detect__class_name(v->cls) :
+									"none",
+				    "rank", "", "persistent", "false"), 1);
+	}
+	prom__family(p, "rankscope_rank_state", "gauge", "1 for the rank's current state.");
+	for (i = 0; i < n; i++) {
+		static const char *const states[] = { "running", "exited", "hung" };
+		int cur = r[i].exited ? 1 : r[i].hung ? 2 : 0;
+
+		snprintf(rank, sizeof(rank), "%d", r[i].rank);
+		for (k = 0; k < 3; k++)
+			prom__sample(p, "rankscope_rank_state",
+				     LABELS("job_id", r[i].job, "rank", rank, "state", states[k]),
+				     k == cur);
+	}
+	if (self)
+		self_metrics(p, self);
+}

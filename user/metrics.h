@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/* The /metrics document: rankscope's view of its ranks as Prometheus series. */
+#ifndef RS_METRICS_H
+#define RS_METRICS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "collectives.h"
+#include "job.h"
+#include "probes.h"
+#include "prom.h"
+#include "report.h"
+
+#define METRICS_SIZE_BUCKETS 4	/* <64KiB, <1MiB, <16MiB, larger */
+
+/* Cumulative per-rank counters the session keeps for the exposition. */
+struct metrics_acc {
+	uint64_t steps;
+	struct rs_hist step_hist;		/* step durations, log2 ns */
+	uint64_t phase_ns[PH_MAX];
+	uint64_t wait_ns, transfer_ns, inside_ns;
+	uint64_t last_seq;			/* main communicator, aligned */
+	struct rs_hist coll[RS_LIB_MAX][RS_OP_MAX][METRICS_SIZE_BUCKETS];
+};
+
+/* One rank as the exposition sees it. */
+struct metrics_rank {
+	int rank;
+	pid_t pid;
+	const char *job;
+	bool exited;
+	bool hung;
+	const struct slot_snapshot *snap;
+	const struct metrics_acc *acc;
+};
+
+/* Account one returned collective. */
+void metrics__on_coll(struct metrics_acc *a, unsigned int lib, unsigned int op, uint64_t bytes,
+		      uint64_t inside_ns);
+
+/* Account one step. */
+void metrics__on_step(struct metrics_acc *a, const struct job_step *st);
+
+/* The size bucket label of a message size. */
+const char *metrics__size_bucket(uint64_t bytes);
+
+/* Render every series. v: the latest verdict (NULL: none yet); verdict_job: its job id. */
+void metrics__render(struct prom *p, const struct metrics_rank *r, int n,
+		     const struct job_verdict *v, const struct self_stats *self);
+
+#endif /* RS_METRICS_H */
