@@ -179,6 +179,20 @@ static void on_init(struct session *s, struct rank_state *rs, const struct rs_ev
 	emit(s);
 }
 
+/* A rank's process is gone (exit record, or /proc). Once only; status in wait(2) encoding,
+ * 0 if unknown. */
+static void rank_gone(struct session *s, struct rank_state *rs, uint64_t t, int status)
+{
+	if (rs->exited)
+		return;
+	rs->exited = true;
+	rs->exit_code = status;
+	job__on_exit(s->job, rs->slot, t, status);
+	/* the pid may be reused by anyone: nothing of it may stick to the newcomer */
+	probes__untrack(&s->probes, rs->pid);
+	comms__forget(&s->comms, rs->pid);
+}
+
 static int handle_event(void *ctx, void *data, size_t len)
 {
 	struct session *s = ctx;
@@ -220,13 +234,8 @@ static int handle_event(void *ctx, void *data, size_t len)
 			   ev.io.start_ns, ev.io.end_ns, ev.io.ret > 0 ? ev.io.ret : 0);
 		break;
 	case RS_EV_EXIT:
-		if ((pid_t)ev.h.tgid == rs->pid && !rs->exited) {
-			rs->exited = true;
-			rs->exit_code = ev.exit.exit_code;
-			job__on_exit(s->job, rs->slot, ev.h.ts_ns, ev.exit.exit_code);
-			/* the pid may be reused by anyone */
-			probes__untrack(&s->probes, rs->pid);
-		}
+		if ((pid_t)ev.h.tgid == rs->pid)
+			rank_gone(s, rs, ev.h.ts_ns, ev.exit.exit_code);
 		break;
 	default:
 		break;
@@ -264,11 +273,8 @@ static void check_alive(struct session *s)
 		if (rs->exited)
 			continue;
 		if (procfs__stat(rs->pid, &st) || st.starttime != rs->starttime ||
-		    st.state == 'Z' || st.state == 'X') {
-			rs->exited = true;
-			probes__untrack(&s->probes, rs->pid);
-			job__on_exit(s->job, rs->slot, now_ns(), 0);
-		}
+		    st.state == 'Z' || st.state == 'X')
+			rank_gone(s, rs, now_ns(), 0);	/* the exit record was lost or is late */
 	}
 }
 

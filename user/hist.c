@@ -52,8 +52,3 @@ uint64_t hist__quantile(const struct rs_hist *h, double q)
 	}
 	return 1ULL << RS_HIST_SLOTS;
 }
-
-uint64_t hist__mean(const struct rs_hist *h)
-{
-	return h->count ? h->sum_ns / h->count : 0;
-}

@@ -17,7 +17,4 @@ void hist__diff(const struct rs_hist *now, const struct rs_hist *prev, struct rs
  * Returns 0 for an empty histogram. */
 uint64_t hist__quantile(const struct rs_hist *h, double q);
 
-/* Mean in ns from sum and count; 0 when empty. */
-uint64_t hist__mean(const struct rs_hist *h);
-
 #endif /* RS_HIST_H */

@@ -189,26 +189,6 @@ static void quantile__last_bucket__bounded(void **state)
 			hi_of(RS_HIST_SLOTS - 1));
 }
 
-static void mean__normal__sum_over_count(void **state)
-{
-	struct rs_hist h = { 0 };
-
-	h.count = 3;
-	h.sum_ns = 3000;
-	assert_true(hist__mean(&h) == 1000);
-	h.count = 4;
-	h.sum_ns = 10;
-	assert_true(hist__mean(&h) == 2);
-}
-
-static void mean__empty__zero(void **state)
-{
-	struct rs_hist h = { 0 };
-
-	h.sum_ns = 12345;
-	assert_true(hist__mean(&h) == 0);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -223,8 +203,6 @@ int main(void)
 		cmocka_unit_test(quantile__known_distribution__in_bucket),
 		cmocka_unit_test(quantile__two_buckets__monotonic),
 		cmocka_unit_test(quantile__last_bucket__bounded),
-		cmocka_unit_test(mean__normal__sum_over_count),
-		cmocka_unit_test(mean__empty__zero),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
