@@ -9,6 +9,13 @@
 #include "decode.h"
 #include "job.h"
 
+/* A step boundary: a marker's entry, or the return of a period's last collective. */
+struct job_mark {
+	uint64_t t;
+	uint64_t seq;		/* markers: their seq; period walk: the step index k */
+	uint64_t aseq;		/* period walk: the boundary collective's aligned seq */
+};
+
 struct job_rank {
 	int rank;		/* its number, for messages */
 	uint32_t main_tid;
@@ -18,9 +25,7 @@ struct job_rank {
 	int noff;
 	struct tl_io *io;
 	int nio;
-	uint64_t *mark;		/* step boundaries: marker entry, or a period's last return */
-	uint64_t *mark_seq;	/* markers: their seq; period walk: the step index k */
-	uint64_t *mark_aseq;	/* period walk: the boundary collective's aligned seq */
+	struct job_mark *mark;	/* step boundaries, in time order */
 	int nmark;
 	/* the period walk over this rank's main collectives, in aligned seq order */
 	int64_t walk_next;	/* next aligned seq to look at */
@@ -93,12 +98,9 @@ struct job *job__new(const struct job_cfg *cfg, int nranks, const struct job_pro
 		r->off = calloc(JOB_MAX_OFF, sizeof(*r->off));
 		r->io = calloc(JOB_MAX_IO, sizeof(*r->io));
 		r->mark = calloc(JOB_MAX_MARK, sizeof(*r->mark));
-		r->mark_seq = calloc(JOB_MAX_MARK, sizeof(*r->mark_seq));
-		r->mark_aseq = calloc(JOB_MAX_MARK, sizeof(*r->mark_aseq));
 		r->walk_j = -1;
 		r->bwd = calloc(JOB_MAX_MARK, sizeof(*r->bwd));
-		if (!r->coll || !r->off || !r->io || !r->mark || !r->mark_seq || !r->mark_aseq ||
-		    !r->bwd)
+		if (!r->coll || !r->off || !r->io || !r->mark || !r->bwd)
 			goto fail;
 	}
 	j->last.col = -1;
@@ -120,8 +122,6 @@ void job__free(struct job *j)
 		free(j->r[i].off);
 		free(j->r[i].io);
 		free(j->r[i].mark);
-		free(j->r[i].mark_seq);
-		free(j->r[i].mark_aseq);
 		free(j->r[i].hist);
 		free(j->r[i].bwd);
 	}
@@ -160,17 +160,8 @@ void job__on_coll(struct job *j, int col, uint32_t tid, unsigned int op, unsigne
 		return;
 	r = &j->r[col];
 	if (op == RS_OP_STEP_FORWARD) {
-		if (r->nmark >= JOB_MAX_MARK) {	/* drop the older half of both arrays */
-			memmove(r->mark, r->mark + JOB_MAX_MARK / 2,
-				sizeof(*r->mark) * (JOB_MAX_MARK / 2));
-			memmove(r->mark_seq, r->mark_seq + JOB_MAX_MARK / 2,
-				sizeof(*r->mark_seq) * (JOB_MAX_MARK / 2));
-			memmove(r->mark_aseq, r->mark_aseq + JOB_MAX_MARK / 2,
-				sizeof(*r->mark_aseq) * (JOB_MAX_MARK / 2));
-			r->nmark -= JOB_MAX_MARK / 2;
-		}
-		r->mark[r->nmark] = enter;
-		r->mark_seq[r->nmark++] = seq;
+		MAKE_ROOM(r->mark, r->nmark, JOB_MAX_MARK);
+		r->mark[r->nmark++] = (struct job_mark){ .t = enter, .seq = seq };
 		if (j->cfg.mode == STEPS_AUTO || j->cfg.mode == STEPS_MARKER)
 			j->markers = true;
 		return;
@@ -438,18 +429,8 @@ static const struct tl_coll *find_seq(const struct job *j, const struct job_rank
 /* Record a boundary of rank r at collective c. */
 static void add_boundary(struct job_rank *r, const struct tl_coll *c, int64_t as)
 {
-	if (r->nmark >= JOB_MAX_MARK) {
-		memmove(r->mark, r->mark + JOB_MAX_MARK / 2, sizeof(*r->mark) * (JOB_MAX_MARK / 2));
-		memmove(r->mark_seq, r->mark_seq + JOB_MAX_MARK / 2,
-			sizeof(*r->mark_seq) * (JOB_MAX_MARK / 2));
-		memmove(r->mark_aseq, r->mark_aseq + JOB_MAX_MARK / 2,
-			sizeof(*r->mark_aseq) * (JOB_MAX_MARK / 2));
-		r->nmark -= JOB_MAX_MARK / 2;
-	}
-	r->walk_k++;
-	r->mark[r->nmark] = c->exit;
-	r->mark_seq[r->nmark] = r->walk_k;
-	r->mark_aseq[r->nmark++] = as;
+	MAKE_ROOM(r->mark, r->nmark, JOB_MAX_MARK);
+	r->mark[r->nmark++] = (struct job_mark){ .t = c->exit, .seq = ++r->walk_k, .aseq = as };
 }
 
 /*
@@ -559,15 +540,15 @@ static bool bounds(const struct job *j, const struct job_rank *r, uint64_t k, ui
 		int64_t off = j->markers ? r->seq_off : 0;
 
 		for (i = 0; i < r->nmark; i++) {
-			if ((int64_t)r->mark_seq[i] + off == (int64_t)k)
+			if ((int64_t)r->mark[i].seq + off == (int64_t)k)
 				ia = i;
-			if ((int64_t)r->mark_seq[i] + off == (int64_t)k + 1)
+			if ((int64_t)r->mark[i].seq + off == (int64_t)k + 1)
 				ib = i;
 		}
 		if (ia < 0 || ib < 0)
 			return false;
-		*start = r->mark[ia];
-		*end = r->mark[ib];
+		*start = r->mark[ia].t;
+		*end = r->mark[ib].t;
 		return *end > *start;
 	}
 	a = find_seq(j, r, j->per.phase + (int64_t)(k - 1) * j->per.period);
@@ -644,7 +625,7 @@ static bool first_k(struct job *j)
 		any = false;
 		mine = 0;
 		for (i = 0; i < r->nmark; i++) {
-			k = r->mark_seq[i] + (j->markers ? r->seq_off : 0);
+			k = r->mark[i].seq + (j->markers ? r->seq_off : 0);
 			if (!any || k < mine)
 				mine = k;
 			any = true;
@@ -723,10 +704,10 @@ static void check_divergence(struct job *j, uint64_t k)
 	/* step k runs from boundary k (excluded) to boundary k + 1, on rank 0's sequence */
 	lo = hi = INT64_MIN;
 	for (c = 0; c < j->r[0].nmark; c++) {
-		if (j->r[0].mark_seq[c] == k)
-			lo = (int64_t)j->r[0].mark_aseq[c] + 1;
-		if (j->r[0].mark_seq[c] == k + 1)
-			hi = (int64_t)j->r[0].mark_aseq[c];
+		if (j->r[0].mark[c].seq == k)
+			lo = (int64_t)j->r[0].mark[c].aseq + 1;
+		if (j->r[0].mark[c].seq == k + 1)
+			hi = (int64_t)j->r[0].mark[c].aseq;
 	}
 	if (lo == INT64_MIN || hi == INT64_MIN) {
 		free(at);
@@ -783,23 +764,12 @@ static void check_divergence(struct job *j, uint64_t k)
 
 static void trim(struct job_rank *r, uint64_t t)
 {
-	int i, k;
-
 	/* collectives are in entry order: drop the leading ones that also returned before t */
 	TRIM(r->coll, r->ncoll, r->coll[_i].exit && r->coll[_i].exit < t);
 	TRIM(r->off, r->noff, r->off[_i].end < t);
 	TRIM(r->io, r->nio, r->io[_i].end < t);
 	TRIM(r->bwd, r->nbwd, r->bwd[_i] < t);
-	for (k = 0; k < r->nmark && r->mark[k] < t; k++)
-		;
-	if (k) {
-		for (i = k; i < r->nmark; i++) {
-			r->mark[i - k] = r->mark[i];
-			r->mark_seq[i - k] = r->mark_seq[i];
-			r->mark_aseq[i - k] = r->mark_aseq[i];
-		}
-		r->nmark -= k;
-	}
+	TRIM(r->mark, r->nmark, r->mark[_i].t < t);
 }
 
 static void assemble(struct job *j, uint64_t now, bool final)
