@@ -149,11 +149,47 @@ static void self_metrics(struct prom *p, const struct self_stats *s)
 	}
 }
 
+/* Per (lib, op, size) histograms of time inside; only_lib NONE: every library, with a lib
+ * label (the reference documents' nccl_* name has none). Empty ones are left out. */
+static void coll_hists(struct prom *p, const char *name, const struct metrics_rank *r, int n,
+		       int only_lib)
+{
+	const struct rs_hist *h;
+	int i, lib, op, sb;
+	char rank[16];
+
+	for (i = 0; i < n; i++) {
+		snprintf(rank, sizeof(rank), "%d", r[i].rank);
+		for (lib = 1; lib < RS_LIB_MAX; lib++) {
+			if (only_lib != RS_LIB_NONE && lib != only_lib)
+				continue;
+			for (op = 1; op < RS_OP_MAX; op++) {
+				for (sb = 0; sb < METRICS_SIZE_BUCKETS; sb++) {
+					h = &r[i].acc->coll[lib][op][sb];
+					if (!h->count)
+						continue;
+					if (only_lib != RS_LIB_NONE)
+						prom__log2_hist(p, name,
+							LABELS("job_id", r[i].job, "rank", rank,
+							       "op", decode__op_name(op),
+							       "size_bucket", size_names[sb]), h);
+					else
+						prom__log2_hist(p, name,
+							LABELS("job_id", r[i].job, "rank", rank,
+							       "lib", decode__lib_name(lib),
+							       "op", decode__op_name(op),
+							       "size_bucket", size_names[sb]), h);
+				}
+			}
+		}
+	}
+}
+
 void metrics__render(struct prom *p, const struct metrics_rank *r, int n,
 		     const struct job_verdict *v, const struct self_stats *self)
 {
 	char rank[16];
-	int i, lib, op, sb, k, ph;
+	int i, k, ph;
 
 	prom__family(p, "train_step_seconds", "histogram",
 		     "Training step duration per rank, from step boundaries found by rankscope.");
@@ -164,35 +200,11 @@ void metrics__render(struct prom *p, const struct metrics_rank *r, int n,
 	}
 	prom__family(p, "nccl_collective_duration_seconds", "histogram",
 		     "Time inside NCCL collective calls (host side), per op and message size.");
-	for (i = 0; i < n; i++) {
-		snprintf(rank, sizeof(rank), "%d", r[i].rank);
-		for (op = 1; op < RS_OP_MAX; op++)
-			for (sb = 0; sb < METRICS_SIZE_BUCKETS; sb++)
-				if (r[i].acc->coll[RS_LIB_NCCL][op][sb].count)
-					prom__log2_hist(p, "nccl_collective_duration_seconds",
-							LABELS("job_id", r[i].job, "rank", rank,
-							       "op", decode__op_name(op),
-							       "size_bucket",
-							       size_names[sb]),
-							&r[i].acc->coll[RS_LIB_NCCL][op][sb]);
-	}
+	coll_hists(p, "nccl_collective_duration_seconds", r, n, RS_LIB_NCCL);
 	prom__family(p, "rankscope_collective_duration_seconds", "histogram",
 		     "Time inside collective calls of every library (nccl, mpi, gloo), per op and "
 		     "message size.");
-	for (i = 0; i < n; i++) {
-		snprintf(rank, sizeof(rank), "%d", r[i].rank);
-		for (lib = 1; lib < RS_LIB_MAX; lib++)
-			for (op = 1; op < RS_OP_MAX; op++)
-				for (sb = 0; sb < METRICS_SIZE_BUCKETS; sb++)
-					if (r[i].acc->coll[lib][op][sb].count)
-						prom__log2_hist(p, "rankscope_collective_duration_seconds",
-								LABELS("job_id", r[i].job, "rank", rank,
-								       "lib", decode__lib_name(lib),
-								       "op", decode__op_name(op),
-								       "size_bucket",
-								       size_names[sb]),
-								&r[i].acc->coll[lib][op][sb]);
-	}
+	coll_hists(p, "rankscope_collective_duration_seconds", r, n, RS_LIB_NONE);
 	prom__family(p, "rankscope_step_phase_seconds_total", "counter",
 		     "Main-thread time per step phase; the phases of a step sum to the step.");
 	for (i = 0; i < n; i++) {

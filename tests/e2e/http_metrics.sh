@@ -37,6 +37,9 @@ promtool check metrics <"$T/metrics" || fail "promtool check metrics failed"
 grep -q "^rankscope_straggler_verdict{.*class=\"compute\",rank=\"$SLOW\",persistent=\"true\"} 1" \
 	"$T/metrics" || fail "no persistent compute verdict on rank $SLOW in /metrics"
 grep -q '^train_step_seconds_count{job_id=".*",rank="0"} [1-9]' "$T/metrics" || fail "no steps"
+grep -q '^rankscope_collective_duration_seconds_count{job_id=".*",rank="0",lib="mpi",op="allreduce",size_bucket="<64KB"} [1-9]' \
+	"$T/metrics" || fail "no MPI allreduce duration histogram"
+grep -q '^nccl_collective_duration_seconds' "$T/metrics" && fail "NCCL series for an MPI job"
 code() { get "$@" | sed -n 1p; }	# the status alone (reads it all: no broken pipe)
 [ "$(code $URL/healthz)" = 200 ] || fail "/healthz"
 get $URL/api/v1/ranks | tail -n +2 | $PY -c '
