@@ -334,16 +334,13 @@ static void tick(struct session *s, bool final)
 	int i;
 
 	job__advance(s->job, t, final);
-	if (s->httpd) {
-		read_self(s);
+	read_self(s);
+	if (s->httpd)
 		publish(s, t);
-	}
 	if (s->o.report) {
-		read_self(s);
 		fflush(s->out);	/* step and verdict lines, as they come */
 		return;		/* diagnose prints one report at the end */
 	}
-	read_self(s);
 	rows = calloc(s->nranks, sizeof(*rows));
 	if (!rows)
 		return;
