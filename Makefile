@@ -22,7 +22,7 @@ BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(AR
 
 SKELS     := $(patsubst %,$(OBJ)/bpf/%.skel.h,$(FAMILIES))
 # Kernel-free modules: unit-tested without root.
-LIB_SRCS  := $(filter-out user/main.c user/cmd_%.c user/probe_%.c user/probes.c,$(wildcard user/*.c))
+LIB_SRCS  := $(filter-out user/main.c user/cmd_%.c user/probe_%.c user/probes.c user/session.c,$(wildcard user/*.c))
 APP_SRCS  := $(filter-out $(LIB_SRCS),$(wildcard user/*.c))
 LIB_OBJS  := $(patsubst user/%.c,$(OBJ)/user/%.o,$(LIB_SRCS))
 APP_OBJS  := $(patsubst user/%.c,$(OBJ)/user/%.o,$(APP_SRCS))

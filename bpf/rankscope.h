@@ -36,6 +36,7 @@ enum rs_kind {
 	RS_EV_TCP_RETRANS,
 	RS_EV_COLL,
 	RS_EV_COMM_INIT,
+	RS_EV_EXEC,
 	RS_EV_KIND_MAX,
 };
 
@@ -49,6 +50,8 @@ struct rs_hdr {
 	__u64 ts_ns;	/* CLOCK_MONOTONIC (bpf_ktime_get_ns) when the record was made */
 };
 _Static_assert(sizeof(struct rs_hdr) == 24, "rs_hdr wire size");
+
+#define RS_SLOT_NONE	0xffffffffU	/* a record of a process no rank owns (discovery) */
 
 #define RS_TRACK_ROOT	0x1	/* the rank's own process, not a forked worker */
 

@@ -5,6 +5,8 @@
 
 /* Off-CPU intervals shorter than this are only counted, not streamed. */
 const volatile __u64 offcpu_min_ns = 100000;
+/* The daemon finds new ranks from exec records of every process, not just tracked ones. */
+const volatile bool discover = false;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -236,5 +238,24 @@ int BPF_PROG(rs_sched_exit, struct task_struct *p)
 	/* Children are ours to forget; roots are removed by user space, which owns them. */
 	if (!(tr->flags & RS_TRACK_ROOT))
 		bpf_map_delete_elem(&rs_tracked, &tgid);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(rs_sched_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	struct rs_track none = { .slot = RS_SLOT_NONE };
+	struct rs_ev_exec *e;
+	struct rs_track *tr;
+	__u32 tgid = p->tgid;
+
+	tr = rs_lookup(tgid);
+	if (!tr && !discover)
+		return 0;
+	e = rs_reserve(RS_FAM_SCHED, sizeof(*e), RS_EV_EXEC, tr ? tr : &none, tgid, p->pid);
+	if (!e)
+		return 0;
+	e->flags = tr ? tr->flags & RS_TRACK_ROOT : 0;
+	rs_submit(e);
 	return 0;
 }

@@ -33,6 +33,15 @@ struct rs_ev_fork {
 };
 _Static_assert(sizeof(struct rs_ev_fork) == 32, "rs_ev_fork wire size");
 
+/* RS_EV_EXEC: a process replaced its image. Tracked ones always (a rank that execs is gone);
+ * with discovery on, every process on the host (slot RS_SLOT_NONE when untracked). */
+struct rs_ev_exec {
+	struct rs_hdr h;
+	__u32 flags;	/* RS_TRACK_ROOT when a rank itself exec'd */
+	__u32 pad;
+};
+_Static_assert(sizeof(struct rs_ev_exec) == 32, "rs_ev_exec wire size");
+
 /* rs_sched_slots value, indexed by slot: cumulative ns. "main" is the thread whose tid == rank pid. */
 struct rs_sched_slot {
 	__u64 main_on_ns;

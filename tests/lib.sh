@@ -78,3 +78,30 @@ rs_attach() {
 	n=$(echo "$*" | sed -n 's/.*-p \([0-9,]*\).*/\1/p' | tr ',' '\n' | grep -c .)
 	wait_lines "$T/$name.out" '"type":"rank"' "${n:-1}" 30 || fail "rankscope did not attach"
 }
+
+# leftovers [PID]: rs_ programs held open by PID, or (no PID) by no process at all. This
+# bpftool has no pid column, so read prog_id from every process' fdinfo.
+leftovers() {
+	bpftool -j prog show 2>/dev/null | $PY -c '
+import glob, json, re, sys
+want = sys.argv[1] if len(sys.argv) > 1 else None
+held = {}
+for f in glob.glob("/proc/[0-9]*/fdinfo/*"):
+    try:
+        m = re.search(r"^prog_id:\s*(\d+)", open(f).read(), re.M)
+    except OSError:
+        continue
+    if m:
+        held.setdefault(int(m[1]), set()).add(f.split("/")[2])
+progs = [p["id"] for p in json.load(sys.stdin) if p.get("name", "").startswith("rs_")]
+print(len([i for i in progs if (want in held.get(i, ()) if want else not held.get(i))]))' "$@"
+}
+
+# http_get URL [METHOD]: the status line, then the body (HTTP errors too)
+http_get() { $PY -c '
+import sys, urllib.request, urllib.error
+try:
+    r = urllib.request.urlopen(urllib.request.Request(sys.argv[1], method=sys.argv[2]), timeout=5)
+    print(r.status); sys.stdout.write(r.read().decode())
+except urllib.error.HTTPError as e:
+    print(e.code); sys.stdout.write(e.read().decode())' "$1" "${2:-GET}"; }

@@ -3,7 +3,20 @@
 #ifndef RS_CMD_H
 #define RS_CMD_H
 
+#include "session.h"
+
+enum cmd_verb {
+	VERB_ATTACH,
+	VERB_DIAGNOSE,
+	VERB_DAEMON,
+};
+
 int cmd_attach(int argc, char **argv);
 int cmd_diagnose(int argc, char **argv);
+int cmd_daemon(int argc, char **argv);
+
+/* Parse the options of a session verb into o. Returns 0, 1 after --help, or -EINVAL with
+ * the reason printed. */
+int cmd__parse_opts(int argc, char **argv, struct session_opts *o, enum cmd_verb verb);
 
 #endif /* RS_CMD_H */

@@ -13,6 +13,7 @@ static const struct {
 	[RS_EV_OFFCPU] = { sizeof(struct rs_ev_offcpu), RS_FAM_SCHED },
 	[RS_EV_EXIT] = { sizeof(struct rs_ev_exit), RS_FAM_SCHED },
 	[RS_EV_FORK] = { sizeof(struct rs_ev_fork), RS_FAM_SCHED },
+	[RS_EV_EXEC] = { sizeof(struct rs_ev_exec), RS_FAM_SCHED },
 	[RS_EV_IO] = { sizeof(struct rs_ev_io), RS_FAM_IO },
 	[RS_EV_TCP_STATE] = { sizeof(struct rs_ev_tcp), RS_FAM_NET },
 	[RS_EV_TCP_RETRANS] = { sizeof(struct rs_ev_tcp), RS_FAM_NET },

@@ -19,6 +19,7 @@ struct rs_event {
 		struct rs_ev_offcpu offcpu;
 		struct rs_ev_exit exit;
 		struct rs_ev_fork fork;
+		struct rs_ev_exec exec;
 		struct rs_ev_io io;
 		struct rs_ev_tcp tcp;
 		struct rs_ev_coll coll;

@@ -13,6 +13,7 @@
 #include "procfs.h"
 
 struct step_line {
+	char job[128];
 	int rank;
 	char *json;
 	size_t len;
@@ -110,9 +111,11 @@ static enum MHD_Result serve_doc(struct httpd *h, struct MHD_Connection *c, enum
 	return ret;
 }
 
-/* /api/v1/steps?rank=R&last=N: the last N step lines of rank R (all ranks without rank). */
+/* /api/v1/steps?rank=R&last=N[&job=ID]: the last N step lines of rank R (all ranks without
+ * rank) of job ID (every job without job). */
 static enum MHD_Result serve_steps(struct httpd *h, struct MHD_Connection *c)
 {
+	const char *js = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "job");
 	const char *rs = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "rank");
 	const char *ls = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "last");
 	long rank = -1, last = 100;
@@ -139,7 +142,7 @@ static enum MHD_Result serve_steps(struct httpd *h, struct MHD_Connection *c)
 
 		k = (h->head + HTTPD_STEPS_MAX - 1 - i) % HTTPD_STEPS_MAX;
 		s = &h->steps[k];
-		if (rank >= 0 && s->rank != rank)
+		if ((rank >= 0 && s->rank != rank) || (js && strcmp(js, s->job)))
 			continue;
 		if (n++)
 			out[len++] = ',';
@@ -252,7 +255,7 @@ void httpd__publish(struct httpd *h, enum httpd_doc d, const char *body, size_t 
 	pthread_mutex_unlock(&h->lock);
 }
 
-void httpd__add_step(struct httpd *h, int rank, const char *json, size_t len)
+void httpd__add_step(struct httpd *h, const char *job, int rank, const char *json, size_t len)
 {
 	struct step_line *s;
 	char *copy;
@@ -267,6 +270,7 @@ void httpd__add_step(struct httpd *h, int rank, const char *json, size_t len)
 	pthread_mutex_lock(&h->lock);
 	s = &h->steps[h->head];
 	free(s->json);
+	snprintf(s->job, sizeof(s->job), "%s", job);
 	s->rank = rank;
 	s->json = copy;
 	s->len = len;

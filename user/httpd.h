@@ -15,7 +15,7 @@
 enum httpd_doc {
 	HTTPD_METRICS,		/* /metrics, text/plain; version=0.0.4 */
 	HTTPD_RANKS,		/* /api/v1/ranks, a JSON array */
-	HTTPD_DIAGNOSIS,	/* /api/v1/diagnosis, a JSON object */
+	HTTPD_DIAGNOSIS,	/* /api/v1/diagnosis, a JSON array: each job's latest verdict */
 	HTTPD_DOC_MAX,
 };
 
@@ -31,7 +31,7 @@ void httpd__stop(struct httpd *h);
 /* Replace what a document serves (copied under a lock). */
 void httpd__publish(struct httpd *h, enum httpd_doc doc, const char *body, size_t len);
 
-/* Add one step line (JSON object text) of rank; the oldest go beyond HTTPD_STEPS_MAX. */
-void httpd__add_step(struct httpd *h, int rank, const char *json, size_t len);
+/* Add one step line (JSON object text) of a job's rank; the oldest go beyond HTTPD_STEPS_MAX. */
+void httpd__add_step(struct httpd *h, const char *job, int rank, const char *json, size_t len);
 
 #endif /* RS_HTTPD_H */

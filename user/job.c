@@ -144,7 +144,7 @@ void job__free(struct job *j)
 
 void job__set_rank(struct job *j, int col, int rank, uint32_t tid)
 {
-	if (col < 0 || col >= j->n)
+	if (!j || col < 0 || col >= j->n)
 		return;
 	j->r[col].rank = rank;
 	j->r[col].main_tid = tid;
@@ -156,7 +156,7 @@ void job__on_coll(struct job *j, int col, uint32_t tid, unsigned int op, unsigne
 	struct job_rank *r;
 	int i;
 
-	if (col < 0 || col >= j->n)
+	if (!j || col < 0 || col >= j->n)
 		return;
 	r = &j->r[col];
 	if (op == RS_OP_STEP_FORWARD) {
@@ -189,7 +189,7 @@ void job__on_off(struct job *j, int col, uint32_t tid, uint64_t start, uint64_t 
 {
 	struct job_rank *r;
 
-	if (col < 0 || col >= j->n || end <= start)
+	if (!j || col < 0 || col >= j->n || end <= start)
 		return;
 	r = &j->r[col];
 	if (r->main_tid && tid != r->main_tid)
@@ -205,7 +205,7 @@ void job__on_io(struct job *j, int col, uint32_t tid, bool worker, unsigned int 
 {
 	struct job_rank *r;
 
-	if (col < 0 || col >= j->n || end <= start)
+	if (!j || col < 0 || col >= j->n || end <= start)
 		return;
 	r = &j->r[col];
 	if (!worker && r->main_tid && tid != r->main_tid)
@@ -219,7 +219,7 @@ void job__on_io(struct job *j, int col, uint32_t tid, bool worker, unsigned int 
 
 void job__on_exit(struct job *j, int col, uint64_t t, int status)
 {
-	if (col < 0 || col >= j->n || j->r[col].exited)
+	if (!j || col < 0 || col >= j->n || j->r[col].exited)
 		return;
 	j->r[col].exited = true;
 	j->r[col].exit_ns = t;
@@ -934,6 +934,8 @@ static void check_exits(struct job *j, uint64_t now)
 
 void job__advance(struct job *j, uint64_t now, bool final)
 {
+	if (!j)
+		return;
 	j->now = now;
 	pick_main_comm(j);
 	if (!j->markers) {

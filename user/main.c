@@ -20,6 +20,8 @@ static void usage(FILE *f)
 "            scheduling and TCP (rankscope attach --help)\n"
 "  diagnose  attach, split steps into phases and say which rank is slow, in\n"
 "            which phase, and why (rankscope diagnose --help)\n"
+"  daemon    watch every training process on the node and serve Prometheus\n"
+"            metrics and a JSON API (rankscope daemon --help)\n"
 "  version   print the version\n"
 "  help      this help\n");
 }
@@ -34,6 +36,8 @@ int main(int argc, char **argv)
 		return cmd_attach(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "diagnose"))
 		return cmd_diagnose(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "daemon"))
+		return cmd_daemon(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {
 		printf("rankscope %s (wire ABI %d)\n", RANKSCOPE_VERSION, RS_ABI);
 		return 0;

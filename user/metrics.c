@@ -112,6 +112,32 @@ static void self_metrics(struct prom *p, const struct self_stats *s)
 	prom__sample(p, "rankscope_events_invalid_total", NULL, s->invalid);
 	prom__family(p, "rankscope_probes_attached", "gauge", "Probes attached right now.");
 	prom__sample(p, "rankscope_probes_attached", NULL, s->probes_attached);
+	prom__family(p, "rankscope_ranks", "gauge", "Ranks watched now, exited ones included.");
+	prom__sample(p, "rankscope_ranks", NULL, s->ranks);
+	prom__family(p, "rankscope_jobs", "gauge", "Jobs watched now.");
+	prom__sample(p, "rankscope_jobs", NULL, s->jobs);
+	if (s->attach) {
+		prom__family(p, "rankscope_attach_total", "counter",
+			     "Candidate processes, by what attaching to them came to.");
+		for (k = 0; k < s->nattach; k++)
+			prom__sample(p, "rankscope_attach_total", LABELS("result", s->attach_names[k]),
+				     s->attach[k]);
+	}
+	prom__family(p, "rankscope_series_overflow_total", "counter",
+		     "Sample lines /metrics left out because of the series cap (--max-series).");
+	prom__sample(p, "rankscope_series_overflow_total", NULL, s->series_overflow);
+	if (s->have_run) {
+		prom__family(p, "rankscope_bpf_run_seconds_total", "counter",
+			     "Time the family's BPF programs ran (kernel.bpf_stats_enabled=1).");
+		for (f = 0; f < RS_FAM_MAX; f++)
+			prom__sample(p, "rankscope_bpf_run_seconds_total",
+				     LABELS("family", decode__family_name(f)), s->run_ns[f] / 1e9);
+		prom__family(p, "rankscope_bpf_runs_total", "counter",
+			     "Times the family's BPF programs ran (kernel.bpf_stats_enabled=1).");
+		for (f = 0; f < RS_FAM_MAX; f++)
+			prom__sample(p, "rankscope_bpf_runs_total",
+				     LABELS("family", decode__family_name(f)), s->run_cnt[f]);
+	}
 
 	/* the standard process_* set */
 	if (!getrusage(RUSAGE_SELF, &ru)) {
@@ -185,8 +211,40 @@ static void coll_hists(struct prom *p, const char *name, const struct metrics_ra
 	}
 }
 
+static void checkpoints(struct prom *p, const struct metrics_rank *r, int n)
+{
+	char rank[16];
+	int i;
+
+	prom__family(p, "train_checkpoint_seconds_total", "counter",
+		     "Time spent writing checkpoints: bursts of large regular-file writes by the "
+		     "rank and its workers.");
+	for (i = 0; i < n; i++) {
+		snprintf(rank, sizeof(rank), "%d", r[i].rank);
+		prom__sample(p, "train_checkpoint_seconds_total",
+			     LABELS("job_id", r[i].job, "rank", rank), r[i].acc->ckpt_ns / 1e9);
+	}
+	prom__family(p, "checkpoint_bytes_written_total", "counter",
+		     "Bytes written by checkpoint bursts.");
+	for (i = 0; i < n; i++) {
+		snprintf(rank, sizeof(rank), "%d", r[i].rank);
+		prom__sample(p, "checkpoint_bytes_written_total",
+			     LABELS("job_id", r[i].job, "rank", rank), r[i].acc->ckpt_bytes);
+	}
+	prom__family(p, "train_checkpoint_timestamp_seconds", "gauge",
+		     "When the last checkpoint ended, unix seconds; absent before the first.");
+	for (i = 0; i < n; i++) {
+		if (!r[i].acc->ckpt_count)
+			continue;
+		snprintf(rank, sizeof(rank), "%d", r[i].rank);
+		prom__sample(p, "train_checkpoint_timestamp_seconds",
+			     LABELS("job_id", r[i].job, "rank", rank), r[i].acc->ckpt_last_unix);
+	}
+}
+
 void metrics__render(struct prom *p, const struct metrics_rank *r, int n,
-		     const struct job_verdict *v, const struct self_stats *self)
+		     const struct metrics_job *jobs, int njobs, const struct self_stats *self,
+		     long planned_steps)
 {
 	char rank[16];
 	int i, k, ph;
@@ -265,17 +323,18 @@ void metrics__render(struct prom *p, const struct metrics_rank *r, int n,
 			     r[i].snap->net.srtt_last_us / 1e6);
 	}
 	prom__family(p, "rankscope_straggler_verdict", "gauge",
-		     "The current verdict (1), with its class and the late rank.");
-	if (v && v->col >= 0 && v->col < n) {
-		snprintf(rank, sizeof(rank), "%d", r[v->col].rank);
+		     "The current verdict per job (1), with its class and the late rank.");
+	for (i = 0; i < njobs; i++) {
+		const struct job_verdict *v = jobs[i].v;
+
+		if (v && jobs[i].vrank >= 0)
+			snprintf(rank, sizeof(rank), "%d", jobs[i].vrank);
+		else
+			rank[0] = '\0';
 		prom__sample(p, "rankscope_straggler_verdict",
-			     LABELS("job_id", r[v->col].job, "class", detect__class_name(v->cls),
-				    "rank", rank, "persistent", v->persistent ? "true" : "false"), 1);
-	} else if (n) {
-		prom__sample(p, "rankscope_straggler_verdict",
-			     LABELS("job_id", r[0].job, "class", v ? detect__class_name(v->cls) :
-									"none",
-				    "rank", "", "persistent", "false"), 1);
+			     LABELS("job_id", jobs[i].id, "class",
+				    v ? detect__class_name(v->cls) : "none", "rank", rank,
+				    "persistent", v && v->persistent ? "true" : "false"), 1);
 	}
 	prom__family(p, "rankscope_rank_state", "gauge", "1 for the rank's current state.");
 	for (i = 0; i < n; i++) {
@@ -288,6 +347,16 @@ void metrics__render(struct prom *p, const struct metrics_rank *r, int n,
 				     LABELS("job_id", r[i].job, "rank", rank, "state", states[k]),
 				     k == cur);
 	}
+	checkpoints(p, r, n);
+	if (planned_steps > 0) {
+		prom__family(p, "rankscope_planned_steps", "gauge",
+			     "Steps the job plans to run (--planned-steps), for the ETA.");
+		for (i = 0; i < njobs; i++)
+			prom__sample(p, "rankscope_planned_steps", LABELS("job_id", jobs[i].id),
+				     planned_steps);
+	}
+	/* rankscope's own series are never capped: they say what the cap left out */
+	p->max_series = 0;
 	if (self)
 		self_metrics(p, self);
 }

@@ -21,6 +21,8 @@ struct metrics_acc {
 	uint64_t phase_ns[PH_MAX];
 	uint64_t wait_ns, transfer_ns, inside_ns;
 	uint64_t last_seq;			/* main communicator, aligned */
+	uint64_t ckpt_count, ckpt_ns, ckpt_bytes;	/* checkpoints (ckpt.h) */
+	double ckpt_last_unix;			/* when the last one ended, unix seconds */
 	struct rs_hist coll[RS_LIB_MAX][RS_OP_MAX][METRICS_SIZE_BUCKETS];
 };
 
@@ -35,6 +37,13 @@ struct metrics_rank {
 	const struct metrics_acc *acc;
 };
 
+/* One job as the exposition sees it: its latest verdict. */
+struct metrics_job {
+	const char *id;
+	const struct job_verdict *v;	/* NULL: none yet */
+	int vrank;			/* the verdict's rank number, -1: none */
+};
+
 /* Account one returned collective. */
 void metrics__on_coll(struct metrics_acc *a, unsigned int lib, unsigned int op, uint64_t bytes,
 		      uint64_t inside_ns);
@@ -45,8 +54,10 @@ void metrics__on_step(struct metrics_acc *a, const struct job_step *st);
 /* The size bucket label of a message size. */
 const char *metrics__size_bucket(uint64_t bytes);
 
-/* Render every series. v: the latest verdict (NULL: none yet); verdict_job: its job id. */
+/* Render every series: the ranks' and the jobs' (capped by p->max_series), then rankscope's own
+ * (never capped). planned_steps 0: no rankscope_planned_steps. */
 void metrics__render(struct prom *p, const struct metrics_rank *r, int n,
-		     const struct job_verdict *v, const struct self_stats *self);
+		     const struct metrics_job *jobs, int njobs, const struct self_stats *self,
+		     long planned_steps);
 
 #endif /* RS_METRICS_H */

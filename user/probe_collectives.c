@@ -93,17 +93,46 @@ int probe_collectives__load(struct probes *p)
 	return 0;
 }
 
+static void link_close(struct coll_link *l)
+{
+	if (l->fd >= 0)
+		close(l->fd);
+	bpf_link__destroy(l->link);
+}
+
+/* Close the links [from, nlinks) of pid (every pid when pid is 0), keeping the others. */
+static void links_drop(struct probes *p, size_t from, pid_t pid)
+{
+	size_t i, out = from;
+
+	for (i = from; i < p->coll_nlinks; i++) {
+		struct coll_link *l = &p->coll_links[i];
+
+		if (pid && l->pid != pid) {
+			p->coll_links[out++] = *l;
+			continue;
+		}
+		link_close(l);
+		if (p->fam_progs[RS_FAM_COLL] >= l->nprobes)
+			p->fam_progs[RS_FAM_COLL] -= l->nprobes;
+	}
+	p->coll_nlinks = out;
+}
+
+void probe_collectives__detach_all(struct probes *p)
+{
+	links_drop(p, 0, 0);
+}
+
+void probes__detach_pid(struct probes *p, pid_t pid)
+{
+	if (pid > 0)
+		links_drop(p, 0, pid);
+}
+
 void probe_collectives__free(struct probes *p)
 {
-	size_t i;
-
-	for (i = 0; i < p->coll_nfds; i++)
-		close(p->coll_fds[i]);
-	free(p->coll_fds);
-	p->coll_fds = NULL;
-	p->coll_nfds = p->coll_fcap = 0;
-	for (i = 0; i < p->coll_nlinks; i++)
-		bpf_link__destroy(p->coll_links[i]);
+	links_drop(p, 0, 0);
 	free(p->coll_links);
 	p->coll_links = NULL;
 	p->coll_nlinks = p->coll_cap = 0;
@@ -135,7 +164,7 @@ static int attach_multi(struct probes *p, pid_t pid, const char *path, const __u
 	struct rs_link_create_uprobe_multi attr;
 	int fd, err;
 
-	err = grow((void **)&p->coll_fds, &p->coll_nfds, &p->coll_fcap, sizeof(int));
+	err = grow((void **)&p->coll_links, &p->coll_nlinks, &p->coll_cap, sizeof(*p->coll_links));
 	if (err)
 		return err;
 	memset(&attr, 0, sizeof(attr));
@@ -151,7 +180,7 @@ static int attach_multi(struct probes *p, pid_t pid, const char *path, const __u
 	fd = syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
 	if (fd < 0)
 		return -errno;
-	p->coll_fds[p->coll_nfds++] = fd;
+	p->coll_links[p->coll_nlinks++] = (struct coll_link){ .pid = pid, .fd = fd, .nprobes = n };
 	return 0;
 }
 
@@ -170,14 +199,15 @@ static int attach_one(struct probes *p, pid_t pid, const char *path, uint64_t of
 					    pid, path, offset, &opts);
 	if (!l)
 		return -errno;
-	p->coll_links[p->coll_nlinks++] = l;
+	p->coll_links[p->coll_nlinks++] = (struct coll_link){ .pid = pid, .fd = -1, .link = l,
+							       .nprobes = 1 };
 	return 0;
 }
 
 int probe_collectives__attach(struct probes *p, pid_t pid, const char *path,
 			      const struct probe_site *sites, int n)
 {
-	size_t links0 = p->coll_nlinks, fds0 = p->coll_nfds;
+	size_t links0 = p->coll_nlinks;
 	__u64 *offsets, *cookies, *roff, *rck;
 	int i, nret = 0, err = 0;
 
@@ -210,10 +240,9 @@ int probe_collectives__attach(struct probes *p, pid_t pid, const char *path,
 			err = attach_one(p, pid, path, offsets[i], cookies[i], false);
 	}
 	if (err) {	/* all or nothing for this library */
-		while (p->coll_nfds > fds0)
-			close(p->coll_fds[--p->coll_nfds]);
-		while (p->coll_nlinks > links0)
-			bpf_link__destroy(p->coll_links[--p->coll_nlinks]);
+		for (i = links0; i < (int)p->coll_nlinks; i++)
+			link_close(&p->coll_links[i]);
+		p->coll_nlinks = links0;
 		goto out;
 	}
 	p->fam_progs[RS_FAM_COLL] += n + nret;
@@ -275,7 +304,8 @@ int probe_collectives__attach_usdt(struct probes *p, pid_t pid, const char *path
 				     NULL);
 	if (!l)
 		return -errno;
-	p->coll_links[p->coll_nlinks++] = l;
+	p->coll_links[p->coll_nlinks++] = (struct coll_link){ .pid = pid, .fd = -1, .link = l,
+							       .nprobes = 1 };
 	p->fam_progs[RS_FAM_COLL]++;
 	return 0;
 }

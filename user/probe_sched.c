@@ -18,6 +18,7 @@ int probe_sched__load(struct probes *p)
 	}
 	p->sched = s;
 	s->rodata->offcpu_min_ns = p->cfg.offcpu_min_ns;
+	s->rodata->discover = p->cfg.discover;
 	err = probes__reuse_shared(p, s->maps.rs_tracked, s->maps.rs_events, s->maps.rs_stats,
 				   s->maps.rs_sock_owner);
 	if (err) {
@@ -34,7 +35,7 @@ int probe_sched__load(struct probes *p)
 		probes__fail(p, RS_FAM_SCHED, err, "attach tp_btf sched_*");
 		return err;
 	}
-	p->fam_progs[RS_FAM_SCHED] = 5;
+	p->fam_progs[RS_FAM_SCHED] = 6;
 	return 0;
 }
 

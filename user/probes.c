@@ -14,6 +14,7 @@
 #include "sched.skel.h"
 #include "io.skel.h"
 #include "net.skel.h"
+#include "collectives.skel.h"
 
 static const struct {
 	int (*load)(struct probes *p);
@@ -112,20 +113,13 @@ int probes__open(struct probes *p, const struct probes_cfg *cfg)
 
 void probes__detach(struct probes *p)
 {
-	size_t i;
-
 	if (p->sched)
 		sched_bpf__detach(p->sched);
 	if (p->io)
 		io_bpf__detach(p->io);
 	if (p->net)
 		net_bpf__detach(p->net);
-	for (i = 0; i < p->coll_nfds; i++)
-		close(p->coll_fds[i]);
-	p->coll_nfds = 0;
-	for (i = 0; i < p->coll_nlinks; i++)
-		bpf_link__destroy(p->coll_links[i]);
-	p->coll_nlinks = 0;
+	probe_collectives__detach_all(p);
 	memset(p->fam_progs, 0, sizeof(p->fam_progs));
 }
 
@@ -264,4 +258,93 @@ unsigned int probes__count(const struct probes *p)
 	for (fam = 0; fam < RS_FAM_MAX; fam++)
 		n += p->fam_progs[fam];
 	return n;
+}
+
+bool probes__tracked(struct probes *p, pid_t tgid, struct rs_track *tr)
+{
+	__u32 key = tgid;
+
+	return !bpf_map_lookup_elem(p->tracked_fd, &key, tr);
+}
+
+/* Zero one element of an array map (value_size bytes). */
+static void zero_elem(struct bpf_map *m, __u32 key)
+{
+	char zero[sizeof(struct rs_io_stat) > sizeof(struct rs_hist) ?
+		  sizeof(struct rs_io_stat) : sizeof(struct rs_hist)] = {};
+	size_t vs = bpf_map__value_size(m);
+
+	if (vs <= sizeof(zero))
+		bpf_map__update_elem(m, &key, sizeof(key), zero, vs, BPF_ANY);
+}
+
+void probes__release_slot(struct probes *p, uint32_t slot)
+{
+	struct rs_track tr;
+	__u32 key, next, *prev = NULL;
+	int k, dir;
+
+	if (slot >= RS_MAX_SLOTS)
+		return;
+	/* deleting while iterating restarts the walk at worst; the map holds RS_MAX_TRACKED */
+	while (!bpf_map_get_next_key(p->tracked_fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (!bpf_map_lookup_elem(p->tracked_fd, &key, &tr) && tr.slot == slot)
+			bpf_map_delete_elem(p->tracked_fd, &key);
+	}
+	if (p->sched) {
+		zero_elem(p->sched->maps.rs_sched_slots, slot);
+		zero_elem(p->sched->maps.rs_runq_hist, slot);
+	}
+	if (p->io)
+		for (k = 0; k < RS_FD_MAX; k++)
+			for (dir = 0; dir < 2; dir++)
+				zero_elem(p->io->maps.rs_io_stats, rs_io_index(slot, k, dir));
+	if (p->net)
+		zero_elem(p->net->maps.rs_net_slots, slot);
+}
+
+static void obj_run_stats(struct bpf_object *obj, struct fam_run *out)
+{
+	struct bpf_prog_info info;
+	struct bpf_program *prog;
+	__u32 len;
+	int fd;
+
+	if (!obj)
+		return;
+	bpf_object__for_each_program(prog, obj) {
+		fd = bpf_program__fd(prog);
+		if (fd < 0)
+			continue;
+		memset(&info, 0, sizeof(info));
+		len = sizeof(info);
+		if (bpf_obj_get_info_by_fd(fd, &info, &len))
+			continue;
+		out->run_ns += info.run_time_ns;
+		out->run_cnt += info.run_cnt;
+	}
+}
+
+int probes__run_stats(struct probes *p, struct fam_run out[RS_FAM_MAX])
+{
+	char c = '0';
+	FILE *f;
+
+	memset(out, 0, sizeof(*out) * RS_FAM_MAX);
+	f = fopen("/proc/sys/kernel/bpf_stats_enabled", "re");
+	if (f) {
+		c = fgetc(f);
+		fclose(f);
+	}
+	obj_run_stats(p->sched ? p->sched->obj : NULL, &out[RS_FAM_SCHED]);
+	obj_run_stats(p->io ? p->io->obj : NULL, &out[RS_FAM_IO]);
+	obj_run_stats(p->net ? p->net->obj : NULL, &out[RS_FAM_NET]);
+	obj_run_stats(p->coll ? p->coll->obj : NULL, &out[RS_FAM_COLL]);
+	/* counters keep what they had when stats were on; say "off" only if nothing was counted */
+	if (c != '1' && !out[RS_FAM_SCHED].run_cnt && !out[RS_FAM_IO].run_cnt &&
+	    !out[RS_FAM_NET].run_cnt && !out[RS_FAM_COLL].run_cnt)
+		return -ENOENT;
+	return 0;
 }

@@ -25,6 +25,7 @@ struct probes_cfg {
 	uint64_t offcpu_min_ns;
 	uint64_t io_min_ns;
 	bool disable[RS_FAM_MAX];
+	bool discover;			/* exec records of every process (the daemon) */
 };
 
 struct probes {
@@ -43,12 +44,23 @@ struct probes {
 	char fam_why[RS_FAM_MAX][160];
 	unsigned int fam_progs[RS_FAM_MAX];	/* programs or probes attached */
 	bool coll_multi;		/* one uprobe_multi link per (process, library, direction) */
-	struct bpf_link **coll_links;	/* per-site perf-event uprobes (kernels before 6.6) */
+	struct coll_link *coll_links;	/* every collective link, with the process it serves */
 	size_t coll_nlinks;
 	size_t coll_cap;
-	int *coll_fds;			/* uprobe_multi link fds */
-	size_t coll_nfds;
-	size_t coll_fcap;
+};
+
+/* A uprobe_multi link fd (kernels 6.6+) or a libbpf perf-event link, of one target process. */
+struct coll_link {
+	pid_t pid;
+	int fd;			/* uprobe_multi; -1 for a libbpf link */
+	struct bpf_link *link;
+	unsigned int nprobes;
+};
+
+/* Run time of a family's programs, from bpf_stats (kernel.bpf_stats_enabled=1). */
+struct fam_run {
+	uint64_t run_ns;
+	uint64_t run_cnt;
 };
 
 /* What attaching the collective probes to one process found. */
@@ -82,6 +94,15 @@ void probes__detach(struct probes *p);
 /* Track tgid as a rank root (flags RS_TRACK_ROOT) or child. Returns 0 or -errno. */
 int probes__track(struct probes *p, pid_t tgid, uint32_t slot, pid_t root, bool is_root);
 int probes__untrack(struct probes *p, pid_t tgid);
+/* Forget a slot for reuse: untrack every process that still carries it and zero its per-rank
+ * counters. */
+void probes__release_slot(struct probes *p, uint32_t slot);
+/* Is tgid tracked (a rank or a worker of one)? Fills *tr when it is. */
+bool probes__tracked(struct probes *p, pid_t tgid, struct rs_track *tr);
+/* Remove the collective probes of one process (it exited or exec'd). */
+void probes__detach_pid(struct probes *p, pid_t pid);
+/* Sum the run time of each family's programs. Returns 0, or -ENOENT when bpf_stats is off. */
+int probes__run_stats(struct probes *p, struct fam_run out[RS_FAM_MAX]);
 
 /* Put the collective uprobes on every supported library pid maps.
  * Returns the number of probes attached (0: no collective library), or -errno. */
@@ -119,6 +140,7 @@ int probe_net__load(struct probes *p);
 void probe_net__free(struct probes *p);
 int probe_collectives__load(struct probes *p);
 void probe_collectives__free(struct probes *p);
+void probe_collectives__detach_all(struct probes *p);
 /* Attach the enter and exit programs at n sites of the file at path, for pid only.
  * Returns 0 or -errno (nothing of this call stays attached on error). */
 int probe_collectives__attach(struct probes *p, pid_t pid, const char *path,
@@ -129,6 +151,8 @@ int probe_sched__seed(struct probes *p, pid_t tid, bool running, uint64_t now_ns
 int probe_sched__read(struct probes *p, uint32_t slot, pid_t main_tid, uint64_t now_ns,
 		      struct slot_snapshot *s);
 int probe_io__read(struct probes *p, uint32_t slot, struct slot_snapshot *s);
+/* Bytes written so far by slot's family to fds of kind (0 when io is not running). */
+uint64_t probe_io__write_bytes(struct probes *p, uint32_t slot, unsigned int kind);
 int probe_net__read(struct probes *p, uint32_t slot, struct slot_snapshot *s);
 
 /* Helpers for the family owners. */

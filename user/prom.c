@@ -2,6 +2,7 @@
 /* Prometheus text exposition writer. */
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,8 @@ void prom__reset(struct prom *p)
 {
 	p->len = 0;
 	p->err = 0;
+	p->series = 0;
+	p->over = 0;
 	if (p->buf)
 		p->buf[0] = '\0';
 }
@@ -141,9 +144,21 @@ static void line(struct prom *p, const char *name, const char *suffix, const cha
 	puts_(p, "\n");
 }
 
+/* Room for lines more sample lines under the cap? Counts them either way. */
+static bool room(struct prom *p, size_t lines)
+{
+	if (p->max_series && p->series + lines > p->max_series) {
+		p->over += lines;
+		return false;
+	}
+	p->series += lines;
+	return true;
+}
+
 void prom__sample(struct prom *p, const char *name, const char *const *labels, double value)
 {
-	line(p, name, "", labels, NULL, value);
+	if (room(p, 1))
+		line(p, name, "", labels, NULL, value);
 }
 
 void prom__histogram(struct prom *p, const char *name, const char *const *labels,
@@ -154,6 +169,8 @@ void prom__histogram(struct prom *p, const char *name, const char *const *labels
 	char le[40];
 	int i;
 
+	if (!room(p, n + 3))	/* a histogram goes whole or not at all */
+		return;
 	for (i = 0; i < n; i++) {
 		cum += counts[i];
 		line(p, name, "_bucket", labels, prom__value(bounds[i], le, sizeof(le)), cum);

@@ -13,7 +13,13 @@ struct prom {
 	size_t len;
 	size_t cap;
 	int err;	/* sticky -ENOMEM */
+	size_t max_series;	/* sample lines per document; 0: no cap */
+	size_t series;		/* sample lines written since the reset */
+	uint64_t over;		/* sample lines left out by the cap since the reset */
 };
+
+/* With max_series set, samples past the cap are left out and counted in over; a histogram
+ * is kept or left out whole. */
 
 /* Labels are given as a NULL-terminated array of name, value pairs: { "rank", "3", NULL }. */
 

@@ -148,6 +148,11 @@ void report__event(struct json *j, const struct rank_state *rs, const struct rs_
 		json__kint(j, "child", ev->fork.child_tgid);
 		json__kuint(j, "t_ns", ev->h.ts_ns);
 		break;
+	case RS_EV_EXEC:
+		hdr(j, "exec", rs, &ev->h);
+		json__kint(j, "is_rank", !!(ev->exec.flags & RS_TRACK_ROOT));
+		json__kuint(j, "t_ns", ev->h.ts_ns);
+		break;
 	case RS_EV_EXIT:
 		hdr(j, "exit", rs, &ev->h);
 		json__kint(j, "exit_code", ev->exit.exit_code);
@@ -344,11 +349,12 @@ static void phases_obj(struct json *j, const struct phases *ph)
 	json__obj_end(j);
 }
 
-void report__step(struct json *j, int rank, pid_t pid, const struct job_step *st, const char *rule,
-		  double confidence)
+void report__step(struct json *j, const char *job, int rank, pid_t pid, const struct job_step *st,
+		  const char *rule, double confidence)
 {
 	json__obj_begin(j);
 	json__kstr(j, "type", "step");
+	json__kstr(j, "job", job);
 	json__kint(j, "rank", rank);
 	json__kint(j, "pid", pid);
 	json__kuint(j, "step", st->index);
@@ -364,10 +370,12 @@ void report__step(struct json *j, int rank, pid_t pid, const struct job_step *st
 	json__obj_end(j);
 }
 
-void report__verdict(struct json *j, const struct job_verdict *v, int rank, pid_t pid)
+void report__verdict(struct json *j, const struct job_verdict *v, const char *job, int rank,
+		     pid_t pid)
 {
 	json__obj_begin(j);
 	json__kstr(j, "type", "verdict");
+	json__kstr(j, "job", job);
 	json__kuint(j, "t_ns", v->t_ns);
 	json__kuint(j, "step", v->step);
 	json__key(j, "window");

@@ -16,6 +16,15 @@ struct self_stats {
 	uint64_t dropped[RS_FAM_MAX];
 	uint64_t invalid;		/* records that failed to decode */
 	unsigned int probes_attached;
+	/* for /metrics */
+	const uint64_t *attach;		/* attach results, counted by reason (NULL: none) */
+	const char *const *attach_names;
+	int nattach;
+	bool have_run;			/* bpf_stats is on: run_ns/run_cnt are valid */
+	uint64_t run_ns[RS_FAM_MAX];
+	uint64_t run_cnt[RS_FAM_MAX];
+	uint64_t series_overflow;	/* /metrics lines left out by the series cap */
+	unsigned int ranks, jobs;	/* watched now */
 };
 
 /* {"type":"rank",...}: once per rank on attach, again if its rank number is learned later. */
@@ -40,11 +49,12 @@ void report__stats(struct json *j, const struct rank_row *row, uint64_t t_ns);
 void report__self(struct json *j, const struct self_stats *s, uint64_t t_ns, bool final);
 
 /* {"type":"step",...}: one per rank per step. */
-void report__step(struct json *j, int rank, pid_t pid, const struct job_step *st, const char *rule,
-		  double confidence);
+void report__step(struct json *j, const char *job, int rank, pid_t pid, const struct job_step *st,
+		  const char *rule, double confidence);
 
 /* {"type":"verdict",...} */
-void report__verdict(struct json *j, const struct job_verdict *v, int rank, pid_t pid);
+void report__verdict(struct json *j, const struct job_verdict *v, const char *job, int rank,
+		     pid_t pid);
 
 /* One human line for a verdict (the table and diagnose). */
 void report__verdict_text(FILE *f, const struct job_verdict *v, int rank, char *buf, size_t n);

@@ -6,6 +6,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include "ckpt.h"
+#include "job.h"
 #include "probes.h"
 #include "ranks.h"
 
@@ -16,7 +18,17 @@ struct op_acc {
 };
 
 /* Everything rankscope knows about one attached rank. Owned by the attach session. */
+struct metrics_acc;
+
 struct rank_state {
+	bool used;			/* this slot holds a rank */
+	int job;			/* index in the session's jobs */
+	int col;			/* column in its job's model */
+	struct metrics_acc *acc;	/* with HTTP: the exposition's counters */
+	char *json;			/* the latest rank line, for /api/v1/ranks */
+	struct job_step last_step;	/* for diagnose's report */
+	struct ckpt ck;			/* the checkpoint detector's state */
+	uint64_t join_ns;
 	uint32_t slot;
 	pid_t pid;
 	uint64_t starttime;

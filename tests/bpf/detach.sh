@@ -5,23 +5,6 @@
 need_root
 command -v bpftool >/dev/null || skip "bpftool not installed (make deps)"
 command -v mpirun >/dev/null || skip "OpenMPI not installed (make deps)"
-# leftovers [PID]: rs_ programs held open by PID, or (no PID) by no process at all. This
-# bpftool has no pid column, so read prog_id from every process' fdinfo.
-leftovers() {
-	bpftool -j prog show 2>/dev/null | $PY -c '
-import glob, json, re, sys
-want = sys.argv[1] if len(sys.argv) > 1 else None
-held = {}
-for f in glob.glob("/proc/[0-9]*/fdinfo/*"):
-    try:
-        m = re.search(r"^prog_id:\s*(\d+)", open(f).read(), re.M)
-    except OSError:
-        continue
-    if m:
-        held.setdefault(int(m[1]), set()).add(f.split("/")[2])
-progs = [p["id"] for p in json.load(sys.stdin) if p.get("name", "").startswith("rs_")]
-print(len([i for i in progs if (want in held.get(i, ()) if want else not held.get(i))]))' "$@"
-}
 [ "$(leftovers)" = 0 ] || fail "rs_ programs held by no process before the test: $(leftovers)"
 
 # 1) SIGTERM while the targets still run

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # HTTP on a real 2-rank OpenMPI straggler job (rankscope diagnose --listen):
 #  - /metrics passes `promtool check metrics` and names the straggler;
-#  - /healthz, /api/v1/ranks, /api/v1/steps?rank=R&last=N and /api/v1/diagnosis answer JSON;
+#  - /healthz, /api/v1/ranks, /api/v1/steps?rank=R&last=N and /api/v1/diagnosis (one verdict per job) answer JSON;
 #  - bad input: unknown path 404, POST 405, bad query 400, a huge header is refused, and an idle
 #    half-sent request is closed at the timeout while /metrics keeps answering;
 #  - a real Prometheus on loopback scrapes it with deploy/prometheus/rules.yaml loaded, and the
@@ -13,13 +13,7 @@ command -v promtool >/dev/null || skip "promtool not installed (make deps instal
 PORT=$((20000 + RANDOM % 20000))
 PPORT=$((PORT + 1))
 URL=http://127.0.0.1:$PORT
-get() { $PY -c '
-import sys, urllib.request, urllib.error
-try:
-    r = urllib.request.urlopen(urllib.request.Request(sys.argv[1], method=sys.argv[2]), timeout=5)
-    print(r.status); sys.stdout.write(r.read().decode())
-except urllib.error.HTTPError as e:
-    print(e.code); sys.stdout.write(e.read().decode())' "$1" "${2:-GET}"; }
+get() { http_get "$@"; }
 
 SLOW=$((RANDOM % 2))
 bg job mpirun --allow-run-as-root --oversubscribe -np 2 "$FIX/mpi_loop" --go-file "$T/go" \
@@ -50,8 +44,11 @@ import json, sys; s = json.load(sys.stdin)
 assert len(s) == 3 and all(x["type"] == "step" and x["rank"] == int(sys.argv[1]) for x in s), s
 assert s[0]["step"] > s[1]["step"] > s[2]["step"], "newest first"' $SLOW || fail "/api/v1/steps"
 get $URL/api/v1/diagnosis | tail -n +2 | $PY -c '
-import json, sys; d = json.load(sys.stdin)
-assert d["type"] == "verdict" and d["class"] == "compute" and d["rank"] == int(sys.argv[1]), d' \
+import json, sys; a = json.load(sys.stdin)
+assert isinstance(a, list) and len(a) == 1, a   # one verdict per job
+d = a[0]
+assert d["type"] == "verdict" and d["class"] == "compute" and d["rank"] == int(sys.argv[1]), d
+assert d["job"], d' \
 	$SLOW || fail "/api/v1/diagnosis"
 [ "$(code $URL/nope)" = 404 ] || fail "unknown path not 404"
 [ "$(code $URL/metrics POST)" = 405 ] || fail "POST not 405"

@@ -225,6 +225,7 @@ static void event__size_below_kind_struct__einval(void **state)
 		{ RS_EV_TCP_RETRANS, sizeof(struct rs_ev_tcp) },
 		{ RS_EV_COLL, sizeof(struct rs_ev_coll) },
 		{ RS_EV_COMM_INIT, sizeof(struct rs_ev_comm_init) },
+		{ RS_EV_EXEC, sizeof(struct rs_ev_exec) },
 	};
 	struct rs_event ev;
 	size_t i;
@@ -283,6 +284,7 @@ static void family__each_kind__its_family(void **state)
 	assert_int_equal(decode__family(RS_EV_OFFCPU), RS_FAM_SCHED);
 	assert_int_equal(decode__family(RS_EV_EXIT), RS_FAM_SCHED);
 	assert_int_equal(decode__family(RS_EV_FORK), RS_FAM_SCHED);
+	assert_int_equal(decode__family(RS_EV_EXEC), RS_FAM_SCHED);
 	assert_int_equal(decode__family(RS_EV_IO), RS_FAM_IO);
 	assert_int_equal(decode__family(RS_EV_TCP_STATE), RS_FAM_NET);
 	assert_int_equal(decode__family(RS_EV_TCP_RETRANS), RS_FAM_NET);

@@ -114,6 +114,35 @@ static void reset__keeps_buffer__empty_text(void **state)
 	prom__free(&p);
 }
 
+static void cap__samples_and_histograms__left_out_and_counted(void **state)
+{
+	const uint64_t counts[] = { 1, 2 };
+	const double bounds[] = { 0.1, 1 };
+	struct prom p;
+
+	prom__init(&p);
+	p.max_series = 6;
+	prom__sample(&p, "a", NULL, 1);
+	prom__sample(&p, "b", NULL, 2);
+	/* 2 buckets + Inf + sum + count = 5 lines: does not fit in the 4 left, left out whole */
+	prom__histogram(&p, "h", NULL, counts, bounds, 2, 1.5, 3);
+	prom__sample(&p, "c", NULL, 3);
+	prom__sample(&p, "d", NULL, 4);
+	prom__sample(&p, "e", NULL, 5);
+	prom__sample(&p, "f", NULL, 6);
+	prom__sample(&p, "g", NULL, 7);		/* the 7th line: over */
+	assert_string_equal(p.buf, "a 1\nb 2\nc 3\nd 4\ne 5\nf 6\n");
+	assert_int_equal(p.series, 6);
+	assert_int_equal(p.over, 6);
+	/* no cap: everything */
+	prom__reset(&p);
+	p.max_series = 0;
+	prom__histogram(&p, "h", NULL, counts, bounds, 2, 1.5, 3);
+	assert_int_equal(p.over, 0);
+	assert_non_null(strstr(p.buf, "h_count 3\n"));
+	prom__free(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -124,6 +153,7 @@ int main(void)
 		cmocka_unit_test(histogram__count_below_buckets__inf_not_below),
 		cmocka_unit_test(log2_hist__ns_buckets__seconds_bounds),
 		cmocka_unit_test(reset__keeps_buffer__empty_text),
+		cmocka_unit_test(cap__samples_and_histograms__left_out_and_counted),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

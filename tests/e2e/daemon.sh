@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# rankscope daemon, node-wide:
+#  - a second daemon on the same lock file refuses to start, naming the first;
+#  - a real OpenMPI job started after the daemon is found (exec records) and attached within
+#    2 s of each rank's start; its straggler shows in /metrics, which passes promtool; its
+#    checkpoints (bursts of 1 MiB writes) fill the checkpoint series;
+#  - a real PyTorch DDP (gloo) job started while the MPI job runs is a second job: its own
+#    job_id, 2 ranks (the data-loader workers are not ranks), DDP steps;
+#  - a rank that execs another program is detached from, and the new program, with the same
+#    rank variable, is the rank again;
+#  - after SIGTERM the daemon exits 0 and leaves no program, link or uprobe behind.
+. "$(dirname "$0")/../lib.sh"
+need_root
+command -v mpirun >/dev/null || skip "OpenMPI not installed (make deps)"
+command -v promtool >/dev/null || skip "promtool not installed (make deps installs prometheus)"
+command -v bpftool >/dev/null || skip "bpftool not installed (make deps)"
+$PY -c 'import torch' 2>/dev/null || skip "python3-torch not installed (make deps)"
+PORT=$((20000 + RANDOM % 20000))
+URL=http://127.0.0.1:$PORT
+LOCK=$T/daemon.lock
+metric() {	# metric REGEX: the value of the first /metrics line matching REGEX
+	http_get $URL/metrics | tail -n +2 | grep -E "$1" | head -1 | awk '{print $NF}'
+}
+
+bg rsd "$RS" daemon --listen 127.0.0.1:$PORT --lock-file "$LOCK" --retain 600
+wait_lines "$T/rsd.out" 'watching for training processes' 1 30 ||
+	fail "the daemon did not start: $(tail -3 "$T/rsd.out")"
+
+# 1) one daemon per node
+"$RS" daemon --listen 127.0.0.1:$((PORT + 1)) --lock-file "$LOCK" >"$T/second.out" 2>&1
+rc=$?
+[ $rc = 1 ] || fail "a second daemon exited $rc, not 1"
+grep -q "another rankscope daemon (PID $PID_rsd) is running" "$T/second.out" ||
+	fail "a second daemon did not say why: $(cat "$T/second.out")"
+echo "second daemon refused: $(cat "$T/second.out")"
+
+# 2) an MPI job started after the daemon, rank 1 slow, checkpoints every 300 steps (1.5 s)
+SLOW=1
+mkdir -p "$T/ckpt"
+bg job mpirun --allow-run-as-root --oversubscribe -np 2 "$FIX/mpi_loop" --go-file "$T/go" \
+	--iters 100000 --compute-us 1000 --slow-rank $SLOW --slow-us 4000 \
+	--ckpt-dir "$T/ckpt" --ckpt-every 300 --ckpt-mb 24
+wait_lines "$T/job.out" '^ready rank=' 2 60 || fail "MPI job did not start"
+MPI_PIDS=$(ready_pids "$T/job.out")
+for p in ${MPI_PIDS//,/ }; do
+	wait_lines "$T/rsd.out" "attached to PID $p:" 1 10 || fail "the daemon did not attach to MPI rank PID $p"
+done
+grep -E "attached to PID (${MPI_PIDS//,/|}):" "$T/rsd.out"
+$PY - "$T/rsd.out" "${MPI_PIDS}" <<'PY' || fail "attach latency"
+import re, sys
+pids = sys.argv[2].split(',')
+lat = {p: float(s) for p, s in re.findall(r'attached to PID (\d+):.* ([0-9.]+) s after it started',
+                                           open(sys.argv[1]).read()) if p in pids}
+assert len(lat) == len(pids), lat
+print("attach latency after process start (s):", lat)
+assert max(lat.values()) < 2.0, f"attached later than 2 s after start: {lat}"
+PY
+touch "$T/go"
+wait_lines "$T/job.out" '^checkpoint rank=' 4 120 || fail "no checkpoints written"
+sleep 3	# the burst ends after 1 s of quiet; the verdict needs its window
+
+http_get $URL/metrics | tail -n +2 >"$T/metrics"
+promtool check metrics <"$T/metrics" || fail "promtool check metrics failed"
+JOB_MPI=$(sed -n 's/.*job_id="\([^"]*\)",rank="0".*/\1/p' "$T/metrics" | head -1)
+[ -n "$JOB_MPI" ] || fail "no job_id label in /metrics"
+grep -q "^rankscope_straggler_verdict{job_id=\"$JOB_MPI\",class=\"compute\",rank=\"$SLOW\"" "$T/metrics" ||
+	fail "no compute verdict on rank $SLOW: $(grep straggler_verdict "$T/metrics")"
+grep -q "^train_step_seconds_count{job_id=\"$JOB_MPI\",rank=\"0\"} [1-9]" "$T/metrics" || fail "no steps"
+for r in 0 1; do
+	b=$(grep "^checkpoint_bytes_written_total{job_id=\"$JOB_MPI\",rank=\"$r\"}" "$T/metrics" | awk '{print $NF}')
+	s=$(grep "^train_checkpoint_seconds_total{job_id=\"$JOB_MPI\",rank=\"$r\"}" "$T/metrics" | awk '{print $NF}')
+	ts=$(grep "^train_checkpoint_timestamp_seconds{job_id=\"$JOB_MPI\",rank=\"$r\"}" "$T/metrics" | awk '{print $NF}')
+	echo "rank $r checkpoints: bytes=$b seconds=$s last=$ts"
+	$PY -c 'import sys, time
+b, s, ts = float(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
+assert b >= 24 << 20, b                      # at least one 24 MiB checkpoint
+assert b % (24 << 20) == 0, b                # whole checkpoints, nothing else
+assert 0 < s < 60, s
+assert time.time() - 120 < ts <= time.time() + 1, ts' "${b:-0}" "${s:-0}" "${ts:-0}" ||
+		fail "checkpoint series of rank $r"
+done
+
+# 3) a DDP job while the MPI job runs: a second job
+bg ddp env DDP_LAUNCH_RUN_ID=ddp-daemon-$$ "$FIX/ddp_launch.sh" 2 --go-file "$T/go-ddp" \
+	--steps 40 --data-dir "$T/data"
+wait_lines "$T/ddp.out" '^ready rank=' 2 120 || fail "DDP job did not start"
+DDP_PIDS=$(ready_pids "$T/ddp.out")
+for p in ${DDP_PIDS//,/ }; do
+	wait_lines "$T/rsd.out" "attached to PID $p:" 1 10 || fail "the daemon did not attach to DDP rank PID $p"
+done
+touch "$T/go-ddp"
+wait_exit "$PID_ddp" 120 || fail "DDP job failed: $(tail -5 "$T/ddp.out")"
+sleep 2
+http_get $URL/metrics | tail -n +2 >"$T/metrics2"
+promtool check metrics <"$T/metrics2" || fail "promtool check metrics failed (two jobs)"
+[ "$(grep '^rankscope_jobs ' "$T/metrics2" | awk '{print $2}')" = 2 ] ||
+	fail "not 2 jobs: $(grep '^rankscope_jobs' "$T/metrics2")"
+grep -q "^train_step_seconds_count{job_id=\"ddp-daemon-$$\",rank=\"1\"} [1-9]" "$T/metrics2" ||
+	fail "no DDP steps for job ddp-daemon-$$: $(grep train_step_seconds_count "$T/metrics2")"
+http_get $URL/api/v1/ranks | tail -n +2 | $PY -c '
+import json, sys
+r = json.load(sys.stdin)
+ddp = sorted(x["pid"] for x in r if x["job"] == sys.argv[1])
+want = sorted(int(p) for p in sys.argv[2].split(","))
+assert ddp == want, (ddp, want)          # the ranks, not their data-loader workers
+assert len({x["job"] for x in r}) == 2, r' "ddp-daemon-$$" "$DDP_PIDS" || fail "/api/v1/ranks for two jobs"
+http_get "$URL/api/v1/steps?job=ddp-daemon-$$&rank=0&last=2" | tail -n +2 | $PY -c '
+import json, sys; s = json.load(sys.stdin)
+assert len(s) == 2 and all(x["job"] == sys.argv[1] and x["rank"] == 0 for x in s), s' "ddp-daemon-$$" ||
+	fail "/api/v1/steps?job="
+http_get $URL/api/v1/diagnosis | tail -n +2 | $PY -c '
+import json, sys; a = json.load(sys.stdin)
+assert sorted(v["job"] for v in a) == sorted(sys.argv[1:]), a' "$JOB_MPI" "ddp-daemon-$$" ||
+	fail "/api/v1/diagnosis: one verdict per job"
+
+# 4) a rank that execs: detached, then the new program is that rank again
+bg execer env RANK=0 WORLD_SIZE=1 TORCHELASTIC_RUN_ID=exec-$$ $PY -c '
+import os, sys, time
+print("ready", os.getpid(), flush=True); time.sleep(2)
+os.execv("/bin/sleep", ["sleep", "30"])'
+wait_lines "$T/execer.out" '^ready' 1 30 || fail "exec test process did not start"
+EPID=$(awk '/^ready/{print $2}' "$T/execer.out")
+wait_lines "$T/rsd.out" "PID $EPID \(rank 0 of job 'exec-$$'\) exec'd another program; detached" 1 15 ||
+	fail "no detach on exec"
+sleep 2
+http_get $URL/api/v1/ranks | tail -n +2 | $PY -c '
+import json, sys
+r = [x for x in json.load(sys.stdin) if x["job"] == sys.argv[1]]
+assert len(r) == 1 and r[0]["pid"] == int(sys.argv[2]) and r[0]["comm"] == "sleep", r' "exec-$$" "$EPID" ||
+	fail "the exec'd program is not the rank"
+
+# 5) SIGTERM: exits 0, nothing left behind
+[ "$(leftovers "$PID_rsd")" -gt 0 ] || fail "no rs_ programs held by the daemon (test cannot see them)"
+kill -TERM "$PID_rsd"
+wait_exit "$PID_rsd" 60
+rc=$?
+[ $rc = 0 ] || fail "daemon exited $rc after SIGTERM: $(tail -3 "$T/rsd.out")"
+[ "$(leftovers "$PID_rsd")" = 0 ] || fail "rs_ programs left after SIGTERM"
+[ "$(leftovers)" = 0 ] || fail "rs_ programs held by no process after SIGTERM"
+if [ -r /sys/kernel/tracing/uprobe_events ] && grep -q . /sys/kernel/tracing/uprobe_events; then
+	fail "uprobe_events not empty: $(head -3 /sys/kernel/tracing/uprobe_events)"
+fi
+pass "second daemon refused; MPI and DDP jobs found after start (<2 s) as two jobs; checkpoints; exec detach; clean SIGTERM"

@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/* metrics: the /metrics document of two jobs, its verdict and checkpoint series, the series
+ * cap (the ranks' series go, rankscope's own stay), and the API's verdict and step JSON. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include "json.h"
+#include "metrics.h"
+#include "report.h"
+
+struct fixture {
+	struct metrics_acc acc[3];
+	struct slot_snapshot snap[3];
+	struct metrics_rank r[3];
+	struct job_verdict v;
+	struct metrics_job jobs[2];
+	struct self_stats self;
+	uint64_t attach[2];
+};
+
+static const char *const attach_names[2] = { "attached", "gone" };
+
+static struct fixture *mk(void)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	int i;
+
+	for (i = 0; i < 3; i++)
+		f->r[i] = (struct metrics_rank){ .rank = i < 2 ? i : 0, .pid = 100 + i,
+						 .job = i < 2 ? "mpi-1" : "ddp-2",
+						 .snap = &f->snap[i], .acc = &f->acc[i] };
+	f->acc[1].ckpt_count = 2;
+	f->acc[1].ckpt_ns = 1500000000;
+	f->acc[1].ckpt_bytes = 48 << 20;
+	f->acc[1].ckpt_last_unix = 1795953870.5;
+	f->v = (struct job_verdict){ .cls = V_COMPUTE, .col = 1, .persistent = true, .step = 9 };
+	f->jobs[0] = (struct metrics_job){ .id = "mpi-1", .v = &f->v, .vrank = 1 };
+	f->jobs[1] = (struct metrics_job){ .id = "ddp-2", .v = NULL, .vrank = -1 };
+	f->attach[0] = 3;
+	f->self = (struct self_stats){ .attach = f->attach, .attach_names = attach_names,
+				       .nattach = 2, .ranks = 3, .jobs = 2 };
+	return f;
+}
+
+static void render__two_jobs__a_verdict_each(void **state)
+{
+	struct fixture *f = mk();
+	struct prom p;
+
+	prom__init(&p);
+	metrics__render(&p, f->r, 3, f->jobs, 2, &f->self, 0);
+	assert_null(p.err ? "oom" : NULL);
+	assert_non_null(strstr(p.buf, "rankscope_straggler_verdict{job_id=\"mpi-1\",class=\"compute\","
+				      "rank=\"1\",persistent=\"true\"} 1\n"));
+	assert_non_null(strstr(p.buf, "rankscope_straggler_verdict{job_id=\"ddp-2\",class=\"none\","
+				      "rank=\"\",persistent=\"false\"} 1\n"));
+	/* two ranks 0 in two jobs: told apart by job_id */
+	assert_non_null(strstr(p.buf, "rankscope_rank_state{job_id=\"mpi-1\",rank=\"0\",state=\"running\"} 1\n"));
+	assert_non_null(strstr(p.buf, "rankscope_rank_state{job_id=\"ddp-2\",rank=\"0\",state=\"running\"} 1\n"));
+	assert_non_null(strstr(p.buf, "rankscope_attach_total{result=\"attached\"} 3\n"));
+	assert_non_null(strstr(p.buf, "rankscope_jobs 2\n"));
+	assert_null(strstr(p.buf, "rankscope_planned_steps"));
+	assert_null(strstr(p.buf, "rankscope_bpf_run_seconds_total"));	/* bpf_stats off */
+	prom__free(&p);
+	free(f);
+}
+
+static void render__checkpoints__counters_and_timestamp_after_first(void **state)
+{
+	struct fixture *f = mk();
+	struct prom p;
+
+	prom__init(&p);
+	metrics__render(&p, f->r, 3, f->jobs, 2, &f->self, 5000);
+	assert_non_null(strstr(p.buf, "train_checkpoint_seconds_total{job_id=\"mpi-1\",rank=\"1\"} 1.5\n"));
+	assert_non_null(strstr(p.buf, "checkpoint_bytes_written_total{job_id=\"mpi-1\",rank=\"1\"} 50331648\n"));
+	assert_non_null(strstr(p.buf, "train_checkpoint_timestamp_seconds{job_id=\"mpi-1\",rank=\"1\"} 1795953870.5\n"));
+	/* no checkpoint yet: no timestamp (absent() is what the no-checkpoint alert reads) */
+	assert_null(strstr(p.buf, "train_checkpoint_timestamp_seconds{job_id=\"mpi-1\",rank=\"0\"}"));
+	assert_non_null(strstr(p.buf, "rankscope_planned_steps{job_id=\"ddp-2\"} 5000\n"));
+	prom__free(&p);
+	free(f);
+}
+
+static void render__series_cap__ranks_cut_self_kept(void **state)
+{
+	struct fixture *f = mk();
+	struct prom p;
+
+	prom__init(&p);
+	p.max_series = 10;
+	f->self.series_overflow = 7;
+	metrics__render(&p, f->r, 3, f->jobs, 2, &f->self, 0);
+	assert_true(p.over > 0);
+	assert_null(strstr(p.buf, "rankscope_rank_state{"));		/* cut */
+	assert_non_null(strstr(p.buf, "rankscope_series_overflow_total 7\n"));	/* kept */
+	assert_non_null(strstr(p.buf, "rankscope_events_dropped_total{family=\"sched\"} 0\n"));
+	assert_int_equal(p.max_series, 0);	/* left uncapped for the self series */
+	prom__free(&p);
+	free(f);
+}
+
+static void api__verdict_and_step__carry_the_job(void **state)
+{
+	struct fixture *f = mk();
+	struct job_step st = { .col = 1, .index = 4, .dur_ns = 5000000 };
+	struct json j;
+
+	json__init(&j);
+	report__verdict(&j, &f->v, "mpi-1", 1, 101);
+	assert_non_null(strstr(j.buf, "{\"type\":\"verdict\",\"job\":\"mpi-1\","));
+	assert_non_null(strstr(j.buf, "\"class\":\"compute\",\"rank\":1,\"pid\":101,\"persistent\":true"));
+	json__reset(&j);
+	report__step(&j, "ddp \"2\"", 0, 102, &st, "ddp_marker", 1.0);
+	assert_non_null(strstr(j.buf, "{\"type\":\"step\",\"job\":\"ddp \\\"2\\\"\",\"rank\":0,"
+				      "\"pid\":102,\"step\":4,"));
+	json__free(&j);
+	free(f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(render__two_jobs__a_verdict_each),
+		cmocka_unit_test(render__checkpoints__counters_and_timestamp_after_first),
+		cmocka_unit_test(render__series_cap__ranks_cut_self_kept),
+		cmocka_unit_test(api__verdict_and_step__carry_the_job),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

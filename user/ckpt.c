@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/* The checkpoint burst detector (see ckpt.h for the heuristic). */
+#include <string.h>
+#include "ckpt.h"
+
+bool ckpt__sample(struct ckpt *c, const struct ckpt_cfg *cfg, uint64_t t, uint64_t cum_bytes,
+		  struct ckpt_done *out)
+{
+	uint64_t delta, prev_t = c->last_t;
+	bool done = false;
+
+	if (!c->primed || cum_bytes < c->last_bytes || t < c->last_t) {
+		memset(c, 0, sizeof(*c));
+		c->primed = true;
+		c->last_bytes = cum_bytes;
+		c->last_t = t;
+		return false;
+	}
+	delta = cum_bytes - c->last_bytes;
+	c->last_bytes = cum_bytes;
+	c->last_t = t;
+	if (delta >= cfg->active_bytes) {
+		if (!c->in_burst) {
+			c->in_burst = true;
+			c->start_ns = prev_t;	/* the writes happened since the last sample */
+			c->bytes = 0;
+		}
+		c->bytes += delta;
+		c->active_end_ns = t;
+		return false;
+	}
+	if (!c->in_burst)
+		return false;
+	c->bytes += delta;
+	if (t - c->active_end_ns < cfg->gap_ns)
+		return false;
+	if (c->bytes >= cfg->min_bytes) {
+		out->start_ns = c->start_ns;
+		out->end_ns = c->active_end_ns;
+		out->bytes = c->bytes;
+		done = true;
+	}
+	c->in_burst = false;
+	c->bytes = 0;
+	return done;
+}

@@ -1,0 +1,395 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/* Options of the verbs that run a session: attach, diagnose and daemon share most. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cmd.h"
+#include "log.h"
+#include "procfs.h"
+
+static void usage(FILE *f, enum cmd_verb v)
+{
+	if (v == VERB_DAEMON) {
+		fprintf(f,
+"Usage: rankscope daemon [--listen ADDR] [--all] [OPTIONS]\n"
+"\n"
+"Watch the node: attach to every training process that starts (a process with a rank\n"
+"variable, or one that maps NCCL, MPI or gloo), group ranks into jobs by job id, and\n"
+"serve per-rank, per-step metrics and verdicts over HTTP until SIGTERM or SIGINT. Finds\n"
+"new processes from exec records and a /proc rescan; detaches from each on exit or exec.\n"
+"One daemon per node (a lock file).\n"
+"\n"
+"  -a, --all              also adopt the training processes already running at start\n"
+"                         (the DaemonSet sets it, so a restarted daemon picks its jobs\n"
+"                         back up); without it, only processes started after it\n"
+"  -p, --pid PIDS         also adopt these PIDs at start\n"
+"      --listen ADDR      HTTP address (default 127.0.0.1:9464); see rankscope attach\n"
+"                         --help for the endpoints\n"
+"      --lock-file PATH   one daemon per node (default /run/rankscope/daemon.lock)\n"
+"      --max-ranks N      ranks watched at once, 1 to 256 (default 256)\n"
+"      --max-jobs N       jobs watched at once, 1 to 64 (default 32)\n"
+"      --max-series N     sample lines in /metrics, 0 for no cap (default 200000);\n"
+"                         rankscope_series_overflow_total counts what it leaves out\n"
+"      --rescan S         /proc rescan period (default 1)\n"
+"      --retain S         keep a finished job's series this long (default 300)\n"
+"      --planned-steps N  export rankscope_planned_steps for the dashboard's ETA\n"
+"      --ckpt-min-mb N    a write burst this big is a checkpoint (default 16)\n"
+"  -j, --json             also print rank, step and verdict JSON lines on stdout\n"
+"  -i, --interval S       publish period in seconds (default 1)\n"
+"      --io-min-us, --offcpu-min-us, --ringbuf-kb, --drain-ms, --no-FAMILY, --steps,\n"
+"      --window, --hang-timeout: as for rankscope attach\n"
+"  -v, --verbose          more diagnostics (libbpf messages)\n"
+"  -h, --help             this help\n"
+"\n"
+"Needs root (or CAP_BPF+CAP_PERFMON+CAP_SYS_PTRACE+CAP_DAC_READ_SEARCH) and kernel BTF.\n");
+		return;
+	}
+	if (v == VERB_DIAGNOSE)
+		fprintf(f,
+"Usage: rankscope diagnose (-p PID[,PID...] | --all) [--duration S] [--json] [OPTIONS]\n"
+"\n"
+"Attach, split every rank's steps into phases, and report which rank holds the others\n"
+"back, in which phase, by how much, and the experiment that could disprove it. Prints a\n"
+"short report when the ranks exit or the duration ends, and exits 0.\n"
+"\n");
+	else
+		fprintf(f,
+"Usage: rankscope attach (-p PID[,PID...] | --all) [OPTIONS]\n"
+"\n"
+"Attach to running training ranks and show, per rank, collectives, blocking I/O,\n"
+"run-queue delay, off-CPU time and TCP health, then per-step phases and straggler\n"
+"verdicts. Exits once every rank has exited.\n"
+"\n");
+	fprintf(f,
+"  -p, --pid PIDS         comma-separated rank PIDs (rank order = order given,\n"
+"                         unless the environ or communicator init says otherwise)\n"
+"  -a, --all              every process that maps NCCL/MPI/gloo or has a rank variable\n"
+"  -d, --duration S       stop after S seconds (default: until the ranks exit)\n"
+"  -j, --json             JSON lines on stdout instead of the table\n"
+"  -e, --events           with --json: also one line per collective call and per\n"
+"                         streamed event (io, offcpu, fork, exit, tcp)\n"
+"  -i, --interval S       stats/table period in seconds (default 1)\n"
+"      --io-min-us N      stream I/O syscalls of at least N us (default 100)\n"
+"      --offcpu-min-us N  stream off-CPU intervals of at least N us (default 100)\n"
+"      --ringbuf-kb N     ring buffer size, power of two >= 4 (default 8192)\n"
+"      --drain-ms N       ring buffer drain period (default 100)\n"
+"      --no-FAMILY        skip a probe family: --no-sched --no-io --no-net --no-collectives\n"
+"      --steps MODE       auto (DDP marker, else the collective period; default),\n"
+"                         every:N (every N-th collective on the main communicator),\n"
+"                         marker:SYMBOL[@LIB] (a function, mangled names too, in the\n"
+"                         executable or the library named LIB*) or\n"
+"                         usdt:PROVIDER:NAME[@LIB]: one step per call\n"
+"      --window N         steps per verdict window (default 8)\n"
+"      --hang-timeout S   a rank is hung when a peer waited S seconds in a collective it\n"
+"                         has not reached (default 60)\n"
+"      --listen ADDR      serve /metrics (Prometheus), /healthz, /api/v1/ranks,\n"
+"                         /api/v1/steps?rank=R&last=N and /api/v1/diagnosis on ADDR,\n"
+"                         e.g. 127.0.0.1:9464 (loopback unless you say otherwise)\n"
+"      --max-series N     with --listen: cap /metrics at N sample lines (default 200000)\n"
+"      --planned-steps N  with --listen: export rankscope_planned_steps (dashboard ETA)\n"
+"      --ckpt-min-mb N    with --listen: a write burst this big is a checkpoint\n"
+"                         (default 16)\n"
+"  -v, --verbose          more diagnostics (libbpf messages)\n"
+"  -h, --help             this help\n"
+"\n"
+"Needs root (or CAP_BPF+CAP_PERFMON) and kernel BTF.\n");
+}
+
+enum {
+	OPT_IO_MIN = 256, OPT_OFFCPU_MIN, OPT_RINGBUF, OPT_DRAIN,
+	OPT_NO_SCHED, OPT_NO_IO, OPT_NO_NET, OPT_NO_COLL, OPT_STEPS, OPT_WINDOW, OPT_HANG,
+	OPT_LISTEN, OPT_LOCK, OPT_MAX_RANKS, OPT_MAX_JOBS, OPT_MAX_SERIES, OPT_RESCAN, OPT_RETAIN,
+	OPT_PLANNED, OPT_CKPT_MIN,
+};
+
+static const char *who = "attach";
+
+static int parse_num(const char *opt, const char *arg, long lo, long hi, long *out)
+{
+	if (!parse_long(arg, lo, hi, out))
+		return 0;
+	pr_warn("%s: invalid %s '%s': expected a whole number from %ld to %ld", who, opt,
+		arg, lo, hi);
+	return -EINVAL;
+}
+
+static int parse_secs(const char *opt, const char *arg, double lo, double hi, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(arg, &end);
+	if (!*arg || *end || errno || !(v >= lo && v <= hi)) {
+		pr_warn("%s: invalid %s '%s': expected seconds from %g to %g", who, opt, arg,
+			lo, hi);
+		return -EINVAL;
+	}
+	*out = v;
+	return 0;
+}
+
+static const char *verb_name(enum cmd_verb v)
+{
+	return v == VERB_DAEMON ? "daemon" : v == VERB_DIAGNOSE ? "diagnose" : "attach";
+}
+
+/* "marker:SYM[@LIB]" or "usdt:PROVIDER:NAME[@LIB]" into o. Returns 0 or -EINVAL. */
+static int parse_marker(const char *arg, struct session_opts *o)
+{
+	char buf[512], *at, *colon;
+	bool usdt = !strncmp(arg, "usdt:", 5);
+
+	if (!usdt && strncmp(arg, "marker:", 7))
+		return -EINVAL;
+	if (snprintf(buf, sizeof(buf), "%s", arg + (usdt ? 5 : 7)) >= (int)sizeof(buf))
+		return -EINVAL;
+	at = strchr(buf, '@');
+	if (at) {
+		*at++ = '\0';
+		if (!*at || strchr(at, '/') || strlen(at) >= sizeof(o->marker_lib))
+			return -EINVAL;
+		snprintf(o->marker_lib, sizeof(o->marker_lib), "%s", at);
+	}
+	if (!usdt) {
+		if (!buf[0] || strlen(buf) >= sizeof(o->marker_sym))
+			return -EINVAL;
+		snprintf(o->marker_sym, sizeof(o->marker_sym), "%s", buf);
+		return 0;
+	}
+	colon = strchr(buf, ':');
+	if (!colon || colon == buf || !colon[1] || strlen(buf) >= sizeof(o->usdt_provider) ||
+	    strlen(colon + 1) >= sizeof(o->usdt_name))
+		return -EINVAL;
+	*colon = '\0';
+	snprintf(o->usdt_provider, sizeof(o->usdt_provider), "%s", buf);
+	snprintf(o->usdt_name, sizeof(o->usdt_name), "%s", colon + 1);
+	return 0;
+}
+
+int cmd__parse_opts(int argc, char **argv, struct session_opts *o, enum cmd_verb verb)
+{
+	static const struct option longopts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "all", no_argument, NULL, 'a' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "events", no_argument, NULL, 'e' },
+		{ "interval", required_argument, NULL, 'i' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "io-min-us", required_argument, NULL, OPT_IO_MIN },
+		{ "offcpu-min-us", required_argument, NULL, OPT_OFFCPU_MIN },
+		{ "ringbuf-kb", required_argument, NULL, OPT_RINGBUF },
+		{ "drain-ms", required_argument, NULL, OPT_DRAIN },
+		{ "no-sched", no_argument, NULL, OPT_NO_SCHED },
+		{ "no-io", no_argument, NULL, OPT_NO_IO },
+		{ "no-net", no_argument, NULL, OPT_NO_NET },
+		{ "no-collectives", no_argument, NULL, OPT_NO_COLL },
+		{ "steps", required_argument, NULL, OPT_STEPS },
+		{ "window", required_argument, NULL, OPT_WINDOW },
+		{ "hang-timeout", required_argument, NULL, OPT_HANG },
+		{ "listen", required_argument, NULL, OPT_LISTEN },
+		{ "lock-file", required_argument, NULL, OPT_LOCK },
+		{ "max-ranks", required_argument, NULL, OPT_MAX_RANKS },
+		{ "max-jobs", required_argument, NULL, OPT_MAX_JOBS },
+		{ "max-series", required_argument, NULL, OPT_MAX_SERIES },
+		{ "rescan", required_argument, NULL, OPT_RESCAN },
+		{ "retain", required_argument, NULL, OPT_RETAIN },
+		{ "planned-steps", required_argument, NULL, OPT_PLANNED },
+		{ "ckpt-min-mb", required_argument, NULL, OPT_CKPT_MIN },
+		{},
+	};
+	const char *bad;
+	long v;
+	int c, n;
+
+	memset(o, 0, sizeof(*o));
+	who = verb == VERB_DAEMON ? "daemon" : "attach";
+	o->report = verb == VERB_DIAGNOSE;
+	o->daemon = verb == VERB_DAEMON;
+	o->max_ranks = RS_MAX_SLOTS;
+	o->max_jobs = 32;
+	o->max_series = 200000;
+	o->retain_s = 300;
+	o->lock_file = "/run/rankscope/daemon.lock";
+	o->ckpt = (struct ckpt_cfg){ .active_bytes = CKPT_ACTIVE_BYTES, .gap_ns = CKPT_GAP_NS,
+				     .min_bytes = CKPT_MIN_BYTES };
+	if (o->daemon) {
+		o->listen = "127.0.0.1:9464";
+		o->rescan_s = 1;
+		o->pcfg.discover = true;
+	}
+	o->interval_s = 1;
+	o->drain_ms = 100;
+	o->pcfg.ringbuf_bytes = 8192 * 1024;
+	o->pcfg.io_min_ns = 100000;
+	o->pcfg.offcpu_min_ns = 100000;
+	o->jcfg.mode = STEPS_AUTO;
+	o->jcfg.window = 8;
+	o->jcfg.hang_timeout_ns = 60ULL * 1000000000ULL;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "p:ad:jei:vh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			n = targets__parse_pids(optarg, o->pids + o->npids, TARGETS_MAX - o->npids,
+						&bad);
+			if (n < 0) {
+				pr_warn("%s: invalid PID list '%s' at '%s': expected PID[,PID...] of "
+					"positive numbers (at most %d)", who, optarg, bad, TARGETS_MAX);
+				return -EINVAL;
+			}
+			o->npids += n;
+			break;
+		case 'a': o->all = true; break;
+		case 'j': o->json = true; break;
+		case 'e': o->events = true; break;
+		case 'v': log_verbosity = LOG_DEBUG; break;
+		case 'd':
+			if (parse_secs("--duration", optarg, 0.001, 1e7, &o->duration_s))
+				return -EINVAL;
+			break;
+		case 'i':
+			if (parse_secs("--interval", optarg, 0.05, 3600, &o->interval_s))
+				return -EINVAL;
+			break;
+		case OPT_IO_MIN:
+			if (parse_num("--io-min-us", optarg, 0, 60000000, &v))
+				return -EINVAL;
+			o->pcfg.io_min_ns = v * 1000ULL;
+			break;
+		case OPT_OFFCPU_MIN:
+			if (parse_num("--offcpu-min-us", optarg, 0, 60000000, &v))
+				return -EINVAL;
+			o->pcfg.offcpu_min_ns = v * 1000ULL;
+			break;
+		case OPT_RINGBUF:
+			if (parse_num("--ringbuf-kb", optarg, 4, 1 << 20, &v))
+				return -EINVAL;
+			if (v & (v - 1)) {
+				pr_warn("%s: invalid --ringbuf-kb '%s': must be a power of two (4, 8, ... 1048576)",
+					who, optarg);
+				return -EINVAL;
+			}
+			o->pcfg.ringbuf_bytes = v * 1024;
+			break;
+		case OPT_DRAIN:
+			if (parse_num("--drain-ms", optarg, 1, 10000, &v))
+				return -EINVAL;
+			o->drain_ms = v;
+			break;
+		case OPT_NO_SCHED: o->pcfg.disable[RS_FAM_SCHED] = true; break;
+		case OPT_NO_IO: o->pcfg.disable[RS_FAM_IO] = true; break;
+		case OPT_NO_NET: o->pcfg.disable[RS_FAM_NET] = true; break;
+		case OPT_NO_COLL: o->pcfg.disable[RS_FAM_COLL] = true; break;
+		case OPT_STEPS:
+			if (!strcmp(optarg, "auto")) {
+				o->jcfg.mode = STEPS_AUTO;
+			} else if (!strncmp(optarg, "every:", 6) &&
+				   !parse_long(optarg + 6, 1, PERIOD_MAX, &v)) {
+				o->jcfg.mode = STEPS_EVERY;
+				o->jcfg.every = v;
+			} else if (!parse_marker(optarg, o)) {
+				o->jcfg.mode = STEPS_MARKER;
+			} else {
+				pr_warn("%s: invalid --steps '%s': use auto, every:N (N from 1 to %d), "
+					"marker:SYMBOL[@LIB] or usdt:PROVIDER:NAME[@LIB]", who, optarg, PERIOD_MAX);
+				return -EINVAL;
+			}
+			break;
+		case OPT_WINDOW:
+			if (parse_num("--window", optarg, 2, JOB_ROWS, &v))
+				return -EINVAL;
+			o->jcfg.window = v;
+			break;
+		case OPT_LISTEN:
+			o->listen = optarg;
+			break;
+		case OPT_LOCK:
+			if (!o->daemon || optarg[0] != '/')
+				goto daemon_only;
+			o->lock_file = optarg;
+			break;
+		case OPT_MAX_RANKS:
+			if (!o->daemon)
+				goto daemon_only;
+			if (parse_num("--max-ranks", optarg, 1, RS_MAX_SLOTS, &v))
+				return -EINVAL;
+			o->max_ranks = v;
+			break;
+		case OPT_MAX_JOBS:
+			if (!o->daemon)
+				goto daemon_only;
+			if (parse_num("--max-jobs", optarg, 1, SESSION_JOBS_MAX, &v))
+				return -EINVAL;
+			o->max_jobs = v;
+			break;
+		case OPT_RESCAN:
+			if (!o->daemon)
+				goto daemon_only;
+			if (parse_secs("--rescan", optarg, 0.1, 3600, &o->rescan_s))
+				return -EINVAL;
+			break;
+		case OPT_RETAIN:
+			if (!o->daemon)
+				goto daemon_only;
+			if (parse_secs("--retain", optarg, 0, 86400 * 7, &o->retain_s))
+				return -EINVAL;
+			break;
+		case OPT_MAX_SERIES:
+			if (parse_num("--max-series", optarg, 0, 100000000, &v))
+				return -EINVAL;
+			o->max_series = v;
+			break;
+		case OPT_PLANNED:
+			if (parse_num("--planned-steps", optarg, 1, 1L << 40, &v))
+				return -EINVAL;
+			o->planned_steps = v;
+			break;
+		case OPT_CKPT_MIN:
+			if (parse_num("--ckpt-min-mb", optarg, 1, 1 << 20, &v))
+				return -EINVAL;
+			o->ckpt.min_bytes = (uint64_t)v << 20;
+			break;
+		case OPT_HANG: {
+			double secs;
+
+			if (parse_secs("--hang-timeout", optarg, 0.1, 86400, &secs))
+				return -EINVAL;
+			o->jcfg.hang_timeout_ns = (uint64_t)(secs * 1e9);
+			break;
+		}
+		case 'h':
+			usage(stdout, verb);
+			return 1;
+		default:
+			fprintf(stderr, "Try 'rankscope %s --help'.\n", verb_name(verb));
+			return -EINVAL;
+		}
+	}
+	if (optind < argc) {
+		pr_warn("%s: unexpected argument '%s'; PIDs go after -p, comma-separated", who,
+			argv[optind]);
+		return -EINVAL;
+	}
+	o->npids = targets__dedup(o->pids, o->npids);	/* -p 1 -p 1 is one target */
+	if (!o->npids && !o->all && !o->daemon) {
+		pr_warn("attach: no target; give -p PID[,PID...] or --all");
+		return -EINVAL;
+	}
+	if (o->events && !o->json) {
+		pr_warn("%s: --events needs --json (events are JSON lines)", who);
+		return -EINVAL;
+	}
+	return 0;
+daemon_only:
+	if (o->daemon)
+		pr_warn("daemon: invalid --lock-file '%s': give an absolute path", optarg);
+	else
+		pr_warn("%s: %s is a daemon option; see rankscope daemon --help", who,
+			argv[optind - 1]);
+	return -EINVAL;
+}
+

@@ -1,0 +1,1153 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/* The session every verb runs: ranks in slots, slots in jobs, one loop over the ring buffer. */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/libbpf.h>
+#include "decode.h"
+#include "elfsym.h"
+#include "log.h"
+#include "procfs.h"
+#include "ranks.h"
+#include "session.h"
+
+static const char *const result_names[AR_MAX] = {
+	[AR_OK] = "attached",
+	[AR_GONE] = "gone",
+	[AR_CAP_RANKS] = "rank_cap",
+	[AR_CAP_JOBS] = "job_cap",
+	[AR_DUP_RANK] = "duplicate_rank",
+	[AR_TRACK_FAILED] = "track_failed",
+};
+
+const char *session__result_name(enum attach_result r)
+{
+	return r < AR_MAX ? result_names[r] : "unknown";
+}
+
+uint64_t session__now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+static const char *verb(const struct session *s)
+{
+	return s->o.daemon ? "daemon" : "attach";
+}
+
+/* One JSON line out; a closed stdout ends the session instead of killing it with SIGPIPE. */
+static void emit(struct session *s)
+{
+	if (s->j.err || !s->j.len)
+		goto out;
+	if (fwrite(s->j.buf, 1, s->j.len, s->out) != s->j.len || fputc('\n', s->out) == EOF)
+		s->write_err = -EPIPE;
+out:
+	json__reset(&s->j);
+}
+
+static struct rank_state *rank_of(struct session *s, uint32_t slot)
+{
+	return slot < (uint32_t)s->nranks && s->ranks[slot].used ? &s->ranks[slot] : NULL;
+}
+
+static struct sjob *job_of(struct session *s, const struct rank_state *rs)
+{
+	return &s->jobs[rs->job];
+}
+
+/* The rank in column col of job j (the model's callbacks speak in columns). */
+static struct rank_state *col_rank(struct sjob *j, int col)
+{
+	if (col < 0 || col >= j->ncols)
+		return NULL;
+	return rank_of(j->s, j->slots[col]);
+}
+
+static void emit_rank(struct session *s, struct rank_state *rs)
+{
+	const char *fams[RS_FAM_MAX];
+	char safe[64];
+	int f, n = 0;
+
+	for (f = 0; f < RS_FAM_MAX; f++) {
+		if (s->probes.fam_err[f])
+			continue;
+		if (f == RS_FAM_COLL && !rs->coll_probes)
+			continue;
+		fams[n++] = decode__family_name(f);
+	}
+	report__rank(&s->j, rs, fams, n);
+	if (s->httpd && !s->j.err) {
+		free(rs->json);
+		rs->json = strdup(s->j.buf);
+	}
+	if (s->o.json) {
+		emit(s);
+		fflush(s->out);
+		return;
+	}
+	json__reset(&s->j);
+	fprintf(stderr, "rankscope: rank %d pid %d (%s) job '%s' rank from %s; collective probes: %d%s\n",
+		rs->info.rank, rs->pid, log__safe(rs->comm, safe, sizeof(safe)), rs->info.job,
+		ranks__source_name(rs->info.src),
+		rs->coll_probes, rs->coll_probes ? "" : " (no NCCL, MPI or gloo mapped: sched/io/net only)");
+}
+
+static void on_coll(struct session *s, struct rank_state *rs, const struct rs_ev_coll *e)
+{
+	char comm[COMM_NAME_MAX + 24];
+	uint64_t esize = 0;
+
+	stats__on_coll(rs, e->op, e->enter_ns, e->exit_ns);
+	if (e->lib == RS_LIB_NCCL)
+		esize = decode__nccl_dtype_size(e->dtype);
+	else if (e->lib == RS_LIB_MPI)
+		esize = comms__dtype_size(&s->comms, rs->pid, e->dtype);
+	comms__name(&s->comms, rs->pid, e->lib, e->comm, comm, sizeof(comm));
+	if (rs->acc)
+		metrics__on_coll(rs->acc, e->lib, e->op, esize * e->count,
+				 e->exit_ns > e->enter_ns ? e->exit_ns - e->enter_ns : 0);
+	/* the job model keys communicators by their global name */
+	job__on_coll(job_of(s, rs)->model, rs->col, e->h.tid, e->op, e->lib,
+		     comms__fnv1a((const uint8_t *)comm, strlen(comm)), e->seq,
+		     esize * e->count, e->enter_ns, e->exit_ns);
+	if (!s->o.events)
+		return;
+	report__coll(&s->j, rs, e, comm, esize * e->count);
+	emit(s);
+}
+
+/* A rank number no live rank of job j has: the lowest free. */
+static int free_rank_number(struct session *s, struct sjob *j, const struct rank_state *self)
+{
+	struct rank_state *o;
+	int r, c;
+	bool taken;
+
+	for (r = 0; r < RANK_MAX; r++) {
+		for (taken = false, c = 0; c < j->ncols && !taken; c++) {
+			o = col_rank(j, c);
+			taken = o && o != self && !o->exited && o->info.rank == r;
+		}
+		if (!taken)
+			return r;
+	}
+	return -1;
+}
+
+static void on_init(struct session *s, struct rank_state *rs, const struct rs_ev_comm_init *e)
+{
+	char comm[COMM_NAME_MAX + 24];
+
+	if (e->ret == 0 && e->comm)
+		comms__set_nccl(&s->comms, rs->pid, e->comm, e->unique_id, sizeof(e->unique_id));
+	/* The environ had no rank: the communicator knows it. Sub-communicators (tensor or
+	 * pipeline groups) come later and are smaller: only the widest one names the rank. */
+	if (e->ret == 0 && e->rank >= 0 && e->rank < RANK_MAX && e->nranks > e->rank &&
+	    (rs->info.src == RANK_SRC_ORDER || rs->info.src == RANK_SRC_NONE ||
+	     (rs->info.src == RANK_SRC_COMM_INIT && e->nranks > rs->info.world_size))) {
+		rs->info.rank = e->rank;
+		rs->info.world_size = e->nranks;
+		rs->info.src = RANK_SRC_COMM_INIT;
+		job__set_rank(job_of(s, rs)->model, rs->col, rs->info.rank, rs->pid);
+		emit_rank(s, rs);
+	}
+	if (!s->o.events)
+		return;
+	comms__name(&s->comms, rs->pid, e->lib, e->comm, comm, sizeof(comm));
+	report__comm_init(&s->j, rs, e, comm);
+	emit(s);
+}
+
+void session__rank_gone(struct session *s, struct rank_state *rs, uint64_t t, int status)
+{
+	struct sjob *j = job_of(s, rs);
+	int c;
+
+	if (rs->exited)
+		return;
+	rs->exited = true;
+	rs->exit_code = status;
+	job__on_exit(j->model, rs->col, t, status);
+	/* the pid may be reused by anyone: nothing of it may stick to the newcomer */
+	probes__untrack(&s->probes, rs->pid);
+	probes__detach_pid(&s->probes, rs->pid);
+	comms__forget(&s->comms, rs->pid);
+	for (c = 0; c < j->ncols; c++) {
+		struct rank_state *o = col_rank(j, c);
+
+		if (o && !o->exited)
+			return;
+	}
+	j->done_ns = session__now();
+}
+
+void session__drop_rank(struct session *s, int slot)
+{
+	struct rank_state *rs = rank_of(s, slot);
+	struct sjob *j;
+	int c, out;
+
+	if (!rs)
+		return;
+	if (!rs->exited) {
+		probes__untrack(&s->probes, rs->pid);
+		probes__detach_pid(&s->probes, rs->pid);
+		comms__forget(&s->comms, rs->pid);
+	}
+	probes__release_slot(&s->probes, slot);
+	j = job_of(s, rs);
+	for (c = 0, out = 0; c < j->ncols; c++)
+		if (j->slots[c] != slot)
+			j->slots[out++] = j->slots[c];
+	j->ncols = out;
+	j->dirty = true;
+	free(rs->acc);
+	free(rs->json);
+	memset(rs, 0, sizeof(*rs));
+	while (s->nranks && !s->ranks[s->nranks - 1].used)
+		s->nranks--;
+	if (!j->ncols) {	/* the job is gone with its last rank */
+		job__free(j->model);
+		memset(j, 0, sizeof(*j));
+	}
+}
+
+bool session__has_pid(const struct session *s, pid_t pid)
+{
+	int i;
+
+	for (i = 0; i < s->nranks; i++)
+		if (s->ranks[i].used && !s->ranks[i].exited && s->ranks[i].pid == pid)
+			return true;
+	return false;
+}
+
+static int handle_event(void *ctx, void *data, size_t len)
+{
+	struct session *s = ctx;
+	struct rank_state *rs;
+	struct rs_event ev;
+	int fam, err;
+
+	err = decode__event(data, len, &ev);
+	if (err) {
+		s->self.invalid++;
+		/* still account it to its family so attempted == received + dropped holds */
+		if (len >= sizeof(struct rs_hdr)) {
+			fam = decode__family(((const struct rs_hdr *)data)->kind);
+			if (fam >= 0)
+				s->self.received[fam]++;
+		}
+		return 0;
+	}
+	s->self.received[decode__family(ev.kind)]++;
+	rs = rank_of(s, ev.h.slot);
+	if (ev.kind == RS_EV_EXEC) {
+		/* a rank that execs is another program now: the old one is gone, the new one
+		 * may be a rank again (a wrapper script exec'ing python) */
+		if (rs && (pid_t)ev.h.tgid == rs->pid) {
+			pr_info("%s: PID %d (rank %d of job '%s') exec'd another program; detached",
+				verb(s), rs->pid, rs->info.rank, rs->info.job);
+			session__rank_gone(s, rs, ev.h.ts_ns, 0);
+			if (s->o.daemon)
+				session__drop_rank(s, rs->slot);
+			rs = NULL;
+		}
+		if (!rs && s->hooks && s->hooks->on_exec && !session__has_pid(s, ev.h.tgid)) {
+			struct rs_track tr;
+
+			/* a worker exec'ing stays its rank's worker */
+			if (!probes__tracked(&s->probes, ev.h.tgid, &tr))
+				s->hooks->on_exec(s, ev.h.tgid);
+		}
+		if (!rs)
+			return 0;
+	}
+	if (!rs)
+		return 0;
+	switch (ev.kind) {
+	case RS_EV_COLL:
+		on_coll(s, rs, &ev.coll);
+		return 0;
+	case RS_EV_COMM_INIT:
+		on_init(s, rs, &ev.init);
+		return 0;
+	case RS_EV_FORK:
+		rs->workers++;
+		break;
+	case RS_EV_OFFCPU:
+		job__on_off(job_of(s, rs)->model, rs->col, ev.h.tid, ev.offcpu.start_ns,
+			    ev.offcpu.end_ns, ev.offcpu.runq_ns, ev.offcpu.syscall);
+		break;
+	case RS_EV_IO:
+		job__on_io(job_of(s, rs)->model, rs->col, ev.h.tid, (pid_t)ev.h.tgid != rs->pid,
+			   ev.io.fd_kind, ev.io.start_ns, ev.io.end_ns, ev.io.ret > 0 ? ev.io.ret : 0);
+		break;
+	case RS_EV_EXIT:
+		if ((pid_t)ev.h.tgid == rs->pid)
+			session__rank_gone(s, rs, ev.h.ts_ns, ev.exit.exit_code);
+		break;
+	default:
+		break;
+	}
+	if (s->o.events) {
+		report__event(&s->j, rs, &ev);
+		emit(s);
+	}
+	return 0;
+}
+
+static void read_self(struct session *s)
+{
+	struct rs_fam_stats fs[RS_FAM_MAX];
+	int f;
+
+	if (probes__fam_stats(&s->probes, fs))
+		return;
+	for (f = 0; f < RS_FAM_MAX; f++) {
+		s->self.attempted[f] = fs[f].attempted;
+		s->self.dropped[f] = fs[f].dropped;
+	}
+	s->self.probes_attached = probes__count(&s->probes);
+}
+
+/* A rank is gone when its pid is gone, is a zombie, or is another process (pid reuse). */
+static void check_alive(struct session *s)
+{
+	struct proc_stat st;
+	int i;
+
+	for (i = 0; i < s->nranks; i++) {
+		struct rank_state *rs = &s->ranks[i];
+
+		if (!rs->used || rs->exited)
+			continue;
+		if (procfs__stat(rs->pid, &st) || st.starttime != rs->starttime ||
+		    st.state == 'Z' || st.state == 'X')
+			session__rank_gone(s, rs, session__now(), 0);	/* the exit record was lost */
+	}
+}
+
+/* Checkpoints: every drain tick, each live rank's cumulative regular-file write bytes. */
+static void sample_checkpoints(struct session *s, uint64_t t)
+{
+	struct ckpt_done d;
+	struct timespec rt;
+	int i;
+
+	for (i = 0; i < s->nranks; i++) {
+		struct rank_state *rs = &s->ranks[i];
+
+		if (!rs->used || rs->exited || !rs->acc)
+			continue;
+		if (!ckpt__sample(&rs->ck, &s->o.ckpt, t,
+				  probe_io__write_bytes(&s->probes, rs->slot, RS_FD_REG), &d))
+			continue;
+		rs->acc->ckpt_count++;
+		rs->acc->ckpt_ns += d.end_ns - d.start_ns;
+		rs->acc->ckpt_bytes += d.bytes;
+		clock_gettime(CLOCK_REALTIME, &rt);
+		rs->acc->ckpt_last_unix = rt.tv_sec + rt.tv_nsec / 1e9 - (t - d.end_ns) / 1e9;
+		pr_debug("%s: rank %d pid %d wrote a checkpoint: %" PRIu64 " bytes in %.3f s", verb(s),
+			 rs->info.rank, rs->pid, d.bytes, (d.end_ns - d.start_ns) / 1e9);
+	}
+}
+
+static int severity(enum vclass c)
+{
+	switch (c) {
+	case V_NONE: return 0;
+	case V_HANG: case V_RANK_EXITED: case V_DIVERGENT: return 3;
+	default: return 1;
+	}
+}
+
+/* Render /metrics, /api/v1/ranks and /api/v1/diagnosis; the HTTP thread serves copies. */
+static void publish(struct session *s, uint64_t t)
+{
+	struct metrics_job mj[SESSION_JOBS_MAX];
+	struct slot_snapshot *snaps;
+	struct metrics_rank *mr;
+	struct fam_run run[RS_FAM_MAX];
+	struct json j;
+	int i, n = 0, nj = 0, f;
+
+	snaps = calloc(s->nranks ? s->nranks : 1, sizeof(*snaps));
+	mr = calloc(s->nranks ? s->nranks : 1, sizeof(*mr));
+	if (!snaps || !mr)
+		goto out;
+	for (i = 0; i < s->nranks; i++) {
+		struct rank_state *rs = &s->ranks[i];
+		struct sjob *sj;
+
+		if (!rs->used || !rs->acc)
+			continue;
+		sj = job_of(s, rs);
+		probes__read_slot(&s->probes, rs->slot, rs->pid, t, &snaps[n]);
+		mr[n] = (struct metrics_rank){
+			.rank = rs->info.rank, .pid = rs->pid, .job = rs->info.job,
+			.exited = rs->exited,
+			.hung = sj->have_last && sj->last.cls == V_HANG && sj->last.col == rs->col,
+			.snap = &snaps[n], .acc = rs->acc,
+		};
+		n++;
+	}
+	for (i = 0; i < SESSION_JOBS_MAX; i++) {
+		struct sjob *sj = &s->jobs[i];
+		struct rank_state *vr;
+
+		if (!sj->used)
+			continue;
+		vr = sj->have_last ? col_rank(sj, sj->last.col) : NULL;
+		mj[nj++] = (struct metrics_job){
+			.id = sj->id, .v = sj->have_last ? &sj->last : NULL,
+			.vrank = vr ? vr->info.rank : -1,
+		};
+	}
+	s->self.attach = s->attach_results;
+	s->self.attach_names = result_names;
+	s->self.nattach = AR_MAX;
+	s->self.have_run = !probes__run_stats(&s->probes, run);
+	for (f = 0; f < RS_FAM_MAX; f++) {
+		s->self.run_ns[f] = run[f].run_ns;
+		s->self.run_cnt[f] = run[f].run_cnt;
+	}
+	s->self.ranks = n;
+	s->self.jobs = nj;
+	s->self.series_overflow = s->series_overflow;
+	prom__reset(&s->prom);
+	s->prom.max_series = s->o.max_series;
+	metrics__render(&s->prom, mr, n, mj, nj, &s->self, s->o.planned_steps);
+	s->series_overflow += s->prom.over;
+	if (!s->prom.err)
+		httpd__publish(s->httpd, HTTPD_METRICS, s->prom.buf, s->prom.len);
+	json__init(&j);
+	json__arr_begin(&j);
+	for (i = 0; i < s->nranks; i++)
+		if (s->ranks[i].used && s->ranks[i].json)
+			json__raw(&j, s->ranks[i].json);	/* already rendered by report__rank */
+	json__arr_end(&j);
+	if (!j.err)
+		httpd__publish(s->httpd, HTTPD_RANKS, j.buf, j.len);
+	json__reset(&j);
+	json__arr_begin(&j);
+	for (i = 0; i < SESSION_JOBS_MAX; i++) {
+		struct sjob *sj = &s->jobs[i];
+		struct rank_state *vr;
+
+		if (!sj->used)
+			continue;
+		if (!sj->have_last) {
+			json__obj_begin(&j);
+			json__kstr(&j, "type", "verdict");
+			json__kstr(&j, "job", sj->id);
+			json__kstr(&j, "class", "none");
+			json__kstr(&j, "detail", "no verdict yet: too few steps");
+			json__obj_end(&j);
+			continue;
+		}
+		vr = col_rank(sj, sj->last.col);
+		report__verdict(&j, &sj->last, sj->id, vr ? vr->info.rank : -1, vr ? vr->pid : 0);
+	}
+	json__arr_end(&j);
+	if (!j.err)
+		httpd__publish(s->httpd, HTTPD_DIAGNOSIS, j.buf, j.len);
+	json__free(&j);
+out:
+	free(snaps);
+	free(mr);
+}
+
+void session__tick(struct session *s, bool final)
+{
+	struct rank_row *rows;
+	struct slot_snapshot snap;
+	uint64_t t = session__now();
+	int i, n = 0, k;
+
+	for (k = 0; k < SESSION_JOBS_MAX; k++)
+		if (s->jobs[k].used)
+			job__advance(s->jobs[k].model, t, final);
+	read_self(s);
+	if (s->httpd)
+		publish(s, t);
+	if (s->o.report || s->o.daemon) {
+		fflush(s->out);	/* step and verdict lines, as they come */
+		return;		/* diagnose prints one report at the end; the daemon serves HTTP */
+	}
+	rows = calloc(s->nranks ? s->nranks : 1, sizeof(*rows));
+	if (!rows)
+		return;
+	for (i = 0; i < s->nranks; i++) {
+		struct rank_state *rs = &s->ranks[i];
+
+		if (!rs->used)
+			continue;
+		probes__read_slot(&s->probes, rs->slot, rs->pid, t, &snap);
+		stats__row(rs, &snap, t, &rows[n]);
+		if (s->o.json) {
+			report__stats(&s->j, &rows[n], t);
+			emit(s);
+		}
+		n++;
+	}
+	if (s->o.json) {
+		report__self(&s->j, &s->self, t, final);
+		emit(s);
+	} else {
+		report__table(s->out, rows, n, &s->self, s->tty && !final);
+		if (s->jobs[0].have_last) {
+			const struct job_verdict *v = &s->jobs[0].last;
+			struct rank_state *vr = col_rank(&s->jobs[0], v->col);
+			char line[512];
+
+			report__verdict_text(s->out, v, vr ? vr->info.rank : -1, line, sizeof(line));
+		}
+	}
+	fflush(s->out);
+	free(rows);
+}
+
+/* ---- the job model's callbacks; ctx is the job ---- */
+
+static void job_on_step(void *ctx, const struct job_step *st, const char *rule)
+{
+	struct sjob *j = ctx;
+	struct session *s = j->s;
+	struct rank_state *rs = col_rank(j, st->col);
+	double conf;
+
+	if (!rs)
+		return;
+	j->steps_seen++;
+	rs->last_step = *st;
+	if (rs->acc)
+		metrics__on_step(rs->acc, st);
+	if (!s->o.json && !s->httpd)
+		return;
+	job__rule(j->model, &conf, NULL);
+	report__step(&s->j, j->id, rs->info.rank, rs->pid, st, rule, conf);
+	if (s->httpd && !s->j.err)
+		httpd__add_step(s->httpd, j->id, rs->info.rank, s->j.buf, s->j.len);
+	if (s->o.json)
+		emit(s);
+	else
+		json__reset(&s->j);
+}
+
+static void job_on_verdict(void *ctx, const struct job_verdict *v)
+{
+	struct sjob *j = ctx;
+	struct session *s = j->s;
+	struct rank_state *rs = col_rank(j, v->col);
+
+	j->last = *v;
+	j->have_last = true;
+	/* the report keeps the most serious, and the latest among equals */
+	if (!j->have_worst || severity(v->cls) >= severity(j->worst.cls)) {
+		j->worst = *v;
+		j->have_worst = true;
+	}
+	if (!s->o.json)
+		return;		/* the table shows the latest; diagnose reports at the end */
+	report__verdict(&s->j, v, j->id, rs ? rs->info.rank : -1, rs ? rs->pid : 0);
+	emit(s);
+}
+
+static bool job_inflight(void *ctx, int col, uint64_t *enter_ns, uint64_t *seq)
+{
+	struct sjob *j = ctx;
+	struct rank_state *rs = col_rank(j, col);
+
+	/* only calls entered while we watched: older frames may be left by a dead thread */
+	return rs && !rs->exited &&
+	       !probe_collectives__inflight(&j->s->probes, rs->pid, enter_ns, seq) &&
+	       *enter_ns >= rs->join_ns;
+}
+
+/* What a rank is doing, from /proc: the hang verdict reports it. */
+static void job_state(void *ctx, int col, char *buf, size_t n)
+{
+	struct rank_state *rs = col_rank(ctx, col);
+	struct proc_stat st;
+	char *sc = NULL;
+	long nr;
+
+	if (!rs || procfs__stat(rs->pid, &st)) {
+		snprintf(buf, n, "gone");
+		return;
+	}
+	switch (st.state) {
+	case 'R':
+		snprintf(buf, n, "running (rank %d, pid %d)", rs->info.rank, rs->pid);
+		return;
+	case 'T': case 't':
+		snprintf(buf, n, "stopped (rank %d, pid %d; SIGSTOP or a debugger)", rs->info.rank,
+			 rs->pid);
+		return;
+	case 'Z':
+		snprintf(buf, n, "a zombie (rank %d, pid %d)", rs->info.rank, rs->pid);
+		return;
+	default:
+		break;
+	}
+	/* /proc/PID/syscall: the number of the syscall it sleeps in, first */
+	if (procfs__read(rs->pid, "syscall", &sc, 256) > 0 && sscanf(sc, "%ld", &nr) == 1)
+		snprintf(buf, n, "blocked in syscall %ld (%s) (rank %d, pid %d)", nr,
+			 decode__syscall_name(nr), rs->info.rank, rs->pid);
+	else
+		snprintf(buf, n, "sleeping (rank %d, pid %d)", rs->info.rank, rs->pid);
+	free(sc);
+}
+
+int session__build_jobs(struct session *s)
+{
+	struct job_probe_ops ops = {
+		.inflight = job_inflight, .state = job_state, .on_step = job_on_step,
+		.on_verdict = job_on_verdict,
+	};
+	int k, c;
+
+	for (k = 0; k < SESSION_JOBS_MAX; k++) {
+		struct sjob *j = &s->jobs[k];
+
+		if (!j->used || !j->dirty)
+			continue;
+		/* a new member restarts the model: steps need every rank from the same point */
+		job__free(j->model);
+		ops.ctx = j;
+		j->model = job__new(&s->o.jcfg, j->ncols, &ops);
+		if (!j->model)
+			return -ENOMEM;
+		j->dirty = false;
+		j->have_last = false;
+		for (c = 0; c < j->ncols; c++) {
+			struct rank_state *rs = col_rank(j, c);
+
+			rs->col = c;
+			job__set_rank(j->model, c, rs->info.rank, rs->pid);
+			if (rs->exited)
+				job__on_exit(j->model, c, session__now(), rs->exit_code);
+		}
+	}
+	return 0;
+}
+
+static int make_timer(uint64_t period_ns)
+{
+	struct itimerspec its = {
+		.it_interval = { period_ns / 1000000000ULL, period_ns % 1000000000ULL },
+		.it_value = { period_ns / 1000000000ULL, period_ns % 1000000000ULL },
+	};
+	int fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+
+	if (fd < 0)
+		return -errno;
+	if (timerfd_settime(fd, 0, &its, NULL)) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+int session__free_slot(const struct session *s)
+{
+	int i;
+
+	for (i = 0; i < s->o.max_ranks; i++)
+		if (!s->ranks[i].used)
+			return i;
+	return -ENOSPC;
+}
+
+int session__prepare(struct session *s, int i, pid_t pid)
+{
+	struct rank_state *rs = &s->ranks[i];
+	struct proc_stat st;
+	char *env = NULL;
+	ssize_t n;
+	int err;
+
+	memset(rs, 0, sizeof(*rs));
+	rs->slot = i;
+	rs->pid = pid;
+	ranks__init(&rs->info);
+	err = procfs__stat(pid, &st);
+	if (err || st.state == 'Z' || st.state == 'X') {
+		if (!s->o.daemon)
+			pr_warn("attach: no process with PID %d; is it still running? (check: ps -p %d)",
+				pid, pid);
+		return -ESRCH;
+	}
+	rs->starttime = st.starttime;
+	snprintf(rs->comm, sizeof(rs->comm), "%s", st.comm);
+	n = procfs__read(pid, "environ", &env, PROC_ENVIRON_MAX);
+	if (n >= 0) {
+		ranks__from_environ(env, n, &rs->info);
+		free(env);
+	} else {
+		pr_warn("%s: failed to read environ of PID %d: %s; rank falls back to init/order",
+			verb(s), pid, strerror(-n));
+	}
+	if (!rs->info.job[0])
+		snprintf(rs->info.job, sizeof(rs->info.job), "ppid-%d", st.ppid);
+	err = libs__discover(pid, &rs->libs);
+	if (err < 0)
+		pr_warn("%s: failed to read maps of PID %d: %s", verb(s), pid, strerror(-err));
+	return 0;
+}
+
+/* Learn OpenMPI's predefined handles from the file pid mapped at pl. */
+static void scan_mpi(struct session *s, pid_t pid, const struct proc_lib *pl)
+{
+	const char *via;
+	char path[64];
+	int fd;
+
+	fd = libs__open_mapped(pid, pl, &via);
+	if (fd < 0)
+		return;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	comms__scan_mpi(&s->comms, pid, path, pl);
+	close(fd);
+}
+
+/* --steps marker:/usdt: on one rank: find the file (a library by name, else the executable),
+ * then the symbol or the USDT note in it. */
+static void attach_marker(struct session *s, struct rank_state *rs)
+{
+	const struct session_opts *o = &s->o;
+	const char *via, *what = o->marker_sym[0] ? o->marker_sym : o->usdt_name;
+	struct proc_lib pl;
+	struct elfsym *e;
+	uint64_t vaddr, off;
+	char path[64], safe[PATH_MAX];
+	bool endbr;
+	int fd, err;
+
+	err = o->marker_lib[0] ? libs__find_mapped(rs->pid, o->marker_lib, &pl) :
+				 libs__exe(rs->pid, &pl);
+	if (err) {
+		pr_warn("steps: PID %d maps no file named %s*; check the name after @ "
+			"(grep it in /proc/%d/maps)", rs->pid, o->marker_lib, rs->pid);
+		return;
+	}
+	fd = libs__open_mapped(rs->pid, &pl, &via);
+	if (fd < 0) {
+		pr_warn("steps: failed to open %s of PID %d: %s", log__safe(pl.path, safe,
+			sizeof(safe)), rs->pid, strerror(-fd));
+		return;
+	}
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	if (o->marker_sym[0]) {
+		err = elfsym__open(path, &e);
+		if (!err) {
+			err = elfsym__find(e, o->marker_sym, &vaddr, NULL);
+			if (!err)
+				err = elfsym__probe_offset(e, vaddr, &off, &endbr);
+			elfsym__free(e);
+		}
+		if (!err)
+			err = probe_collectives__attach_marker(&s->probes, rs->pid, path, off);
+	} else {
+		err = probe_collectives__attach_usdt(&s->probes, rs->pid, path, o->usdt_provider,
+						     o->usdt_name);
+	}
+	close(fd);
+	if (err)
+		pr_warn("steps: failed to put the step marker %s on PID %d (%s): %s; is it defined "
+			"there? (give the library with @LIB)", what, rs->pid,
+			log__safe(pl.path, safe, sizeof(safe)), strerror(-err));
+	else
+		rs->markers++;
+}
+
+/* Put the collective probes on the libraries of rs not probed yet: all of them on join, the
+ * ones mapped since on a later call (a rank found at exec maps its libraries after). */
+static void attach_coll(struct session *s, struct rank_state *rs)
+{
+	const struct proc_lib *mpi = &rs->libs.lib[RS_LIB_MPI];
+	struct proc_libs todo = rs->libs;
+	struct coll_report rep;
+	char safe[PATH_MAX];
+	int lib, n;
+	bool had_mpi = rs->coll.nsites[RS_LIB_MPI] > 0;
+
+	if (!s->probes.coll)
+		return;
+	for (lib = 1; lib < RS_LIB_MAX; lib++)
+		if (rs->coll.nsites[lib] || rs->coll.err[lib])
+			todo.lib[lib].found = false;	/* done, or failed for good */
+	n = probes__attach_coll(&s->probes, rs->pid, &todo, &rep);
+	if (n < 0) {
+		pr_warn("%s: failed to attach collective probes to PID %d: %s", verb(s), rs->pid,
+			strerror(-n));
+		return;
+	}
+	rs->coll_probes += n;
+	for (lib = 1; lib < RS_LIB_MAX; lib++) {
+		if (!todo.lib[lib].found)
+			continue;
+		rs->coll.nsites[lib] = rep.nsites[lib];
+		rs->coll.endbr[lib] = rep.endbr[lib];
+		rs->coll.err[lib] = rep.err[lib];
+		rs->coll.via[lib] = rep.via[lib];
+		if (rep.err[lib])
+			pr_warn("%s: failed to probe %s in PID %d (%s): %s; other families keep running",
+				verb(s), decode__lib_name(lib), rs->pid,
+				log__safe(rs->libs.lib[lib].path, safe, sizeof(safe)),
+				strerror(-rep.err[lib]));
+	}
+	if (mpi->found && !had_mpi && rs->coll.nsites[RS_LIB_MPI]) {
+		struct proc_lib exe;
+
+		scan_mpi(s, rs->pid, mpi);
+		/* copy relocations move MPI_COMM_WORLD & co. into the executable */
+		if (!libs__exe(rs->pid, &exe))
+			scan_mpi(s, rs->pid, &exe);
+	}
+}
+
+/* The job of job id (daemon) or the one job of attach; created when new. */
+static struct sjob *find_job(struct session *s, const char *id, bool create)
+{
+	int k, free_k = -1;
+
+	for (k = 0; k < SESSION_JOBS_MAX; k++) {
+		if (!s->jobs[k].used) {
+			if (free_k < 0 && k < s->o.max_jobs)
+				free_k = k;
+			continue;
+		}
+		if (!s->o.daemon || !strcmp(s->jobs[k].id, id))
+			return &s->jobs[k];
+	}
+	if (!create || free_k < 0)
+		return NULL;
+	memset(&s->jobs[free_k], 0, sizeof(s->jobs[free_k]));
+	s->jobs[free_k].used = true;
+	s->jobs[free_k].s = s;
+	snprintf(s->jobs[free_k].id, sizeof(s->jobs[free_k].id), "%s", id);
+	return &s->jobs[free_k];
+}
+
+enum attach_result session__join(struct session *s, int slot, bool defer)
+{
+	struct rank_state *rs = &s->ranks[slot], *o;
+	struct proc_stat st;
+	pid_t kids[64];
+	struct sjob *j;
+	int n, i, c, err;
+
+	j = find_job(s, rs->info.job, true);
+	if (!j)
+		return AR_CAP_JOBS;
+	if (rs->info.src == RANK_SRC_NONE) {
+		rs->info.rank = free_rank_number(s, j, rs);
+		rs->info.src = RANK_SRC_ORDER;
+	}
+	for (c = 0; c < j->ncols; c++) {
+		o = col_rank(j, c);
+		if (!o || o->info.rank != rs->info.rank)
+			continue;
+		if (!o->exited)
+			return AR_DUP_RANK;
+		/* a restarted rank replaces the one that exited */
+		session__drop_rank(s, o->slot);
+		if (!j->used)	/* that was the job's last rank */
+			return session__join(s, slot, defer);
+		c = -1;
+	}
+	err = probes__track(&s->probes, rs->pid, rs->slot, rs->pid, true);
+	if (err) {
+		pr_warn("%s: failed to track PID %d: %s; is the tracked-process map full?", verb(s),
+			rs->pid, strerror(-err));
+		if (!j->ncols)
+			memset(j, 0, sizeof(*j));
+		return AR_TRACK_FAILED;
+	}
+	rs->used = true;
+	rs->job = j - s->jobs;
+	rs->col = j->ncols;
+	rs->join_ns = session__now();
+	j->slots[j->ncols++] = slot;
+	j->dirty = true;
+	j->done_ns = 0;
+	if (slot >= s->nranks)
+		s->nranks = slot + 1;
+	if (s->o.listen && !rs->acc)
+		rs->acc = calloc(1, sizeof(*rs->acc));	/* NULL: no series for it, nothing worse */
+	/* the main thread may be blocked since before we came: start its interval now */
+	if (!procfs__stat(rs->pid, &st))
+		probe_sched__seed(&s->probes, rs->pid, st.state == 'R', session__now());
+	/* workers forked before we came: the kernel only sees forks from now on */
+	n = targets__children(rs->pid, kids, 64);
+	for (i = 0; i < n; i++) {
+		if (session__has_pid(s, kids[i]))
+			continue;	/* a rank launched by a rank is its own rank */
+		probes__track(&s->probes, kids[i], rs->slot, rs->pid, false);
+		rs->workers++;
+	}
+	attach_coll(s, rs);
+	if (s->probes.coll && s->o.jcfg.mode == STEPS_MARKER)
+		attach_marker(s, rs);
+	if (!defer && session__build_jobs(s))
+		pr_warn("%s: out of memory building the model of job '%s'", verb(s), j->id);
+	emit_rank(s, rs);
+	return AR_OK;
+}
+
+/* Libraries mapped since the last look (the daemon's ranks, found at exec). */
+static void recheck_libs(struct session *s)
+{
+	int i, lib;
+
+	for (i = 0; i < s->nranks; i++) {
+		struct rank_state *rs = &s->ranks[i];
+		int before = rs->coll_probes;
+		bool missing = false;
+
+		if (!rs->used || rs->exited)
+			continue;
+		for (lib = RS_LIB_NCCL; lib < RS_LIB_MAX; lib++)
+			missing |= !rs->coll.nsites[lib] && !rs->coll.err[lib];
+		if (!missing || libs__discover(rs->pid, &rs->libs) <= 0)
+			continue;
+		attach_coll(s, rs);
+		if (rs->coll_probes != before)
+			emit_rank(s, rs);
+	}
+}
+
+void session__block_signals(void)
+{
+	sigset_t mask;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+}
+
+static bool all_exited(const struct session *s)
+{
+	int i;
+
+	for (i = 0; i < s->nranks; i++)
+		if (s->ranks[i].used && !s->ranks[i].exited)
+			return false;
+	return true;
+}
+
+int session__loop(struct session *s, const struct session_hooks *hooks)
+{
+	struct epoll_event ev, evs[8];
+	struct signalfd_siginfo si;
+	uint64_t deadline = 0, exp, t;
+	sigset_t mask;
+	int ep, sfd, dfd, tfd, rfd = -1, rbfd, i, n, k, err = 0;
+	bool stop = false;
+
+	s->hooks = hooks;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	dfd = make_timer((uint64_t)s->o.drain_ms * 1000000ULL);
+	tfd = make_timer((uint64_t)(s->o.interval_s * 1e9));
+	if (s->o.rescan_s > 0)
+		rfd = make_timer((uint64_t)(s->o.rescan_s * 1e9));
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	if (sfd < 0 || dfd < 0 || tfd < 0 || ep < 0 || (s->o.rescan_s > 0 && rfd < 0)) {
+		err = -errno;
+		pr_warn("%s: failed to set up the event loop: %s", verb(s), strerror(errno));
+		goto out;
+	}
+	ev.events = EPOLLIN;
+	ev.data.fd = sfd;
+	epoll_ctl(ep, EPOLL_CTL_ADD, sfd, &ev);
+	ev.data.fd = dfd;
+	epoll_ctl(ep, EPOLL_CTL_ADD, dfd, &ev);
+	ev.data.fd = tfd;
+	epoll_ctl(ep, EPOLL_CTL_ADD, tfd, &ev);
+	if (rfd >= 0) {
+		ev.data.fd = rfd;
+		epoll_ctl(ep, EPOLL_CTL_ADD, rfd, &ev);
+	}
+	/* the ring buffer's fd is in the set for completeness, but records are submitted
+	 * without wakeups: the drain timer is what reads them */
+	rbfd = ring_buffer__epoll_fd(s->rb);
+	if (rbfd >= 0) {
+		ev.data.fd = rbfd;
+		epoll_ctl(ep, EPOLL_CTL_ADD, rbfd, &ev);
+	}
+	if (s->o.duration_s > 0)
+		deadline = session__now() + (uint64_t)(s->o.duration_s * 1e9);
+	while (!stop) {
+		n = epoll_wait(ep, evs, 8, 1000);
+		if (n < 0 && errno != EINTR) {
+			err = -errno;
+			break;
+		}
+		for (i = 0; i < n; i++) {
+			int fd = evs[i].data.fd;
+
+			if (fd == sfd) {
+				if (read(sfd, &si, sizeof(si)) == sizeof(si))
+					pr_info("%s: got %s, detaching", verb(s), strsignal(si.ssi_signo));
+				stop = true;
+			} else if (fd == rbfd) {
+				ring_buffer__consume(s->rb);
+			} else if (fd == dfd) {
+				if (read(dfd, &exp, sizeof(exp)) < 0)
+					continue;
+				ring_buffer__consume(s->rb);
+				if (session__build_jobs(s))
+					pr_warn("%s: out of memory building a job model", verb(s));
+				/* steps, hangs and exits are judged as records arrive, not per tick */
+				t = session__now();
+				for (k = 0; k < SESSION_JOBS_MAX; k++)
+					if (s->jobs[k].used)
+						job__advance(s->jobs[k].model, t, false);
+				if (s->o.listen)
+					sample_checkpoints(s, t);
+				fflush(s->out);
+				if (!s->o.daemon && all_exited(s))
+					stop = true;
+			} else if (fd == tfd) {
+				if (read(tfd, &exp, sizeof(exp)) < 0)
+					continue;
+				ring_buffer__consume(s->rb);
+				check_alive(s);
+				if (hooks && hooks->tick)
+					hooks->tick(s, session__now());
+				if (!s->o.daemon && all_exited(s))
+					stop = true;
+				else
+					session__tick(s, false);
+			} else if (fd == rfd) {
+				if (read(rfd, &exp, sizeof(exp)) < 0)
+					continue;
+				recheck_libs(s);
+				if (hooks && hooks->rescan)
+					hooks->rescan(s);
+			}
+		}
+		if (s->write_err)
+			stop = true;
+		if (deadline && session__now() >= deadline)
+			stop = true;
+	}
+out:
+	if (ep >= 0)
+		close(ep);
+	if (sfd >= 0)
+		close(sfd);
+	if (dfd >= 0)
+		close(dfd);
+	if (tfd >= 0)
+		close(tfd);
+	if (rfd >= 0)
+		close(rfd);
+	return err;
+}
+
+void session__finish(struct session *s)
+{
+	/* detach first, so nothing is produced while we drain and the final counts balance */
+	probes__detach(&s->probes);
+	while (ring_buffer__consume(s->rb) > 0)
+		;
+	session__tick(s, true);
+}
+
+int session__open(struct session *s)
+{
+	char msg[256];
+	int running, f;
+
+	json__init(&s->j);
+	comms__init(&s->comms);
+	prom__init(&s->prom);
+	if (!s->out)
+		s->out = stdout;
+	if (s->o.max_ranks <= 0 || s->o.max_ranks > RS_MAX_SLOTS)
+		s->o.max_ranks = RS_MAX_SLOTS;
+	if (s->o.max_jobs <= 0 || s->o.max_jobs > SESSION_JOBS_MAX)
+		s->o.max_jobs = SESSION_JOBS_MAX;
+	s->ranks = calloc(s->o.max_ranks, sizeof(*s->ranks));
+	if (!s->ranks)
+		return -ENOMEM;
+	running = probes__open(&s->probes, &s->o.pcfg);
+	if (running < 0) {
+		pr_warn("%s: failed to create BPF maps: %s; is the memlock limit too low "
+			"(ulimit -l) or BPF disabled?", verb(s), strerror(-running));
+		return running;
+	}
+	for (f = 0; f < RS_FAM_MAX; f++)
+		if (s->probes.fam_err[f] && s->probes.fam_err[f] != -ECANCELED)
+			pr_warn("%s: probe family %s skipped: %s", verb(s), decode__family_name(f),
+				s->probes.fam_why[f]);
+	if (!running) {
+		pr_warn("%s: no probe family could be loaded; run with -v for the verifier log",
+			verb(s));
+		return -ENOENT;
+	}
+	s->rb = ring_buffer__new(s->probes.events_fd, handle_event, s, NULL);
+	if (!s->rb) {
+		f = -errno;
+		pr_warn("%s: failed to open the ring buffer: %s", verb(s), strerror(-f));
+		return f;
+	}
+	if (s->o.listen) {
+		f = httpd__start(s->o.listen, &s->httpd, msg, sizeof(msg));
+		if (f) {
+			pr_warn("%s: %s", verb(s), msg);
+			return f;
+		}
+		pr_info("%s: serving /metrics and /api/v1 on http://%s", verb(s), s->o.listen);
+	}
+	s->start_ns = session__now();
+	return 0;
+}
+
+void session__close(struct session *s)
+{
+	int i, k;
+
+	httpd__stop(s->httpd);
+	s->httpd = NULL;
+	prom__free(&s->prom);
+	for (i = 0; s->ranks && i < s->o.max_ranks; i++) {
+		free(s->ranks[i].acc);
+		free(s->ranks[i].json);
+	}
+	for (k = 0; k < SESSION_JOBS_MAX; k++)
+		job__free(s->jobs[k].model);
+	memset(s->jobs, 0, sizeof(s->jobs));
+	ring_buffer__free(s->rb);
+	s->rb = NULL;
+	probes__close(&s->probes);
+	comms__free(&s->comms);
+	json__free(&s->j);
+	free(s->ranks);
+	s->ranks = NULL;
+}

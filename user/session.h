@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/* A session: the probes, the ranks they watch grouped into jobs, and the loop that drains them.
+ * `attach` and `diagnose` run one over a fixed set of PIDs; `daemon` adds and drops ranks as
+ * processes come and go. */
+#ifndef RS_SESSION_H
+#define RS_SESSION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+#include "ckpt.h"
+#include "comms.h"
+#include "httpd.h"
+#include "job.h"
+#include "json.h"
+#include "metrics.h"
+#include "probes.h"
+#include "prom.h"
+#include "report.h"
+#include "stats.h"
+#include "targets.h"
+
+#define SESSION_JOBS_MAX	64
+
+struct session_hooks;
+
+struct session_opts {
+	pid_t pids[TARGETS_MAX];
+	int npids;
+	bool all;
+	bool json;
+	bool events;
+	double duration_s;	/* 0: until the ranks exit or a signal */
+	double interval_s;
+	uint32_t drain_ms;
+	struct probes_cfg pcfg;
+	struct job_cfg jcfg;
+	bool report;		/* diagnose: a human report at the end, no table */
+	/* --steps marker:SYM[@LIB] or usdt:PROVIDER:NAME[@LIB] */
+	char marker_sym[256];
+	char usdt_provider[64];
+	char usdt_name[64];
+	char marker_lib[128];	/* "" = the executable */
+	const char *listen;	/* serve /metrics and /api/v1 here; NULL: no HTTP */
+	/* the daemon */
+	bool daemon;		/* ranks come and go; jobs by job id; runs until a signal */
+	int max_ranks;		/* at most RS_MAX_SLOTS */
+	int max_jobs;		/* at most SESSION_JOBS_MAX */
+	size_t max_series;	/* /metrics sample lines; 0: no cap */
+	double rescan_s;	/* /proc rescan period */
+	double retain_s;	/* a finished job's series stay this long */
+	const char *lock_file;
+	long planned_steps;	/* --planned-steps: exported for the ETA panel; 0: none */
+	struct ckpt_cfg ckpt;
+};
+
+/* Why a candidate process was or was not attached (rankscope_attach_total{result}). */
+enum attach_result {
+	AR_OK,
+	AR_GONE,		/* exited before we got to it */
+	AR_CAP_RANKS,		/* --max-ranks reached */
+	AR_CAP_JOBS,		/* --max-jobs reached */
+	AR_DUP_RANK,		/* its job already has a live rank with that number */
+	AR_TRACK_FAILED,	/* the tracked-process map refused it */
+	AR_MAX,
+};
+
+/* One job: the ranks that share a job id, and the model that judges them. */
+struct sjob {
+	bool used;
+	char id[128];
+	int slots[RS_MAX_SLOTS];	/* column -> rank slot */
+	int ncols;
+	struct job *model;
+	bool dirty;			/* membership changed: rebuild the model */
+	struct job_verdict worst;	/* the most serious verdict seen, for the report */
+	bool have_worst;
+	struct job_verdict last;	/* the latest, for /metrics */
+	bool have_last;
+	uint64_t steps_seen;
+	uint64_t done_ns;		/* every rank gone since (0: some run) */
+	struct session *s;
+};
+
+struct session {
+	struct session_opts o;
+	struct probes probes;
+	struct ring_buffer *rb;
+	struct rank_state *ranks;	/* o.max_ranks slots; used ones have used set */
+	int nranks;			/* high-water mark of slots in use */
+	struct sjob jobs[SESSION_JOBS_MAX];
+	struct comms comms;
+	struct self_stats self;
+	uint64_t attach_results[AR_MAX];
+	uint64_t series_overflow;	/* /metrics lines left out by the cap, summed over renders */
+	struct json j;
+	FILE *out;
+	bool tty;
+	int write_err;
+	uint64_t start_ns;		/* when the probes went in */
+	struct httpd *httpd;
+	struct prom prom;
+	const struct session_hooks *hooks;
+};
+
+uint64_t session__now(void);
+const char *session__result_name(enum attach_result r);
+
+/* Allocate the rank table and open the probes, the ring buffer and (with o.listen) HTTP.
+ * Returns 0 or -errno, with the reason printed. */
+int session__open(struct session *s);
+void session__close(struct session *s);
+
+/* Fill slot's rank_state from /proc (identity, environ, libraries). Returns 0 or -ESRCH. */
+int session__prepare(struct session *s, int slot, pid_t pid);
+/* A free slot, or -ENOSPC. */
+int session__free_slot(const struct session *s);
+/* Put a prepared rank in its job (by job id, or job 0 for attach), track it and put the
+ * collective probes on it. defer: leave the job's model for session__build_jobs().
+ * Returns an attach_result. */
+enum attach_result session__join(struct session *s, int slot, bool defer);
+/* Build the models of jobs whose membership changed. Returns 0 or -ENOMEM. */
+int session__build_jobs(struct session *s);
+/* A rank's process is gone (exit record, /proc, or exec). */
+void session__rank_gone(struct session *s, struct rank_state *rs, uint64_t t, int status);
+/* Forget a rank entirely and give its slot back. */
+void session__drop_rank(struct session *s, int slot);
+/* Is pid a rank of this session now (pid + start time)? */
+bool session__has_pid(const struct session *s, pid_t pid);
+
+/* What the loop asks of its verb. */
+struct session_hooks {
+	/* a process exec'd (discovery on): is it a new rank? */
+	void (*on_exec)(struct session *s, pid_t pid);
+	/* every o.rescan_s (0: never) */
+	void (*rescan)(struct session *s);
+	/* once per interval tick, after the ranks were checked */
+	void (*tick)(struct session *s, uint64_t now);
+};
+
+/* Drain, judge and publish until a signal, the duration, a write error or (not a daemon)
+ * every rank's exit. Returns 0 or -errno. */
+int session__loop(struct session *s, const struct session_hooks *hooks);
+/* Detach everything, drain what is left and render the last tick. */
+void session__finish(struct session *s);
+/* The tables and lines of one interval. */
+void session__tick(struct session *s, bool final);
+/* Signals the loop reads from a signalfd, blocked before any thread starts. */
+void session__block_signals(void);
+
+#endif /* RS_SESSION_H */
