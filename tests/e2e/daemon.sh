@@ -8,7 +8,10 @@
 #    job_id, 2 ranks (the data-loader workers are not ranks), DDP steps;
 #  - a rank that execs another program is detached from, and the new program, with the same
 #    rank variable, is the rank again;
-#  - after SIGTERM the daemon exits 0 and leaves no program, link or uprobe behind.
+#  - BPF run time is exported while kernel.bpf_stats_enabled=1;
+#  - after SIGTERM the daemon exits 0 and leaves no program, link or uprobe behind;
+#  - --max-ranks and --max-series refuse the excess and count it;
+#  - rankscope attach --listen serves the same series for the ranks it is given.
 . "$(dirname "$0")/../lib.sh"
 need_root
 command -v mpirun >/dev/null || skip "OpenMPI not installed (make deps)"
@@ -129,7 +132,23 @@ r = [x for x in json.load(sys.stdin) if x["job"] == sys.argv[1]]
 assert len(r) == 1 and r[0]["pid"] == int(sys.argv[2]) and r[0]["comm"] == "sleep", r' "exec-$$" "$EPID" ||
 	fail "the exec'd program is not the rank"
 
-# 5) SIGTERM: exits 0, nothing left behind
+# 5) BPF run time from bpf_stats, while kernel.bpf_stats_enabled=1 (restored at once)
+BS=/proc/sys/kernel/bpf_stats_enabled
+if [ -w $BS ]; then
+	old=$(cat $BS)
+	echo 1 >$BS
+	sleep 2.5
+	run=$(metric '^rankscope_bpf_run_seconds_total\{family="sched"\}')
+	cnt=$(metric '^rankscope_bpf_runs_total\{family="sched"\}')
+	echo "$old" >$BS
+	echo "sched programs with bpf_stats on: ${cnt:-none} runs, ${run:-none} s"
+	$PY -c 'import sys; assert float(sys.argv[1]) > 0 and float(sys.argv[2]) > 0' "${run:-0}" "${cnt:-0}" ||
+		fail "no BPF run time while bpf_stats was on"
+else
+	echo "note: $BS not writable: BPF run time not checked"
+fi
+
+# 6) SIGTERM: exits 0, nothing left behind
 [ "$(leftovers "$PID_rsd")" -gt 0 ] || fail "no rs_ programs held by the daemon (test cannot see them)"
 kill -TERM "$PID_rsd"
 wait_exit "$PID_rsd" 60
@@ -140,4 +159,36 @@ rc=$?
 if [ -r /sys/kernel/tracing/uprobe_events ] && grep -q . /sys/kernel/tracing/uprobe_events; then
 	fail "uprobe_events not empty: $(head -3 /sys/kernel/tracing/uprobe_events)"
 fi
-pass "second daemon refused; MPI and DDP jobs found after start (<2 s) as two jobs; checkpoints; exec detach; clean SIGTERM"
+# 7) caps: one rank at most, and 40 series lines: the rest is counted, not served
+bg rsc "$RS" daemon --listen 127.0.0.1:$PORT --lock-file "$LOCK" --max-ranks 1 --max-series 40
+wait_lines "$T/rsc.out" 'watching for training processes' 1 30 || fail "capped daemon did not start"
+bg job3 mpirun --allow-run-as-root --oversubscribe -np 2 "$FIX/mpi_loop" --go-file "$T/go3" \
+	--iters 100000 --compute-us 1000
+wait_lines "$T/job3.out" '^ready rank=' 2 60 || fail "MPI job 3 did not start"
+wait_lines "$T/rsc.out" 'not attaching to PID .*--max-ranks' 1 10 || fail "no rank cap message"
+touch "$T/go3"
+sleep 2
+http_get $URL/metrics | tail -n +2 >"$T/metrics3"
+promtool check metrics <"$T/metrics3" || fail "promtool check metrics failed (capped)"
+grep -E '^rankscope_(attach_total\{result="(attached|rank_cap)"\}|ranks|series_overflow_total) ' "$T/metrics3"
+grep -q '^rankscope_attach_total{result="rank_cap"} 1$' "$T/metrics3" || fail "rank cap not counted"
+grep -q '^rankscope_ranks 1$' "$T/metrics3" || fail "more than --max-ranks ranks"
+grep -qE '^rankscope_series_overflow_total [1-9]' "$T/metrics3" || fail "series cap not counted"
+[ "$(grep -cvE '^(#|rankscope_|process_)' "$T/metrics3")" -le 40 ] || fail "more than 40 series lines"
+kill -TERM "$PID_rsc"
+wait_exit "$PID_rsc" 60 || fail "capped daemon did not exit on SIGTERM"
+
+# 8) the same series from rankscope attach --listen, on the job the capped daemon left
+rs_attach rsa -p "$(ready_pids "$T/job3.out")" --json --listen 127.0.0.1:$PORT
+sleep 2.5
+http_get $URL/metrics | tail -n +2 >"$T/metrics4"
+promtool check metrics <"$T/metrics4" || fail "promtool check metrics failed (attach --listen)"
+for r in 0 1; do
+	grep -qE "^rankscope_collective_duration_seconds_count\{job_id=\"[^\"]+\",rank=\"$r\",lib=\"mpi\",op=\"allreduce\",size_bucket=\"<64KB\"\} [1-9]" \
+		"$T/metrics4" || fail "attach --listen: no allreduce of rank $r in /metrics"
+done
+grep -q '^rankscope_jobs 1$' "$T/metrics4" || fail "attach --listen: not one job"
+kill -TERM "$PID_rsa"
+wait_exit "$PID_rsa" 60 || fail "attach did not exit on SIGTERM"
+
+pass "second daemon refused; MPI and DDP jobs found after start (<2 s) as two jobs; checkpoints; exec detach; bpf_stats; clean SIGTERM; caps; attach --listen"

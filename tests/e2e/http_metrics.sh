@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# HTTP on a real 2-rank OpenMPI straggler job (rankscope diagnose --listen):
+# HTTP on a real 2-rank OpenMPI straggler job, found by `rankscope daemon`:
 #  - /metrics passes `promtool check metrics` and names the straggler;
 #  - /healthz, /api/v1/ranks, /api/v1/steps?rank=R&last=N and /api/v1/diagnosis (one verdict per job) answer JSON;
-#  - bad input: unknown path 404, POST 405, bad query 400, a huge header is refused, and an idle
-#    half-sent request is closed at the timeout while /metrics keeps answering;
+#  - bad input: unknown path 404, POST 405, bad query 400, a huge header is refused, malformed
+#    request lines and URLs get no 200, and an idle half-sent request is closed at the timeout
+#    while /metrics keeps answering;
 #  - a real Prometheus on loopback scrapes it with deploy/prometheus/rules.yaml loaded, and the
 #    persistent-straggler alert reaches pending or firing.
 . "$(dirname "$0")/../lib.sh"
@@ -16,11 +17,13 @@ URL=http://127.0.0.1:$PORT
 get() { http_get "$@"; }
 
 SLOW=$((RANDOM % 2))
+# the daemon, as in production: it finds the job, started after it, by itself
+bg rs "$RS" daemon --listen 127.0.0.1:$PORT --lock-file "$T/daemon.lock"
+wait_lines "$T/rs.out" 'serving /metrics' 1 30 || fail "rankscope did not serve: $(tail -3 "$T/rs.out")"
 bg job mpirun --allow-run-as-root --oversubscribe -np 2 "$FIX/mpi_loop" --go-file "$T/go" \
 	--iters 100000 --compute-us 1000 --slow-rank $SLOW --slow-us 4000
 wait_lines "$T/job.out" '^ready rank=' 2 60 || fail "MPI job did not start"
-bg rs "$RS" diagnose -p "$(ready_pids "$T/job.out")" --listen 127.0.0.1:$PORT
-wait_lines "$T/rs.out" 'serving /metrics' 1 30 || fail "rankscope did not serve: $(tail -3 "$T/rs.out")"
+wait_lines "$T/rs.out" 'attached to PID' 2 10 || fail "the daemon did not attach to the job"
 touch "$T/go"
 sleep 3
 
@@ -76,6 +79,26 @@ closed = idle.recv(64)
 waited = time.time() - t0
 assert waited < 15, f"idle connection open for {waited:.1f} s"
 print(f"idle connection closed after {waited:.1f} s")
+# malformed request lines and URLs: an error or a closed connection, never a 200, and the
+# server still answers afterwards
+for req in (b"GARBAGE\r\n\r\n", b"GET metrics HTTP/1.1\r\nHost: x\r\n\r\n",
+            b"GET /metrics%zz%00 HTTP/1.1\r\nHost: x\r\n\r\n",
+            b"GET /api/v1/steps?rank=%ff%fe&last= HTTP/1.1\r\nHost: x\r\n\r\n",
+            b"GET /../../etc/passwd HTTP/1.1\r\nHost: x\r\n\r\n",
+            b"GET /metrics HTTP/9.9\r\nHost: x\r\n\r\n"):
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    s.sendall(req)
+    try:
+        head = s.recv(64)
+    except (ConnectionResetError, BrokenPipeError):
+        head = b""
+    s.close()
+    assert not head.startswith(b"HTTP/1.1 200"), (req, head)
+    line, status = req.split(b"\r")[0][:48], head.split(b"\r")[0].decode()
+    print(f"{line!r}: {status or 'closed'}")
+ok = socket.create_connection(("127.0.0.1", port), timeout=5)
+ok.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+assert ok.recv(64).startswith(b"HTTP/1.1 200"), "healthz after malformed requests"
 PY
 
 # a real Prometheus on loopback, scraping every second, with the shipped rules
