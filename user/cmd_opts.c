@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include "cmd.h"
 #include "log.h"
 #include "procfs.h"
@@ -204,7 +205,7 @@ int cmd__parse_opts(int argc, char **argv, struct session_opts *o, enum cmd_verb
 	};
 	const char *bad;
 	long v;
-	int c, n;
+	int c, n, li = -1;
 
 	memset(o, 0, sizeof(*o));
 	who = verb == VERB_DAEMON ? "daemon" : "attach";
@@ -231,7 +232,7 @@ int cmd__parse_opts(int argc, char **argv, struct session_opts *o, enum cmd_verb
 	o->jcfg.window = 8;
 	o->jcfg.hang_timeout_ns = 60ULL * 1000000000ULL;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "p:ad:jei:vh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:ad:jei:vh", longopts, &li)) != -1) {
 		switch (c) {
 		case 'p':
 			n = targets__parse_pids(optarg, o->pids + o->npids, TARGETS_MAX - o->npids,
@@ -383,13 +384,23 @@ int cmd__parse_opts(int argc, char **argv, struct session_opts *o, enum cmd_verb
 		pr_warn("%s: --events needs --json (events are JSON lines)", who);
 		return -EINVAL;
 	}
+	if (o->listen) {
+		struct sockaddr_storage sa;
+		unsigned int salen;
+
+		if (httpd__parse_listen(o->listen, &sa, &salen)) {
+			pr_warn("%s: invalid --listen '%s': expected HOST:PORT, e.g. 127.0.0.1:9464 "
+				"or [::1]:9464", who, o->listen);
+			return -EINVAL;
+		}
+	}
 	return 0;
 daemon_only:
 	if (o->daemon)
 		pr_warn("daemon: invalid --lock-file '%s': give an absolute path", optarg);
 	else
-		pr_warn("%s: %s is a daemon option; see rankscope daemon --help", who,
-			argv[optind - 1]);
+		pr_warn("%s: --%s is a daemon option; see rankscope daemon --help", who,
+			li >= 0 ? longopts[li].name : "?");
 	return -EINVAL;
 }
 

@@ -20,6 +20,11 @@ expect 2 'no target; give -p' "$RS" attach
 expect 2 "unknown command 'frobnicate'" "$RS" frobnicate
 expect 2 'events needs --json' "$RS" attach -p 1 --events
 expect 2 "invalid --duration 'x'" "$RS" attach -p 1 --duration x
+expect 2 'attach: --max-ranks is a daemon option' "$RS" attach -p 1 --max-ranks 3
+expect 2 "invalid --max-ranks '0': expected a whole number from 1 to 256" "$RS" daemon --max-ranks 0
+expect 2 "invalid --lock-file 'rel': give an absolute path" "$RS" daemon --lock-file rel
+expect 2 "invalid --listen 'nope'" "$RS" daemon --listen nope --lock-file "$T/l" --duration 1
+expect 1 "failed to create $T/missing/dir for the lock file" "$RS" daemon --lock-file "$T/missing/dir/lock"
 # a process that is not a training job: attach, say so, keep the other families
 sleep 30 &
 SLEEPER=$!
