@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -19,11 +20,14 @@
 #include "targets.h"
 
 #define TRIED_MAX	1024	/* processes already judged, so a rescan does not retry them */
+#define RETRY_NS	30000000000ULL	/* a refused one is tried again after this */
 #define SHORT_LIVED_NS	5000000000ULL
+#define EXEC_BUDGET	64		/* environ reads per 100 ms from exec records */
 
 struct tried {
 	pid_t pid;
 	uint64_t starttime;
+	uint64_t refused_ns;	/* 0: judged for good (attached, or gone) */
 };
 
 static struct {
@@ -33,19 +37,32 @@ static struct {
 	bool all;
 } d;
 
-static bool was_tried(pid_t pid, uint64_t starttime)
+static struct tried *find_tried(pid_t pid, uint64_t starttime)
 {
 	unsigned int i, n = d.ntried < TRIED_MAX ? d.ntried : TRIED_MAX;
 
 	for (i = 0; i < n; i++)
 		if (d.tried[i].pid == pid && d.tried[i].starttime == starttime)
-			return true;
-	return false;
+			return &d.tried[i];
+	return NULL;
 }
 
-static void mark_tried(pid_t pid, uint64_t starttime)
+/* Judged already: attached or gone for good, or refused less than RETRY_NS ago (a cap or a
+ * duplicate may be gone by then). */
+static bool was_tried(pid_t pid, uint64_t starttime)
 {
-	d.tried[d.ntried++ % TRIED_MAX] = (struct tried){ pid, starttime };
+	struct tried *t = find_tried(pid, starttime);
+
+	return t && (!t->refused_ns || session__now() - t->refused_ns < RETRY_NS);
+}
+
+static void mark_tried(pid_t pid, uint64_t starttime, bool refused)
+{
+	struct tried *t = find_tried(pid, starttime);
+
+	if (!t)
+		t = &d.tried[d.ntried++ % TRIED_MAX];
+	*t = (struct tried){ pid, starttime, refused ? session__now() : 0 };
 }
 
 /* Seconds since a process started (its starttime, in clock ticks since boot). */
@@ -64,63 +81,103 @@ static void forget_tried(pid_t pid)
 
 	for (i = 0; i < TRIED_MAX; i++)
 		if (d.tried[i].pid == pid)
-			d.tried[i] = (struct tried){ 0, 0 };
+			memset(&d.tried[i], 0, sizeof(d.tried[i]));
 }
 
-/* Adopt pid as a rank if it is new to us. */
-static void adopt(struct session *s, pid_t pid, bool started_before_ok)
+/* Adopt pid as a rank if it is new to us. worker_of: pid is tracked as a worker of that rank
+ * and exec'd with a rank variable of its own. Returns true when it was attached. */
+static bool adopt(struct session *s, pid_t pid, bool started_before_ok, pid_t worker_of)
 {
 	struct proc_stat st;
 	struct rs_track tr;
 	enum attach_result r;
+	bool again;
 	int slot;
 
-	if (pid == getpid() || session__has_pid(s, pid) || probes__tracked(&s->probes, pid, &tr))
-		return;		/* ours already, or a worker of a rank */
+	if (pid == getpid() || session__has_pid(s, pid))
+		return false;
+	if (probes__tracked(&s->probes, pid, &tr) && (!worker_of || tr.root_tgid != (__u32)worker_of))
+		return false;	/* a worker of a rank */
 	if (procfs__stat(pid, &st) || st.state == 'Z' || st.state == 'X')
-		return;
+		return false;
 	if (was_tried(pid, st.starttime))
-		return;
+		return false;
 	if (!started_before_ok && st.starttime < d.my_start)
-		return;		/* there before us: --all adopts those */
-	mark_tried(pid, st.starttime);
+		return false;	/* there before us: --all adopts those */
+	again = find_tried(pid, st.starttime) != NULL;	/* refused before: say it once */
 	slot = session__free_slot(s);
 	if (slot < 0) {
+		mark_tried(pid, st.starttime, true);
 		s->attach_results[AR_CAP_RANKS]++;
-		pr_warn("daemon: not attaching to PID %d: %d ranks watched already (--max-ranks)",
-			pid, s->o.max_ranks);
-		return;
+		if (!again)
+			pr_warn("daemon: not attaching to PID %d: %d ranks watched already "
+				"(--max-ranks)", pid, s->o.max_ranks);
+		return false;
 	}
 	if (session__prepare(s, slot, pid)) {
+		mark_tried(pid, st.starttime, false);
 		s->attach_results[AR_GONE]++;
-		return;
+		return false;
 	}
 	r = session__join(s, slot, false);
+	mark_tried(pid, st.starttime, r != AR_OK);
+	if (worker_of && r == AR_DUP_RANK)
+		return false;	/* a worker with its parent's rank (a spawned data loader) */
 	s->attach_results[r]++;
 	if (r == AR_OK)
 		pr_info("daemon: attached to PID %d: rank %d of job '%s', %.2f s after it started",
 			pid, s->ranks[slot].info.rank, s->ranks[slot].info.job, age_s(st.starttime));
-	else
+	else if (!again)
 		pr_warn("daemon: not attaching to PID %d: %s%s", pid, session__result_name(r),
 			r == AR_CAP_JOBS ? " (--max-jobs)" : "");
+	return r == AR_OK;
+}
+
+/* A rank launched a rank: it was a launcher (torchrun, or a batch script with a rank
+ * variable of its own), not a rank. */
+static void demote(struct session *s, pid_t launcher, pid_t child)
+{
+	int i;
+
+	for (i = 0; i < s->nranks; i++) {
+		struct rank_state *rs = &s->ranks[i];
+
+		if (!rs->used || rs->pid != launcher)
+			continue;
+		pr_info("daemon: PID %d launched rank PID %d: a launcher, not a rank; detached",
+			launcher, child);
+		session__drop_rank(s, i);
+		return;
+	}
 }
 
 /* A process exec'd: a rank variable makes it a rank now; its libraries come later. */
-static void on_exec(struct session *s, pid_t pid)
+static void on_exec(struct session *s, pid_t pid, pid_t parent, bool was_rank)
 {
+	static uint64_t window;
+	static int used;
 	struct rank_info ri;
 	char *env = NULL;
+	uint64_t now = session__now();
 	ssize_t n;
 
 	forget_tried(pid);
+	/* an exec storm must not starve the drain: past the budget, the rescan finds them */
+	if (now - window > 100000000ULL) {
+		window = now;
+		used = 0;
+	}
+	if (used++ >= EXEC_BUDGET)
+		return;
 	n = procfs__read(pid, "environ", &env, PROC_ENVIRON_MAX);
 	if (n <= 0) {
 		free(env);
 		return;
 	}
 	ranks__init(&ri);
-	if (ranks__from_environ(env, n, &ri) == 1)
-		adopt(s, pid, false);
+	if (ranks__from_environ(env, n, &ri) == 1 &&
+	    adopt(s, pid, true, parent) && parent)	/* an exec starts a program: a new one */
+		demote(s, parent, pid);
 	free(env);
 }
 
@@ -133,7 +190,7 @@ static void rescan(struct session *s)
 
 	n = targets__discover(pids, TARGETS_MAX, getpid());
 	for (i = 0; i < n; i++)
-		adopt(s, pids[i], d.all);
+		adopt(s, pids[i], d.all, 0);
 }
 
 /* Forget finished jobs after --retain, and processes that were never ranks: a short-lived
@@ -145,7 +202,8 @@ static void tick(struct session *s, uint64_t now)
 	for (i = 0; i < s->nranks; i++) {
 		struct rank_state *rs = &s->ranks[i];
 
-		if (rs->used && rs->exited && !rs->coll_probes && now - rs->join_ns < SHORT_LIVED_NS)
+		if (rs->used && rs->exited && !rs->coll_probes &&
+		    rs->exit_ns - rs->join_ns < SHORT_LIVED_NS)
 			session__drop_rank(s, i);
 	}
 	for (k = 0; k < SESSION_JOBS_MAX; k++) {
@@ -160,11 +218,24 @@ static void tick(struct session *s, uint64_t now)
 	}
 }
 
+/* Every probe site can hold an fd (perf-event uprobes before Linux 6.6): lift the soft limit
+ * on open files to the hard one, so a busy node does not run out. */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
 /* One daemon per node: an exclusive flock on the lock file, held until we exit. Returns the
  * fd or -errno with the reason printed. */
 static int take_lock(const char *path)
 {
 	char dir[PATH_MAX], buf[32];
+	struct stat st;
 	char *slash;
 	ssize_t n;
 	long other = 0;
@@ -185,6 +256,13 @@ static int take_lock(const char *path)
 		pr_warn("daemon: failed to open the lock file %s: %s; give --lock-file in a "
 			"writable directory", path, strerror(errno));
 		return -errno;
+	}
+	/* a file someone else made (a shared directory) is not our lock: refuse, do not follow */
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || st.st_nlink != 1) {
+		pr_warn("daemon: %s is not a regular file of ours with one link; remove it, or give "
+			"--lock-file in a directory only root can write", path);
+		close(fd);
+		return -EPERM;
 	}
 	if (flock(fd, LOCK_EX | LOCK_NB)) {
 		int err = errno;
@@ -248,6 +326,7 @@ int cmd_daemon(int argc, char **argv)
 		goto out;
 	}
 	d.my_start = me.starttime;
+	raise_nofile();
 	d.all = s.o.all;
 	err = session__open(&s);
 	if (err)
@@ -255,7 +334,7 @@ int cmd_daemon(int argc, char **argv)
 	pr_info("daemon: watching for training processes (%s); %u probes", s.o.all ?
 		"running ones too" : "new ones; --all adopts running ones", probes__count(&s.probes));
 	for (i = 0; i < s.o.npids; i++)
-		adopt(&s, s.o.pids[i], true);
+		adopt(&s, s.o.pids[i], true, 0);
 	rescan(&s);
 	err = session__loop(&s, &hooks);
 	session__finish(&s);

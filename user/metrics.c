@@ -249,79 +249,7 @@ void metrics__render(struct prom *p, const struct metrics_rank *r, int n,
 	char rank[16];
 	int i, k, ph;
 
-	prom__family(p, "train_step_seconds", "histogram",
-		     "Training step duration per rank, from step boundaries found by rankscope.");
-	for (i = 0; i < n; i++) {
-		snprintf(rank, sizeof(rank), "%d", r[i].rank);
-		prom__log2_hist(p, "train_step_seconds", LABELS("job_id", r[i].job, "rank", rank),
-				&r[i].acc->step_hist);
-	}
-	prom__family(p, "nccl_collective_duration_seconds", "histogram",
-		     "Time inside NCCL collective calls (host side), per op and message size.");
-	coll_hists(p, "nccl_collective_duration_seconds", r, n, RS_LIB_NCCL);
-	prom__family(p, "rankscope_collective_duration_seconds", "histogram",
-		     "Time inside collective calls of every library (nccl, mpi, gloo), per op and "
-		     "message size.");
-	coll_hists(p, "rankscope_collective_duration_seconds", r, n, RS_LIB_NONE);
-	prom__family(p, "rankscope_step_phase_seconds_total", "counter",
-		     "Main-thread time per step phase; the phases of a step sum to the step.");
-	for (i = 0; i < n; i++) {
-		snprintf(rank, sizeof(rank), "%d", r[i].rank);
-		for (ph = 0; ph < PH_MAX; ph++)
-			prom__sample(p, "rankscope_step_phase_seconds_total",
-				     LABELS("job_id", r[i].job, "rank", rank, "phase",
-					    steps__phase_name(ph)),
-				     r[i].acc->phase_ns[ph] / 1e9);
-	}
-	per_rank_counter(p, "rankscope_collective_wait_seconds_total",
-			 "Time inside collectives before the last local peer arrived.", r, n,
-			 offsetof(struct metrics_acc, wait_ns));
-	per_rank_counter(p, "rankscope_collective_transfer_seconds_total",
-			 "Time inside collectives after the last local peer arrived.", r, n,
-			 offsetof(struct metrics_acc, transfer_ns));
-	per_rank_counter(p, "rankscope_collective_inside_seconds_total",
-			 "Time inside collectives; across nodes, inside - min(inside) is the wait.",
-			 r, n, offsetof(struct metrics_acc, inside_ns));
-	prom__family(p, "rankscope_collective_seq", "gauge",
-		     "Steps completed per rank (aligned across ranks): a rank that stops while "
-		     "others advance is hung.");
-	for (i = 0; i < n; i++) {
-		snprintf(rank, sizeof(rank), "%d", r[i].rank);
-		prom__sample(p, "rankscope_collective_seq",
-			     LABELS("job_id", r[i].job, "rank", rank, "comm", "main"),
-			     r[i].acc->steps);
-	}
-	prom__family(p, "rankscope_runqueue_delay_seconds", "histogram",
-		     "Time the rank's threads waited runnable for a CPU.");
-	for (i = 0; i < n; i++) {
-		snprintf(rank, sizeof(rank), "%d", r[i].rank);
-		prom__log2_hist(p, "rankscope_runqueue_delay_seconds",
-				LABELS("job_id", r[i].job, "rank", rank), &r[i].snap->runq);
-	}
-	prom__family(p, "rankscope_io_read_seconds", "histogram",
-		     "Read-side syscall latency of the rank and its workers, by fd kind.");
-	for (i = 0; i < n; i++) {
-		snprintf(rank, sizeof(rank), "%d", r[i].rank);
-		for (k = 0; k < RS_FD_MAX; k++)
-			prom__log2_hist(p, "rankscope_io_read_seconds",
-					LABELS("job_id", r[i].job, "rank", rank, "kind",
-					       decode__fd_kind_name(k)),
-					&r[i].snap->io[k][0].lat);
-	}
-	prom__family(p, "rankscope_tcp_retransmits_total", "counter",
-		     "TCP retransmits on sockets the rank owns.");
-	for (i = 0; i < n; i++) {
-		snprintf(rank, sizeof(rank), "%d", r[i].rank);
-		prom__sample(p, "rankscope_tcp_retransmits_total",
-			     LABELS("job_id", r[i].job, "rank", rank), r[i].snap->net.retransmits);
-	}
-	prom__family(p, "rankscope_tcp_srtt_seconds", "gauge",
-		     "Smoothed RTT last seen on the rank's TCP sockets.");
-	for (i = 0; i < n; i++) {
-		snprintf(rank, sizeof(rank), "%d", r[i].rank);
-		prom__sample(p, "rankscope_tcp_srtt_seconds", LABELS("job_id", r[i].job, "rank", rank),
-			     r[i].snap->net.srtt_last_us / 1e6);
-	}
+	/* the series alerts read come first: a --max-series cap cuts the histograms before them */
 	prom__family(p, "rankscope_straggler_verdict", "gauge",
 		     "The current verdict per job (1), with its class and the late rank.");
 	for (i = 0; i < njobs; i++) {
@@ -354,6 +282,79 @@ void metrics__render(struct prom *p, const struct metrics_rank *r, int n,
 		for (i = 0; i < njobs; i++)
 			prom__sample(p, "rankscope_planned_steps", LABELS("job_id", jobs[i].id),
 				     planned_steps);
+	}
+	prom__family(p, "train_step_seconds", "histogram",
+		     "Training step duration per rank, from step boundaries found by rankscope.");
+	for (i = 0; i < n; i++) {
+		snprintf(rank, sizeof(rank), "%d", r[i].rank);
+		prom__log2_hist(p, "train_step_seconds", LABELS("job_id", r[i].job, "rank", rank),
+				&r[i].acc->step_hist);
+	}
+	prom__family(p, "rankscope_step_phase_seconds_total", "counter",
+		     "Main-thread time per step phase; the phases of a step sum to the step.");
+	for (i = 0; i < n; i++) {
+		snprintf(rank, sizeof(rank), "%d", r[i].rank);
+		for (ph = 0; ph < PH_MAX; ph++)
+			prom__sample(p, "rankscope_step_phase_seconds_total",
+				     LABELS("job_id", r[i].job, "rank", rank, "phase",
+					    steps__phase_name(ph)),
+				     r[i].acc->phase_ns[ph] / 1e9);
+	}
+	per_rank_counter(p, "rankscope_collective_wait_seconds_total",
+			 "Time inside collectives before the last local peer arrived.", r, n,
+			 offsetof(struct metrics_acc, wait_ns));
+	per_rank_counter(p, "rankscope_collective_transfer_seconds_total",
+			 "Time inside collectives after the last local peer arrived.", r, n,
+			 offsetof(struct metrics_acc, transfer_ns));
+	per_rank_counter(p, "rankscope_collective_inside_seconds_total",
+			 "Time inside collectives; across nodes, inside - min(inside) is the wait.",
+			 r, n, offsetof(struct metrics_acc, inside_ns));
+	prom__family(p, "rankscope_collective_seq", "gauge",
+		     "Steps completed per rank (aligned across ranks): a rank that stops while "
+		     "others advance is hung.");
+	for (i = 0; i < n; i++) {
+		snprintf(rank, sizeof(rank), "%d", r[i].rank);
+		prom__sample(p, "rankscope_collective_seq",
+			     LABELS("job_id", r[i].job, "rank", rank, "comm", "main"),
+			     r[i].acc->steps);
+	}
+	prom__family(p, "rankscope_tcp_retransmits_total", "counter",
+		     "TCP retransmits on sockets the rank owns.");
+	for (i = 0; i < n; i++) {
+		snprintf(rank, sizeof(rank), "%d", r[i].rank);
+		prom__sample(p, "rankscope_tcp_retransmits_total",
+			     LABELS("job_id", r[i].job, "rank", rank), r[i].snap->net.retransmits);
+	}
+	prom__family(p, "rankscope_tcp_srtt_seconds", "gauge",
+		     "Smoothed RTT last seen on the rank's TCP sockets.");
+	for (i = 0; i < n; i++) {
+		snprintf(rank, sizeof(rank), "%d", r[i].rank);
+		prom__sample(p, "rankscope_tcp_srtt_seconds", LABELS("job_id", r[i].job, "rank", rank),
+			     r[i].snap->net.srtt_last_us / 1e6);
+	}
+	prom__family(p, "nccl_collective_duration_seconds", "histogram",
+		     "Time inside NCCL collective calls (host side), per op and message size.");
+	coll_hists(p, "nccl_collective_duration_seconds", r, n, RS_LIB_NCCL);
+	prom__family(p, "rankscope_collective_duration_seconds", "histogram",
+		     "Time inside collective calls of every library (nccl, mpi, gloo), per op and "
+		     "message size.");
+	coll_hists(p, "rankscope_collective_duration_seconds", r, n, RS_LIB_NONE);
+	prom__family(p, "rankscope_runqueue_delay_seconds", "histogram",
+		     "Time the rank's threads waited runnable for a CPU.");
+	for (i = 0; i < n; i++) {
+		snprintf(rank, sizeof(rank), "%d", r[i].rank);
+		prom__log2_hist(p, "rankscope_runqueue_delay_seconds",
+				LABELS("job_id", r[i].job, "rank", rank), &r[i].snap->runq);
+	}
+	prom__family(p, "rankscope_io_read_seconds", "histogram",
+		     "Read-side syscall latency of the rank and its workers, by fd kind.");
+	for (i = 0; i < n; i++) {
+		snprintf(rank, sizeof(rank), "%d", r[i].rank);
+		for (k = 0; k < RS_FD_MAX; k++)
+			prom__log2_hist(p, "rankscope_io_read_seconds",
+					LABELS("job_id", r[i].job, "rank", rank, "kind",
+					       decode__fd_kind_name(k)),
+					&r[i].snap->io[k][0].lat);
 	}
 	/* rankscope's own series are never capped: they say what the cap left out */
 	p->max_series = 0;

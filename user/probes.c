@@ -281,18 +281,23 @@ static void zero_elem(struct bpf_map *m, __u32 key)
 void probes__release_slot(struct probes *p, uint32_t slot)
 {
 	struct rs_track tr;
-	__u32 key, next, *prev = NULL;
+	__u32 key, cur, *prev = NULL, *del;
+	size_t n = 0, i;
 	int k, dir;
 
 	if (slot >= RS_MAX_SLOTS)
 		return;
-	/* deleting while iterating restarts the walk at worst; the map holds RS_MAX_TRACKED */
-	while (!bpf_map_get_next_key(p->tracked_fd, prev, &next)) {
-		key = next;
-		prev = &key;
+	/* one walk to find them, then the deletes: deleting while walking restarts the walk */
+	del = calloc(RS_MAX_TRACKED, sizeof(*del));
+	while (del && n < RS_MAX_TRACKED && !bpf_map_get_next_key(p->tracked_fd, prev, &key)) {
 		if (!bpf_map_lookup_elem(p->tracked_fd, &key, &tr) && tr.slot == slot)
-			bpf_map_delete_elem(p->tracked_fd, &key);
+			del[n++] = key;
+		cur = key;
+		prev = &cur;
 	}
+	for (i = 0; i < n; i++)
+		bpf_map_delete_elem(p->tracked_fd, &del[i]);
+	free(del);
 	if (p->sched) {
 		zero_elem(p->sched->maps.rs_sched_slots, slot);
 		zero_elem(p->sched->maps.rs_runq_hist, slot);

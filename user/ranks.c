@@ -65,7 +65,8 @@ int ranks__from_environ(const char *env, size_t len, struct rank_info *ri)
 		ri->world_size = x;
 	for (jv = job_vars; *jv; jv++) {
 		v = procfs__environ_get(env, len, *jv);
-		if (v && job_id_ok(v)) {
+		/* torchrun's default run id is "none" in every job: it names none */
+		if (v && job_id_ok(v) && strcmp(v, "none")) {
 			snprintf(ri->job, sizeof(ri->job), "%s", v);
 			break;
 		}

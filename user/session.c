@@ -181,6 +181,7 @@ void session__rank_gone(struct session *s, struct rank_state *rs, uint64_t t, in
 		return;
 	rs->exited = true;
 	rs->exit_code = status;
+	rs->exit_ns = t;
 	job__on_exit(j->model, rs->col, t, status);
 	/* the pid may be reused by anyone: nothing of it may stick to the newcomer */
 	probes__untrack(&s->probes, rs->pid);
@@ -223,7 +224,11 @@ void session__drop_rank(struct session *s, int slot)
 	if (!j->ncols) {	/* the job is gone with its last rank */
 		job__free(j->model);
 		memset(j, 0, sizeof(*j));
+		return;
 	}
+	/* the model's columns must match the slots before anything asks it again */
+	if (session__build_jobs(s))
+		pr_warn("%s: out of memory rebuilding the model of job '%s'", verb(s), j->id);
 }
 
 bool session__has_pid(const struct session *s, pid_t pid)
@@ -256,10 +261,16 @@ static int handle_event(void *ctx, void *data, size_t len)
 	}
 	s->self.received[decode__family(ev.kind)]++;
 	rs = rank_of(s, ev.h.slot);
+	/* records of a slot's previous occupant (drained after a drop and a new join) */
+	if (rs && ev.h.ts_ns < rs->join_ns)
+		return 0;
 	if (ev.kind == RS_EV_EXEC) {
+		bool was_rank = rs && (pid_t)ev.h.tgid == rs->pid;
+		pid_t parent = rs && !was_rank ? rs->pid : 0;
+
 		/* a rank that execs is another program now: the old one is gone, the new one
 		 * may be a rank again (a wrapper script exec'ing python) */
-		if (rs && (pid_t)ev.h.tgid == rs->pid) {
+		if (was_rank) {
 			pr_info("%s: PID %d (rank %d of job '%s') exec'd another program; detached",
 				verb(s), rs->pid, rs->info.rank, rs->info.job);
 			session__rank_gone(s, rs, ev.h.ts_ns, 0);
@@ -267,14 +278,12 @@ static int handle_event(void *ctx, void *data, size_t len)
 				session__drop_rank(s, rs->slot);
 			rs = NULL;
 		}
-		if (!rs && s->hooks && s->hooks->on_exec && !session__has_pid(s, ev.h.tgid)) {
-			struct rs_track tr;
-
-			/* a worker exec'ing stays its rank's worker */
-			if (!probes__tracked(&s->probes, ev.h.tgid, &tr))
-				s->hooks->on_exec(s, ev.h.tgid);
-		}
-		if (!rs)
+		/* untracked, our rank's new program, or a worker that may be a rank launched by
+		 * what we took for one (a launcher): the verb decides */
+		if (s->hooks && s->hooks->on_exec)
+			s->hooks->on_exec(s, ev.h.tgid, parent, was_rank);
+		rs = rank_of(s, ev.h.slot);	/* the verb may have dropped or replaced it */
+		if (!rs || rs->pid != parent)
 			return 0;
 	}
 	if (!rs)
@@ -329,15 +338,17 @@ static void read_self(struct session *s)
 static void check_alive(struct session *s)
 {
 	struct proc_stat st;
-	int i;
+	int i, err;
 
 	for (i = 0; i < s->nranks; i++) {
 		struct rank_state *rs = &s->ranks[i];
 
 		if (!rs->used || rs->exited)
 			continue;
-		if (procfs__stat(rs->pid, &st) || st.starttime != rs->starttime ||
-		    st.state == 'Z' || st.state == 'X')
+		err = procfs__stat(rs->pid, &st);
+		if (err && err != -ENOENT && err != -ESRCH)
+			continue;	/* out of fds or memory: not a sign of exit */
+		if (err || st.starttime != rs->starttime || st.state == 'Z' || st.state == 'X')
 			session__rank_gone(s, rs, session__now(), 0);	/* the exit record was lost */
 	}
 }
@@ -858,17 +869,30 @@ enum attach_result session__join(struct session *s, int slot, bool defer)
 	j = find_job(s, rs->info.job, true);
 	if (!j)
 		return AR_CAP_JOBS;
+	if (j->done_ns && s->o.daemon) {
+		/* every rank of this job id is gone: a new member starts a new run of it */
+		while (j->used && j->ncols)
+			session__drop_rank(s, j->slots[j->ncols - 1]);
+		return session__join(s, slot, defer);
+	}
 	if (rs->info.src == RANK_SRC_NONE) {
 		rs->info.rank = free_rank_number(s, j, rs);
 		rs->info.src = RANK_SRC_ORDER;
 	}
-	for (c = 0; c < j->ncols; c++) {
+	/* attach takes the PIDs it is given as they are; the daemon keeps one process per
+	 * (job, rank) */
+	for (c = 0; s->o.daemon && c < j->ncols; c++) {
 		o = col_rank(j, c);
 		if (!o || o->info.rank != rs->info.rank)
 			continue;
-		if (!o->exited)
+		/* a live holder keeps its number unless it has no collective library: a batch
+		 * shell or a wrapper with the rank variable yields to the process that is the
+		 * rank; a restarted rank replaces the one that exited */
+		if (!o->exited && o->coll_probes)
 			return AR_DUP_RANK;
-		/* a restarted rank replaces the one that exited */
+		if (!o->exited)
+			pr_info("%s: PID %d gives rank %d of job '%s' to PID %d: it maps no collective "
+				"library", verb(s), o->pid, o->info.rank, j->id, rs->pid);
 		session__drop_rank(s, o->slot);
 		if (!j->used)	/* that was the job's last rank */
 			return session__join(s, slot, defer);
@@ -1072,6 +1096,7 @@ out:
 
 void session__finish(struct session *s)
 {
+	s->hooks = NULL;	/* nothing new is adopted while the last records drain */
 	/* detach first, so nothing is produced while we drain and the final counts balance */
 	probes__detach(&s->probes);
 	while (ring_buffer__consume(s->rb) > 0)

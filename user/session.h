@@ -126,13 +126,15 @@ int session__build_jobs(struct session *s);
 void session__rank_gone(struct session *s, struct rank_state *rs, uint64_t t, int status);
 /* Forget a rank entirely and give its slot back. */
 void session__drop_rank(struct session *s, int slot);
-/* Is pid a rank of this session now (pid + start time)? */
+/* Is pid a live rank of this session? (check_alive compares start times, so a reused pid is
+ * seen as gone within a tick) */
 bool session__has_pid(const struct session *s, pid_t pid);
 
 /* What the loop asks of its verb. */
 struct session_hooks {
-	/* a process exec'd (discovery on): is it a new rank? */
-	void (*on_exec)(struct session *s, pid_t pid);
+	/* a process exec'd (discovery on): is it a new rank? parent: the rank it is a worker
+	 * of (0: none); was_rank: it was one of our ranks, dropped just now */
+	void (*on_exec)(struct session *s, pid_t pid, pid_t parent, bool was_rank);
 	/* every o.rescan_s (0: never) */
 	void (*rescan)(struct session *s);
 	/* once per interval tick, after the ranks were checked */

@@ -29,6 +29,7 @@ struct rank_state {
 	struct job_step last_step;	/* for diagnose's report */
 	struct ckpt ck;			/* the checkpoint detector's state */
 	uint64_t join_ns;
+	uint64_t exit_ns;		/* when it was seen gone */
 	uint32_t slot;
 	pid_t pid;
 	uint64_t starttime;

@@ -5,7 +5,8 @@
 #    2 s of each rank's start; its straggler shows in /metrics, which passes promtool; its
 #    checkpoints (bursts of 1 MiB writes) fill the checkpoint series;
 #  - a real PyTorch DDP (gloo) job started while the MPI job runs is a second job: its own
-#    job_id, 2 ranks (the data-loader workers are not ranks), DDP steps;
+#    job_id, 2 ranks (the data-loader workers are not ranks), DDP steps; its launcher, which
+#    carries a rank variable itself, is let go once it launches the ranks;
 #  - a rank that execs another program is detached from, and the new program, with the same
 #    rank variable, is the rank again;
 #  - BPF run time is exported while kernel.bpf_stats_enabled=1;
@@ -83,8 +84,9 @@ assert time.time() - 120 < ts <= time.time() + 1, ts' "${b:-0}" "${s:-0}" "${ts:
 		fail "checkpoint series of rank $r"
 done
 
-# 3) a DDP job while the MPI job runs: a second job
-bg ddp env DDP_LAUNCH_RUN_ID=ddp-daemon-$$ "$FIX/ddp_launch.sh" 2 --go-file "$T/go-ddp" \
+# 3) a DDP job while the MPI job runs: a second job. Its launcher carries RANK=0 itself, as
+# Kubeflow's node rank does: taken for a rank at first, it is let go once it launches ranks.
+bg ddp env RANK=0 DDP_LAUNCH_RUN_ID=ddp-daemon-$$ "$FIX/ddp_launch.sh" 2 --go-file "$T/go-ddp" \
 	--steps 40 --data-dir "$T/data"
 wait_lines "$T/ddp.out" '^ready rank=' 2 120 || fail "DDP job did not start"
 DDP_PIDS=$(ready_pids "$T/ddp.out")
@@ -106,7 +108,11 @@ r = json.load(sys.stdin)
 ddp = sorted(x["pid"] for x in r if x["job"] == sys.argv[1])
 want = sorted(int(p) for p in sys.argv[2].split(","))
 assert ddp == want, (ddp, want)          # the ranks, not their data-loader workers
-assert len({x["job"] for x in r}) == 2, r' "ddp-daemon-$$" "$DDP_PIDS" || fail "/api/v1/ranks for two jobs"
+assert int(sys.argv[3]) not in [x["pid"] for x in r], r   # nor the launcher
+assert len({x["job"] for x in r}) == 2, r' "ddp-daemon-$$" "$DDP_PIDS" "$PID_ddp" ||
+	fail "/api/v1/ranks for two jobs"
+grep -q "PID $PID_ddp launched rank PID [0-9]*: a launcher, not a rank; detached" "$T/rsd.out" ||
+	fail "the launcher was not let go: $(grep "PID $PID_ddp" "$T/rsd.out")"
 http_get "$URL/api/v1/steps?job=ddp-daemon-$$&rank=0&last=2" | tail -n +2 | $PY -c '
 import json, sys; s = json.load(sys.stdin)
 assert len(s) == 2 and all(x["job"] == sys.argv[1] and x["rank"] == 0 for x in s), s' "ddp-daemon-$$" ||

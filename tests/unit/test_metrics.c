@@ -86,17 +86,21 @@ static void render__checkpoints__counters_and_timestamp_after_first(void **state
 	free(f);
 }
 
-static void render__series_cap__ranks_cut_self_kept(void **state)
+static void render__series_cap__histograms_cut_alerts_and_self_kept(void **state)
 {
 	struct fixture *f = mk();
 	struct prom p;
 
 	prom__init(&p);
-	p.max_series = 10;
+	p.max_series = 11;	/* 2 verdict lines and 9 rank states: what the alerts read */
 	f->self.series_overflow = 7;
+	f->acc[0].step_hist.count = 1;
+	f->acc[0].step_hist.slots[20] = 1;
 	metrics__render(&p, f->r, 3, f->jobs, 2, &f->self, 0);
 	assert_true(p.over > 0);
-	assert_null(strstr(p.buf, "rankscope_rank_state{"));		/* cut */
+	assert_non_null(strstr(p.buf, "rankscope_straggler_verdict{job_id=\"mpi-1\""));
+	assert_non_null(strstr(p.buf, "rankscope_rank_state{job_id=\"ddp-2\",rank=\"0\",state=\"hung\"} 0\n"));
+	assert_null(strstr(p.buf, "train_step_seconds_bucket{"));	/* cut */
 	assert_non_null(strstr(p.buf, "rankscope_series_overflow_total 7\n"));	/* kept */
 	assert_non_null(strstr(p.buf, "rankscope_events_dropped_total{family=\"sched\"} 0\n"));
 	assert_int_equal(p.max_series, 0);	/* left uncapped for the self series */
@@ -127,7 +131,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(render__two_jobs__a_verdict_each),
 		cmocka_unit_test(render__checkpoints__counters_and_timestamp_after_first),
-		cmocka_unit_test(render__series_cap__ranks_cut_self_kept),
+		cmocka_unit_test(render__series_cap__histograms_cut_alerts_and_self_kept),
 		cmocka_unit_test(api__verdict_and_step__carry_the_job),
 	};
 

@@ -84,6 +84,14 @@ static void from_environ__rank_and_ompi__rank_wins(void **state)
 	assert_int_equal(ranks__from_environ(ENV("SLURM_JOB_ID=99\0RANK=0\0"
 						 "TORCHELASTIC_RUN_ID=te\0"), &ri), 1);
 	assert_string_equal(ri.job, "te");
+	/* torchrun's default run id "none" is shared by every job: the next variable names it */
+	ranks__init(&ri);
+	assert_int_equal(ranks__from_environ(ENV("SLURM_JOB_ID=99\0RANK=0\0"
+						 "TORCHELASTIC_RUN_ID=none\0"), &ri), 1);
+	assert_string_equal(ri.job, "99");
+	ranks__init(&ri);
+	assert_int_equal(ranks__from_environ(ENV("RANK=0\0TORCHELASTIC_RUN_ID=none\0"), &ri), 1);
+	assert_string_equal(ri.job, "");
 }
 
 static void from_environ__malformed_rank__ignored(void **state)
