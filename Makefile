@@ -30,8 +30,25 @@ UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(wildcard tests/unit/t
 
 FIXDIR    := $(OUTPUT)/fixtures
 
+# The CUPTI injection library: CUPTI's headers from the CUDA toolkit, CUPTI itself at run time.
+CUDA_HOME ?= /usr/local/cuda
+CUPTI_INC := $(firstword $(wildcard $(CUDA_HOME)/include/cupti.h $(CUDA_HOME)/extras/CUPTI/include/cupti.h))
+CUPTI_LIB := $(if $(CUPTI_INC),$(OUTPUT)/librankscope_cupti.so)
+CUPTI_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Wno-unused-parameter -fPIC -fvisibility=hidden \
+		-MMD -MP -iquote cupti -I$(dir $(CUPTI_INC)) -I$(CUDA_HOME)/include -D_GNU_SOURCE
+ifeq ($(CI),true)
+CUPTI_CFLAGS += -Werror
+endif
+
 .PHONY: all deps check unit demo bench clean vmlinux fixtures
-all: $(OUTPUT)/rankscope
+all: $(OUTPUT)/rankscope $(CUPTI_LIB)
+
+$(OBJ)/cupti/%.o: cupti/%.c | $(OBJ)/cupti
+	$(CC) $(CUPTI_CFLAGS) -c $< -o $@
+
+$(OUTPUT)/librankscope_cupti.so: $(OBJ)/cupti/lib.o $(OBJ)/cupti/records.o cupti/exports.map
+	$(CC) -shared -Wl,--version-script=cupti/exports.map -Wl,-z,defs -Wl,-z,now \
+		$(OBJ)/cupti/lib.o $(OBJ)/cupti/records.o -ldl -lpthread -o $@
 
 $(OBJ)/bpf/%.bpf.o: bpf/%.bpf.c vmlinux/$(ARCH)/vmlinux.h | $(OBJ)/bpf
 	$(CLANG) $(BPF_CFLAGS) -MMD -MP -c $< -o $@
@@ -48,7 +65,7 @@ $(OUTPUT)/rankscope: $(APP_OBJS) $(LIB_OBJS)
 $(OUTPUT)/tests/test_%: tests/unit/test_%.c $(LIB_OBJS) | $(OUTPUT)/tests
 	$(CC) $(CFLAGS) $< $(LIB_OBJS) $(LDLIBS) -lcmocka -o $@
 
-$(OBJ)/bpf $(OBJ)/user $(OUTPUT)/tests:
+$(OBJ)/bpf $(OBJ)/user $(OBJ)/cupti $(OUTPUT)/tests:
 	mkdir -p $@
 
 include tests/fixtures/fixtures.mk
@@ -93,4 +110,4 @@ vmlinux:
 clean:
 	rm -rf $(OUTPUT)
 
--include $(wildcard $(OBJ)/user/*.d $(OBJ)/bpf/*.d $(OUTPUT)/tests/*.d)
+-include $(wildcard $(OBJ)/user/*.d $(OBJ)/bpf/*.d $(OBJ)/cupti/*.d $(OUTPUT)/tests/*.d)
