@@ -1,5 +1,6 @@
 # rankscope: one entry point. `make`, `make check`, `make demo`, `make bench`, `make deps`.
 MAKEFLAGS += -r
+.DEFAULT_GOAL := all
 .DELETE_ON_ERROR:
 
 OUTPUT    := build
@@ -12,7 +13,7 @@ FAMILIES  := sched io net collectives
 
 CFLAGS    ?= -O2 -g
 CFLAGS    += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -MMD -MP
-CFLAGS    += -I$(OBJ)/bpf -iquote bpf -iquote user -D_GNU_SOURCE
+CFLAGS    += -I$(OBJ)/bpf -iquote bpf -iquote user -iquote cupti -D_GNU_SOURCE
 ifeq ($(CI),true)
 CFLAGS    += -Werror
 endif
@@ -40,7 +41,18 @@ ifeq ($(CI),true)
 CUPTI_CFLAGS += -Werror
 endif
 
-.PHONY: all deps check unit demo bench clean vmlinux fixtures
+# libFuzzer harnesses (tests/fuzz), with ASan and UBSan; left out when clang lacks libFuzzer.
+FUZZ_BINS := $(if $(shell echo 'int LLVMFuzzerTestOneInput(const char *d, long n){return 0;}' | \
+		$(CLANG) -fsanitize=fuzzer -x c - -o /dev/null 2>/dev/null && echo y),\
+		$(patsubst tests/fuzz/%.c,$(OUTPUT)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c)))
+
+$(OUTPUT)/fuzz/fuzz_gpu_wire: tests/fuzz/fuzz_gpu_wire.c user/gpu_wire.c user/gpu.c | $(OUTPUT)/fuzz
+	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+		-iquote user -iquote cupti -D_GNU_SOURCE $^ -o $@
+
+fuzz: $(FUZZ_BINS)
+
+.PHONY: all deps check unit demo bench clean vmlinux fixtures fuzz
 all: $(OUTPUT)/rankscope $(CUPTI_LIB)
 
 $(OBJ)/cupti/%.o: cupti/%.c | $(OBJ)/cupti
@@ -65,7 +77,7 @@ $(OUTPUT)/rankscope: $(APP_OBJS) $(LIB_OBJS)
 $(OUTPUT)/tests/test_%: tests/unit/test_%.c $(LIB_OBJS) | $(OUTPUT)/tests
 	$(CC) $(CFLAGS) $< $(LIB_OBJS) $(LDLIBS) -lcmocka -o $@
 
-$(OBJ)/bpf $(OBJ)/user $(OBJ)/cupti $(OUTPUT)/tests:
+$(OBJ)/bpf $(OBJ)/user $(OBJ)/cupti $(OUTPUT)/tests $(OUTPUT)/fuzz:
 	mkdir -p $@
 
 include tests/fixtures/fixtures.mk
@@ -89,7 +101,7 @@ unit: $(UNIT_BINS)
 	@for t in $(UNIT_BINS); do $$t || exit 1; done
 
 check: deps
-	$(MAKE) all fixtures $(UNIT_BINS)
+	$(MAKE) all fixtures $(UNIT_BINS) fuzz
 	tests/run.sh
 
 demo: deps

@@ -10,7 +10,7 @@
 #include "rs_cupti_wire.h"
 
 #define RSC_QUEUE_RECS		65536	/* records waiting for the daemon (2.5 MiB) */
-#define RSC_NAMES_MAX		4096	/* distinct kernel names interned per process */
+#define RSC_NAMES_MAX		RSC_NAMES_MAX_WIRE	/* distinct kernel names per process */
 #define RSC_NAME_BYTES_MAX	(2u << 20)	/* their text, in all */
 #define RSC_BUFFERS_MAX		8	/* CUPTI activity buffers out at once */
 #define RSC_BUFFER_SIZE		(1u << 20)

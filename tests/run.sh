@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs every test: cmocka unit binaries, root tests (tests/bpf), end to end (tests/e2e).
+# Runs every test: cmocka unit binaries, root tests (tests/bpf), end to end (tests/e2e), the
+# deploy/ checks (tests/deploy) and the fuzzers (tests/fuzz).
 # Prints each skip with its reason and ends with "N passed, N failed, N skipped".
 set -u
 cd "$(dirname "$0")/.."
@@ -31,7 +32,7 @@ for t in build/tests/test_*; do
 	[ -x "$t" ] || continue
 	run_one "unit/$(basename "$t")" "$t"
 done
-for t in tests/bpf/*.sh tests/e2e/*.sh tests/deploy/*.sh; do
+for t in tests/bpf/*.sh tests/e2e/*.sh tests/deploy/*.sh tests/fuzz/*.sh; do
 	[ -f "$t" ] || continue
 	run_one "${t#tests/}" bash "$t"
 done

@@ -28,6 +28,7 @@ struct tried {
 	pid_t pid;
 	uint64_t starttime;
 	uint64_t refused_ns;	/* 0: judged for good (attached, or gone) */
+	uint64_t judged_ns;	/* when */
 };
 
 static struct {
@@ -62,7 +63,7 @@ static void mark_tried(pid_t pid, uint64_t starttime, bool refused)
 
 	if (!t)
 		t = &d.tried[d.ntried++ % TRIED_MAX];
-	*t = (struct tried){ pid, starttime, refused ? session__now() : 0 };
+	*t = (struct tried){ pid, starttime, refused ? session__now() : 0, session__now() };
 }
 
 /* Seconds since a process started (its starttime, in clock ticks since boot). */
@@ -74,13 +75,14 @@ static double age_s(uint64_t starttime)
 	return up.tv_sec + up.tv_nsec / 1e9 - (double)starttime / sysconf(_SC_CLK_TCK);
 }
 
-/* pid exec'd: a new program, judged afresh. */
-static void forget_tried(pid_t pid)
+/* pid exec'd at t: a new program, judged afresh, unless it was judged after that exec (the
+ * record of an exec already seen in /proc) */
+static void forget_tried(pid_t pid, uint64_t t)
 {
 	unsigned int i;
 
 	for (i = 0; i < TRIED_MAX; i++)
-		if (d.tried[i].pid == pid)
+		if (d.tried[i].pid == pid && d.tried[i].judged_ns < t)
 			memset(&d.tried[i], 0, sizeof(d.tried[i]));
 }
 
@@ -152,16 +154,21 @@ static void demote(struct session *s, pid_t launcher, pid_t child)
 }
 
 /* A process exec'd: a rank variable makes it a rank now; its libraries come later. */
-static void on_exec(struct session *s, pid_t pid, pid_t parent, bool was_rank)
+static void on_exec(struct session *s, pid_t pid, uint64_t t, pid_t parent, bool was_rank)
 {
 	static uint64_t window;
 	static int used;
+	struct rs_track tr;
 	struct rank_info ri;
 	char *env = NULL;
 	uint64_t now = session__now();
 	ssize_t n;
 
-	forget_tried(pid);
+	forget_tried(pid, t);
+	/* forked before its parent was tracked, then found by the parent's attach: a worker */
+	if (!parent && !was_rank && probes__tracked(&s->probes, pid, &tr) &&
+	    !(tr.flags & RS_TRACK_ROOT))
+		parent = tr.root_tgid;
 	/* an exec storm must not starve the drain: past the budget, the rescan finds them */
 	if (now - window > 100000000ULL) {
 		window = now;

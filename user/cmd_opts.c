@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /* Options of the verbs that run a session: attach, diagnose and daemon share most. */
 #include <errno.h>
+#include <limits.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +38,9 @@ static void usage(FILE *f, enum cmd_verb v)
 "      --retain S         keep a finished job's series this long (default 300)\n"
 "      --planned-steps N  export rankscope_planned_steps for the dashboard's ETA\n"
 "      --ckpt-min-mb N    a write burst this big is a checkpoint (default 16)\n"
+"      --cupti-socket PATH  GPU timing: where librankscope_cupti.so connects (default:\n"
+"                         cupti.sock next to the lock file, /run/rankscope/cupti.sock)\n"
+"      --no-cupti         no GPU timing socket\n"
 "  -j, --json             also print rank, step and verdict JSON lines on stdout\n"
 "  -i, --interval S       publish period in seconds (default 1)\n"
 "      --io-min-us, --offcpu-min-us, --ringbuf-kb, --drain-ms, --no-FAMILY, --steps,\n"
@@ -92,6 +96,8 @@ static void usage(FILE *f, enum cmd_verb v)
 "      --planned-steps N  with --listen: export rankscope_planned_steps (dashboard ETA)\n"
 "      --ckpt-min-mb N    with --listen: a write burst this big is a checkpoint\n"
 "                         (default 16)\n"
+"      --cupti-socket PATH  GPU timing: listen here for librankscope_cupti.so (set\n"
+"                         RANKSCOPE_CUPTI_SOCKET=PATH in the ranks; default: off)\n"
 "  -v, --verbose          more diagnostics (libbpf messages)\n"
 "  -h, --help             this help\n"
 "\n"
@@ -102,7 +108,7 @@ enum {
 	OPT_IO_MIN = 256, OPT_OFFCPU_MIN, OPT_RINGBUF, OPT_DRAIN,
 	OPT_NO_SCHED, OPT_NO_IO, OPT_NO_NET, OPT_NO_COLL, OPT_STEPS, OPT_WINDOW, OPT_HANG,
 	OPT_LISTEN, OPT_LOCK, OPT_MAX_RANKS, OPT_MAX_JOBS, OPT_MAX_SERIES, OPT_RESCAN, OPT_RETAIN,
-	OPT_PLANNED, OPT_CKPT_MIN,
+	OPT_PLANNED, OPT_CKPT_MIN, OPT_CUPTI, OPT_NO_CUPTI,
 };
 
 static const char *who = "attach";
@@ -201,11 +207,15 @@ int cmd__parse_opts(int argc, char **argv, struct session_opts *o, enum cmd_verb
 		{ "retain", required_argument, NULL, OPT_RETAIN },
 		{ "planned-steps", required_argument, NULL, OPT_PLANNED },
 		{ "ckpt-min-mb", required_argument, NULL, OPT_CKPT_MIN },
+		{ "cupti-socket", required_argument, NULL, OPT_CUPTI },
+		{ "no-cupti", no_argument, NULL, OPT_NO_CUPTI },
 		{},
 	};
 	const char *bad;
 	long v;
 	int c, n, li = -1;
+	bool no_cupti = false;
+	static char cupti_default[PATH_MAX];
 
 	memset(o, 0, sizeof(*o));
 	who = verb == VERB_DAEMON ? "daemon" : "attach";
@@ -349,6 +359,17 @@ int cmd__parse_opts(int argc, char **argv, struct session_opts *o, enum cmd_verb
 				return -EINVAL;
 			o->planned_steps = v;
 			break;
+		case OPT_CUPTI:
+			if (optarg[0] != '/' || strlen(optarg) >= 108) {
+				pr_warn("%s: invalid --cupti-socket '%s': give an absolute path under 108 "
+					"bytes", who, optarg);
+				return -EINVAL;
+			}
+			o->cupti_socket = optarg;
+			break;
+		case OPT_NO_CUPTI:
+			no_cupti = true;
+			break;
 		case OPT_CKPT_MIN:
 			if (parse_num("--ckpt-min-mb", optarg, 1, 1 << 20, &v))
 				return -EINVAL;
@@ -380,6 +401,16 @@ int cmd__parse_opts(int argc, char **argv, struct session_opts *o, enum cmd_verb
 		pr_warn("attach: no target; give -p PID[,PID...] or --all");
 		return -EINVAL;
 	}
+	/* the daemon's CUPTI socket sits next to its lock file: /run/rankscope/cupti.sock */
+	if (o->daemon && !o->cupti_socket) {
+		const char *slash = strrchr(o->lock_file, '/');
+
+		snprintf(cupti_default, sizeof(cupti_default), "%.*s/cupti.sock",
+			 (int)(slash - o->lock_file), o->lock_file);
+		o->cupti_socket = cupti_default;
+	}
+	if (no_cupti)
+		o->cupti_socket = NULL;
 	if (o->events && !o->json) {
 		pr_warn("%s: --events needs --json (events are JSON lines)", who);
 		return -EINVAL;

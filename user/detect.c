@@ -123,15 +123,25 @@ static bool row_complete(const struct step_obs *row, int nranks)
 void detect__split_comm(struct step_obs *row, int nranks)
 {
 	uint64_t last = 0, inside, wait;
+	bool gpu = nranks > 0;
 	int r;
 
+	for (r = 0; r < nranks; r++)
+		if (row[r].present && (!row[r].gpu_arrival_ns || row[r].gpu_done_ns < row[r].gpu_arrival_ns))
+			gpu = false;
+	for (r = 0; gpu && r < nranks; r++) {
+		if (!row[r].present)
+			continue;
+		row[r].arrival_ns = row[r].gpu_arrival_ns;
+		row[r].done_ns = row[r].gpu_done_ns;
+	}
 	for (r = 0; r < nranks; r++)
 		if (row[r].present && row[r].arrival_ns > last)
 			last = row[r].arrival_ns;
 	for (r = 0; r < nranks; r++) {
 		if (!row[r].present)
 			continue;
-		inside = row[r].ph.ns[PH_COMM];
+		inside = gpu ? row[r].done_ns - row[r].arrival_ns : row[r].ph.ns[PH_COMM];
 		wait = row[r].arrival_ns ? last - row[r].arrival_ns : 0;
 		if (wait > inside)
 			wait = inside;

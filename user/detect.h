@@ -37,6 +37,8 @@ struct step_obs {
 	struct phases ph;
 	uint64_t arrival_ns;	/* entry into the step's first collective; 0: none */
 	uint64_t done_ns;	/* return from it; 0: unknown */
+	uint64_t gpu_arrival_ns;/* start of its NCCL kernel (CUPTI); 0: none */
+	uint64_t gpu_done_ns;	/* end of it */
 };
 
 struct verdict {
@@ -57,7 +59,9 @@ struct verdict {
 int detect__window(const struct step_obs *obs, int nsteps, int nranks, struct verdict *v);
 
 /* Fill the comm_wait/comm_transfer split of one step row: arrival is entry, the last arrival
- * the largest; wait = last arrival - own arrival, clamped to the time inside. */
+ * the largest; wait = last arrival - own arrival, clamped to the time inside. When every rank
+ * of the row has an NCCL kernel from CUPTI, arrival and completion are the kernel's start and
+ * end instead (host entry is only the enqueue), and the split is of the kernel's time. */
 void detect__split_comm(struct step_obs *row, int nranks);
 
 /* Track the late ranks of recent windows; returns whether rank is late in at least

@@ -16,7 +16,14 @@ struct job_mark {
 	uint64_t aseq;		/* period walk: the boundary collective's aligned seq */
 };
 
+struct tl_gpu {
+	uint64_t start, end;
+	bool nccl;
+};
+
 struct job_rank {
+	struct tl_gpu *gpu;	/* CUPTI kernels and copies; NULL until the first */
+	int ngpu;
 	int rank;		/* its number, for messages */
 	uint32_t main_tid;
 	struct tl_coll *coll;	/* ordered by entry */
@@ -124,6 +131,7 @@ void job__free(struct job *j)
 		free(j->r[i].mark);
 		free(j->r[i].hist);
 		free(j->r[i].bwd);
+		free(j->r[i].gpu);
 	}
 	free(j->r);
 	free(j->tmpl);
@@ -224,6 +232,19 @@ void job__on_exit(struct job *j, int col, uint64_t t, int status)
 	j->r[col].exited = true;
 	j->r[col].exit_ns = t;
 	j->r[col].exit_status = status;
+}
+
+void job__on_gpu(struct job *j, int col, bool nccl, uint64_t start, uint64_t end)
+{
+	struct job_rank *r;
+
+	if (!j || col < 0 || col >= j->n || end <= start)
+		return;
+	r = &j->r[col];
+	if (!r->gpu && !(r->gpu = calloc(JOB_MAX_GPU, sizeof(*r->gpu))))
+		return;
+	MAKE_ROOM(r->gpu, r->ngpu, JOB_MAX_GPU);
+	r->gpu[r->ngpu++] = (struct tl_gpu){ .start = start, .end = end, .nccl = nccl };
 }
 
 const char *job__rule(const struct job *j, double *confidence, int *period)
@@ -567,6 +588,56 @@ static uint64_t overlap(uint64_t s, uint64_t e, uint64_t a, uint64_t b)
 	return hi > lo ? hi - lo : 0;
 }
 
+static int by_start(const void *a, const void *b)
+{
+	const struct tl_gpu *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* GPU time in [s, e): the union over streams, NCCL kernels' time, and the step collective's
+ * NCCL kernel (the first to start at or after the host's entry into it). */
+static void gpu_step(const struct job_rank *r, uint64_t s, uint64_t e, struct step_obs *o,
+		     struct job_step *st)
+{
+	struct tl_gpu *iv;
+	uint64_t hi = 0, lo, a;
+	int i, n = 0;
+
+	if (!r->ngpu)
+		return;
+	st->has_gpu = true;
+	iv = calloc(r->ngpu, sizeof(*iv));
+	for (i = 0; iv && i < r->ngpu; i++) {
+		const struct tl_gpu *g = &r->gpu[i];
+
+		if (g->nccl && o->arrival_ns && g->start >= o->arrival_ns &&
+		    g->start < o->arrival_ns + (e - s) &&
+		    (!o->gpu_arrival_ns || g->start < o->gpu_arrival_ns)) {
+			o->gpu_arrival_ns = g->start;
+			o->gpu_done_ns = g->end;
+		}
+		if (g->end <= s || g->start >= e)
+			continue;
+		iv[n].start = g->start > s ? g->start : s;
+		iv[n].end = g->end < e ? g->end : e;
+		if (g->nccl)
+			st->gpu_nccl_ns += iv[n].end - iv[n].start;
+		n++;
+	}
+	if (!iv)
+		return;
+	qsort(iv, n, sizeof(*iv), by_start);
+	for (i = 0; i < n; i++) {
+		lo = iv[i].start > hi ? iv[i].start : hi;
+		a = iv[i].end > lo ? iv[i].end - lo : 0;
+		st->gpu_busy_ns += a;
+		if (iv[i].end > hi)
+			hi = iv[i].end;
+	}
+	free(iv);
+}
+
 static void build_step(const struct job *j, const struct job_rank *r, uint64_t k, uint64_t s,
 		       uint64_t e, struct step_obs *o, struct job_step *st)
 {
@@ -607,6 +678,7 @@ static void build_step(const struct job *j, const struct job_rank *r, uint64_t k
 	}
 	steps__partition(s, e, cs, nc, r->off, r->noff, r->io, r->nio, comm_from, &st->ph);
 	free(cs);
+	gpu_step(r, s, e, o, st);
 	o->present = true;
 	o->dur_ns = st->dur_ns;
 	o->ph = st->ph;

@@ -27,6 +27,7 @@ struct job_cfg {
 #define JOB_MAX_OFF	8192
 #define JOB_MAX_IO	8192
 #define JOB_MAX_MARK	1024
+#define JOB_MAX_GPU	16384	/* GPU kernels and copies per rank (only ranks with CUPTI data) */
 #define JOB_ROWS	64	/* completed steps kept for windows */
 #define JOB_SETTLE_NS	200000000ULL	/* wait this long after a step ends for its events */
 #define JOB_EXIT_GRACE_NS 2000000000ULL	/* peers may end this long after a rank: a normal end */
@@ -44,6 +45,9 @@ struct job_step {
 	uint64_t worker_io_bytes;
 	uint32_t collectives;
 	uint64_t inside_ns;
+	bool has_gpu;		/* CUPTI records cover this rank */
+	uint64_t gpu_busy_ns;	/* union of kernels and copies on any stream, inside the step */
+	uint64_t gpu_nccl_ns;	/* of which NCCL kernels (each kernel's time, not a union) */
 };
 
 struct job_verdict {
@@ -80,6 +84,9 @@ void job__on_off(struct job *j, int col, uint32_t tid, uint64_t start, uint64_t 
 void job__on_io(struct job *j, int col, uint32_t tid, bool worker, unsigned int kind,
 		uint64_t start, uint64_t end, uint64_t bytes);
 void job__on_exit(struct job *j, int col, uint64_t t, int status);
+/* A GPU kernel or copy of column col, on CLOCK_MONOTONIC (from CUPTI). nccl: an NCCL kernel,
+ * whose start is the rank's device-side arrival at the collective and its end the completion. */
+void job__on_gpu(struct job *j, int col, bool nccl, uint64_t start, uint64_t end);
 /* Column col is rank number rank (for messages) with main thread tid. */
 void job__set_rank(struct job *j, int col, int rank, uint32_t tid);
 

@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include "decode.h"
 #include "detect.h"
+#include "gpu_wire.h"
 #include "hist.h"
 #include "metrics.h"
 #include "procfs.h"
@@ -123,6 +124,22 @@ static void self_metrics(struct prom *p, const struct self_stats *s)
 			prom__sample(p, "rankscope_attach_total", LABELS("result", s->attach_names[k]),
 				     s->attach[k]);
 	}
+	if (s->cupti) {
+		static const char *const res[5] = { "received", "invalid", "dropped_queue",
+						    "dropped_cupti", "dropped_clock" };
+
+		prom__family(p, "rankscope_cupti_records_total", "counter",
+			     "CUPTI activity records: taken by the daemon, refused as invalid, or "
+			     "dropped in the library (queue full, CUPTI without a buffer, bad clock).");
+		for (k = 0; k < 5; k++)
+			prom__sample(p, "rankscope_cupti_records_total", LABELS("result", res[k]),
+				     s->cupti_records[k]);
+		prom__family(p, "rankscope_cupti_connections", "gauge",
+			     "CUPTI libraries connected, by their state.");
+		for (k = 1; k < RSC_ST_MAX; k++)
+			prom__sample(p, "rankscope_cupti_connections",
+				     LABELS("state", gpu_wire__state_name(k)), s->cupti_conns[k]);
+	}
 	prom__family(p, "rankscope_series_overflow_total", "counter",
 		     "Sample lines /metrics left out because of the series cap (--max-series).");
 	prom__sample(p, "rankscope_series_overflow_total", NULL, s->series_overflow);
@@ -208,6 +225,81 @@ static void coll_hists(struct prom *p, const char *name, const struct metrics_ra
 				}
 			}
 		}
+	}
+}
+
+/* GPU time from the CUPTI libraries, for the ranks that have one. */
+static void gpu_series(struct prom *p, const struct metrics_rank *r, int n)
+{
+	char rank[16];
+	double idle;
+	int i, k;
+
+	prom__family(p, "rankscope_gpu_kernel_seconds_total", "counter",
+		     "GPU kernel time (CUPTI), compute or NCCL (comm).");
+	for (i = 0; i < n; i++) {
+		if (!r[i].gpu)
+			continue;
+		snprintf(rank, sizeof(rank), "%d", r[i].rank);
+		for (k = 0; k < GPU_K_MAX; k++)
+			prom__sample(p, "rankscope_gpu_kernel_seconds_total",
+				     LABELS("job_id", r[i].job, "rank", rank, "kind",
+					    gpu__kclass_name(k)), r[i].gpu->kernel_ns[k] / 1e9);
+	}
+	prom__family(p, "rankscope_gpu_kernels_total", "counter", "GPU kernels (CUPTI).");
+	for (i = 0; i < n; i++) {
+		if (!r[i].gpu)
+			continue;
+		snprintf(rank, sizeof(rank), "%d", r[i].rank);
+		for (k = 0; k < GPU_K_MAX; k++)
+			prom__sample(p, "rankscope_gpu_kernels_total",
+				     LABELS("job_id", r[i].job, "rank", rank, "kind",
+					    gpu__kclass_name(k)), r[i].gpu->kernels[k]);
+	}
+	prom__family(p, "rankscope_gpu_memcpy_bytes_total", "counter",
+		     "Bytes copied by the GPU (CUPTI), by direction.");
+	for (i = 0; i < n; i++) {
+		if (!r[i].gpu)
+			continue;
+		snprintf(rank, sizeof(rank), "%d", r[i].rank);
+		for (k = 0; k < RSC_COPY_MAX; k++)
+			prom__sample(p, "rankscope_gpu_memcpy_bytes_total",
+				     LABELS("job_id", r[i].job, "rank", rank, "direction",
+					    gpu__copy_name(k)), r[i].gpu->copy_bytes[k]);
+	}
+	prom__family(p, "rankscope_gpu_memcpy_seconds_total", "counter",
+		     "GPU copy time (CUPTI), by direction.");
+	for (i = 0; i < n; i++) {
+		if (!r[i].gpu)
+			continue;
+		snprintf(rank, sizeof(rank), "%d", r[i].rank);
+		for (k = 0; k < RSC_COPY_MAX; k++)
+			prom__sample(p, "rankscope_gpu_memcpy_seconds_total",
+				     LABELS("job_id", r[i].job, "rank", rank, "direction",
+					    gpu__copy_name(k)), r[i].gpu->copy_ns[k] / 1e9);
+	}
+	prom__family(p, "rankscope_gpu_idle_fraction", "gauge",
+		     "1 - GPU busy / step time over the last 8 steps: the bubble of a pipeline "
+		     "stage, or input-bound GPUs.");
+	for (i = 0; i < n; i++) {
+		if (!r[i].gpu)
+			continue;
+		idle = gpu__idle_fraction(r[i].gpu);
+		if (idle != idle)	/* NaN: no step with GPU time yet */
+			continue;
+		snprintf(rank, sizeof(rank), "%d", r[i].rank);
+		prom__sample(p, "rankscope_gpu_idle_fraction", LABELS("job_id", r[i].job, "rank", rank),
+			     idle);
+	}
+	prom__family(p, "rankscope_gpu_timing", "gauge",
+		     "1 for the state of the rank's CUPTI library (active, ready, no_driver, ...).");
+	for (i = 0; i < n; i++) {
+		if (!r[i].gpu || !r[i].gpu->have_status)
+			continue;
+		snprintf(rank, sizeof(rank), "%d", r[i].rank);
+		prom__sample(p, "rankscope_gpu_timing",
+			     LABELS("job_id", r[i].job, "rank", rank, "state",
+				    gpu_wire__state_name(r[i].gpu->state)), 1);
 	}
 }
 
@@ -356,6 +448,7 @@ void metrics__render(struct prom *p, const struct metrics_rank *r, int n,
 					       decode__fd_kind_name(k)),
 					&r[i].snap->io[k][0].lat);
 	}
+	gpu_series(p, r, n);
 	/* rankscope's own series are never capped: they say what the cap left out */
 	p->max_series = 0;
 	if (self)

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "collectives.h"
+#include "gpu.h"
 #include "job.h"
 #include "probes.h"
 #include "prom.h"
@@ -35,6 +36,7 @@ struct metrics_rank {
 	bool hung;
 	const struct slot_snapshot *snap;
 	const struct metrics_acc *acc;
+	const struct gpu_acc *gpu;	/* NULL: no CUPTI library reported */
 };
 
 /* One job as the exposition sees it: its latest verdict. */

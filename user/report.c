@@ -3,6 +3,8 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include "gpu.h"
+#include "gpu_wire.h"
 #include "report.h"
 
 static void libs_obj(struct json *j, const struct proc_libs *libs)
@@ -54,6 +56,13 @@ void report__rank(struct json *j, const struct rank_state *rs, const char *const
 		json__obj_end(j);
 	}
 	json__obj_end(j);
+	if (rs->gpu && rs->gpu->have_status) {
+		json__key(j, "gpu");
+		json__obj_begin(j);
+		json__kstr(j, "state", gpu_wire__state_name(rs->gpu->state));
+		json__kstr(j, "detail", rs->gpu->detail);
+		json__obj_end(j);
+	}
 	json__key(j, "notes");
 	json__arr_begin(j);
 	if (!rs->coll_probes)
@@ -365,6 +374,12 @@ void report__step(struct json *j, const char *job, int rank, pid_t pid, const st
 	json__kuint(j, "worker_io_bytes", st->worker_io_bytes);
 	json__kuint(j, "collectives", st->collectives);
 	json__kuint(j, "inside_ns", st->inside_ns);
+	if (st->has_gpu) {
+		json__kuint(j, "gpu_busy_ns", st->gpu_busy_ns);
+		json__kuint(j, "gpu_idle_ns", st->dur_ns > st->gpu_busy_ns ?
+					       st->dur_ns - st->gpu_busy_ns : 0);
+		json__kuint(j, "gpu_nccl_ns", st->gpu_nccl_ns);
+	}
 	json__kstr(j, "rule", rule);
 	json__kdouble(j, "rule_confidence", confidence);
 	json__obj_end(j);

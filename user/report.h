@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include "rs_cupti_wire.h"
 #include "decode.h"
 #include "job.h"
 #include "json.h"
@@ -24,6 +25,10 @@ struct self_stats {
 	uint64_t run_ns[RS_FAM_MAX];
 	uint64_t run_cnt[RS_FAM_MAX];
 	uint64_t series_overflow;	/* /metrics lines left out by the series cap */
+	bool cupti;			/* the CUPTI socket is open */
+	uint64_t cupti_records[5];	/* received, invalid, dropped_queue, dropped_cupti,
+					 * dropped_clock */
+	unsigned int cupti_conns[RSC_ST_MAX];	/* connections by library state */
 	unsigned int ranks, jobs;	/* watched now */
 };
 

@@ -216,8 +216,15 @@ void session__drop_rank(struct session *s, int slot)
 			j->slots[out++] = j->slots[c];
 	j->ncols = out;
 	j->dirty = true;
+	if (rs->gpu) {	/* the counters are totals: what a dropped rank counted stays */
+		s->gpu_gone[0] += rs->gpu->received;
+		s->gpu_gone[2] += rs->gpu->dropped_queue;
+		s->gpu_gone[3] += rs->gpu->dropped_cupti;
+		s->gpu_gone[4] += rs->gpu->dropped_clock;
+	}
 	free(rs->acc);
 	free(rs->json);
+	free(rs->gpu);
 	memset(rs, 0, sizeof(*rs));
 	while (s->nranks && !s->ranks[s->nranks - 1].used)
 		s->nranks--;
@@ -241,6 +248,79 @@ bool session__has_pid(const struct session *s, pid_t pid)
 	return false;
 }
 
+/* ---- GPU timing from the CUPTI libraries ---- */
+
+/* The rank whose process (or data-loader worker) pid is. */
+static struct rank_state *rank_by_pid(struct session *s, pid_t pid)
+{
+	struct rs_track tr;
+	int i;
+
+	if (probes__tracked(&s->probes, pid, &tr))
+		pid = tr.root_tgid;
+	for (i = 0; i < s->nranks; i++)
+		if (s->ranks[i].used && !s->ranks[i].exited && s->ranks[i].pid == pid)
+			return &s->ranks[i];
+	return NULL;
+}
+
+static struct gpu_acc *gpu_of(struct rank_state *rs)
+{
+	if (!rs->gpu)
+		rs->gpu = calloc(1, sizeof(*rs->gpu));
+	return rs->gpu;
+}
+
+static bool gpu_wanted(void *ctx, pid_t pid)
+{
+	return rank_by_pid(ctx, pid) != NULL;
+}
+
+static void gpu_rec(void *ctx, pid_t pid, const struct gpu_names *names, const struct rsc_rec *r)
+{
+	struct session *s = ctx;
+	struct rank_state *rs = rank_by_pid(s, pid);
+	enum gpu_kclass c;
+
+	if (!rs || !gpu_of(rs) || r->start_ns < rs->join_ns)
+		return;
+	c = gpu__on_rec(rs->gpu, names, r);
+	/* kernels and copies make the GPU busy; NCCL kernels also time the collective */
+	if (r->kind == RSC_REC_KERNEL || r->kind == RSC_REC_MEMCPY || r->kind == RSC_REC_MEMSET)
+		job__on_gpu(job_of(s, rs)->model, rs->col, c == GPU_K_NCCL, r->start_ns, r->end_ns);
+}
+
+static void gpu_status(void *ctx, pid_t pid, const struct rsc_status *st)
+{
+	struct session *s = ctx;
+	struct rank_state *rs = rank_by_pid(s, pid);
+	struct gpu_acc *g;
+	char safe[128];
+	bool changed;
+
+	if (!rs) {
+		pr_info("%s: PID %d (not a rank): GPU timing: %s", verb(s), pid,
+			log__safe(st->detail, safe, sizeof(safe)));
+		return;
+	}
+	g = gpu_of(rs);
+	if (!g)
+		return;
+	changed = !g->have_status || g->state != st->state;
+	g->have_status = true;
+	g->state = st->state;
+	snprintf(g->detail, sizeof(g->detail), "%s", st->detail);
+	g->lib_records = st->records;
+	g->dropped_queue = st->dropped_queue;
+	g->dropped_cupti = st->dropped_cupti;
+	g->dropped_clock = st->dropped_clock;
+	if (!changed)
+		return;
+	pr_info("%s: PID %d (rank %d of job '%s'): GPU timing: %s", verb(s), rs->pid,
+		rs->info.rank, rs->info.job, log__safe(st->detail, safe, sizeof(safe)));
+	emit_rank(s, rs);
+}
+
 static int handle_event(void *ctx, void *data, size_t len)
 {
 	struct session *s = ctx;
@@ -261,8 +341,9 @@ static int handle_event(void *ctx, void *data, size_t len)
 	}
 	s->self.received[decode__family(ev.kind)]++;
 	rs = rank_of(s, ev.h.slot);
-	/* records of a slot's previous occupant (drained after a drop and a new join) */
-	if (rs && ev.h.ts_ns < rs->join_ns)
+	/* records of a slot's previous occupant (drained after a drop and a new join); exec
+	 * records count whenever they were made: discovery needs every one */
+	if (rs && ev.h.ts_ns < rs->join_ns && ev.kind != RS_EV_EXEC)
 		return 0;
 	if (ev.kind == RS_EV_EXEC) {
 		bool was_rank = rs && (pid_t)ev.h.tgid == rs->pid;
@@ -281,7 +362,7 @@ static int handle_event(void *ctx, void *data, size_t len)
 		/* untracked, our rank's new program, or a worker that may be a rank launched by
 		 * what we took for one (a launcher): the verb decides */
 		if (s->hooks && s->hooks->on_exec)
-			s->hooks->on_exec(s, ev.h.tgid, parent, was_rank);
+			s->hooks->on_exec(s, ev.h.tgid, ev.h.ts_ns, parent, was_rank);
 		rs = rank_of(s, ev.h.slot);	/* the verb may have dropped or replaced it */
 		if (!rs || rs->pid != parent)
 			return 0;
@@ -413,7 +494,7 @@ static void publish(struct session *s, uint64_t t)
 			.rank = rs->info.rank, .pid = rs->pid, .job = rs->info.job,
 			.exited = rs->exited,
 			.hung = sj->have_last && sj->last.cls == V_HANG && sj->last.col == rs->col,
-			.snap = &snaps[n], .acc = rs->acc,
+			.snap = &snaps[n], .acc = rs->acc, .gpu = rs->gpu,
 		};
 		n++;
 	}
@@ -439,6 +520,28 @@ static void publish(struct session *s, uint64_t t)
 	}
 	s->self.ranks = n;
 	s->self.jobs = nj;
+	s->self.cupti = s->rx != NULL;
+	if (s->rx) {
+		struct cupti_rx_stats cs;
+
+		cupti_rx__stats(s->rx, &cs);
+		memcpy(s->self.cupti_conns, cs.by_state, sizeof(s->self.cupti_conns));
+		s->self.cupti_records[1] = cs.invalid;
+		/* the ranks' counts: the dropped ones as their libraries last reported them */
+		s->self.cupti_records[0] = s->gpu_gone[0];
+		for (f = 2; f < 5; f++)
+			s->self.cupti_records[f] = s->gpu_gone[f];
+		for (i = 0; i < s->nranks; i++) {
+			const struct gpu_acc *g = s->ranks[i].used ? s->ranks[i].gpu : NULL;
+
+			if (!g)
+				continue;
+			s->self.cupti_records[0] += g->received;
+			s->self.cupti_records[2] += g->dropped_queue;
+			s->self.cupti_records[3] += g->dropped_cupti;
+			s->self.cupti_records[4] += g->dropped_clock;
+		}
+	}
 	s->self.series_overflow = s->series_overflow;
 	prom__reset(&s->prom);
 	s->prom.max_series = s->o.max_series;
@@ -548,6 +651,8 @@ static void job_on_step(void *ctx, const struct job_step *st, const char *rule)
 	rs->last_step = *st;
 	if (rs->acc)
 		metrics__on_step(rs->acc, st);
+	if (st->has_gpu && rs->gpu)
+		gpu__on_step(rs->gpu, st->gpu_busy_ns, st->dur_ns);
 	if (!s->o.json && !s->httpd)
 		return;
 	job__rule(j->model, &conf, NULL);
@@ -986,7 +1091,7 @@ int session__loop(struct session *s, const struct session_hooks *hooks)
 	struct signalfd_siginfo si;
 	uint64_t deadline = 0, exp, t;
 	sigset_t mask;
-	int ep, sfd, dfd, tfd, rfd = -1, rbfd, i, n, k, err = 0;
+	int ep, sfd, dfd, tfd, rfd = -1, rbfd, xfd = -1, i, n, k, err = 0;
 	bool stop = false;
 
 	s->hooks = hooks;
@@ -1023,6 +1128,11 @@ int session__loop(struct session *s, const struct session_hooks *hooks)
 		ev.data.fd = rbfd;
 		epoll_ctl(ep, EPOLL_CTL_ADD, rbfd, &ev);
 	}
+	if (s->rx) {
+		xfd = cupti_rx__fd(s->rx);
+		ev.data.fd = xfd;
+		epoll_ctl(ep, EPOLL_CTL_ADD, xfd, &ev);
+	}
 	if (s->o.duration_s > 0)
 		deadline = session__now() + (uint64_t)(s->o.duration_s * 1e9);
 	while (!stop) {
@@ -1040,6 +1150,8 @@ int session__loop(struct session *s, const struct session_hooks *hooks)
 				stop = true;
 			} else if (fd == rbfd) {
 				ring_buffer__consume(s->rb);
+			} else if (xfd >= 0 && fd == xfd) {
+				cupti_rx__poll(s->rx);
 			} else if (fd == dfd) {
 				if (read(dfd, &exp, sizeof(exp)) < 0)
 					continue;
@@ -1061,6 +1173,8 @@ int session__loop(struct session *s, const struct session_hooks *hooks)
 					continue;
 				ring_buffer__consume(s->rb);
 				check_alive(s);
+				if (s->rx)
+					cupti_rx__refresh(s->rx);
 				if (hooks && hooks->tick)
 					hooks->tick(s, session__now());
 				if (!s->o.daemon && all_exited(s))
@@ -1150,6 +1264,18 @@ int session__open(struct session *s)
 		}
 		pr_info("%s: serving /metrics and /api/v1 on http://%s", verb(s), s->o.listen);
 	}
+	if (s->o.cupti_socket) {
+		struct cupti_rx_ops ops = {
+			.wanted = gpu_wanted, .on_rec = gpu_rec, .on_status = gpu_status, .ctx = s,
+		};
+
+		f = cupti_rx__open(s->o.cupti_socket, &ops, &s->rx, msg, sizeof(msg));
+		if (f) {
+			pr_warn("%s: %s", verb(s), msg);
+			return f;
+		}
+		pr_info("%s: GPU timing from librankscope_cupti.so on %s", verb(s), s->o.cupti_socket);
+	}
 	s->start_ns = session__now();
 	return 0;
 }
@@ -1164,7 +1290,10 @@ void session__close(struct session *s)
 	for (i = 0; s->ranks && i < s->o.max_ranks; i++) {
 		free(s->ranks[i].acc);
 		free(s->ranks[i].json);
+		free(s->ranks[i].gpu);
 	}
+	cupti_rx__close(s->rx);
+	s->rx = NULL;
 	for (k = 0; k < SESSION_JOBS_MAX; k++)
 		job__free(s->jobs[k].model);
 	memset(s->jobs, 0, sizeof(s->jobs));

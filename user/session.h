@@ -11,6 +11,7 @@
 #include <sys/types.h>
 #include "ckpt.h"
 #include "comms.h"
+#include "cupti_rx.h"
 #include "httpd.h"
 #include "job.h"
 #include "json.h"
@@ -52,6 +53,7 @@ struct session_opts {
 	double retain_s;	/* a finished job's series stay this long */
 	const char *lock_file;
 	long planned_steps;	/* --planned-steps: exported for the ETA panel; 0: none */
+	const char *cupti_socket;	/* GPU timing from librankscope_cupti.so; NULL: off */
 	struct ckpt_cfg ckpt;
 };
 
@@ -102,6 +104,8 @@ struct session {
 	struct httpd *httpd;
 	struct prom prom;
 	const struct session_hooks *hooks;
+	struct cupti_rx *rx;
+	uint64_t gpu_gone[5];		/* CUPTI record counts of ranks dropped since */
 };
 
 uint64_t session__now(void);
@@ -132,9 +136,9 @@ bool session__has_pid(const struct session *s, pid_t pid);
 
 /* What the loop asks of its verb. */
 struct session_hooks {
-	/* a process exec'd (discovery on): is it a new rank? parent: the rank it is a worker
-	 * of (0: none); was_rank: it was one of our ranks, dropped just now */
-	void (*on_exec)(struct session *s, pid_t pid, pid_t parent, bool was_rank);
+	/* a process exec'd at t (discovery on): is it a new rank? parent: the rank it is a
+	 * worker of (0: none); was_rank: it was one of our ranks, dropped just now */
+	void (*on_exec)(struct session *s, pid_t pid, uint64_t t, pid_t parent, bool was_rank);
 	/* every o.rescan_s (0: never) */
 	void (*rescan)(struct session *s);
 	/* once per interval tick, after the ranks were checked */

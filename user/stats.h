@@ -19,12 +19,14 @@ struct op_acc {
 
 /* Everything rankscope knows about one attached rank. Owned by the attach session. */
 struct metrics_acc;
+struct gpu_acc;
 
 struct rank_state {
 	bool used;			/* this slot holds a rank */
 	int job;			/* index in the session's jobs */
 	int col;			/* column in its job's model */
 	struct metrics_acc *acc;	/* with HTTP: the exposition's counters */
+	struct gpu_acc *gpu;		/* from its CUPTI library; NULL before any */
 	char *json;			/* the latest rank line, for /api/v1/ranks */
 	struct job_step last_step;	/* for diagnose's report */
 	struct ckpt ck;			/* the checkpoint detector's state */

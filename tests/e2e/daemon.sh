@@ -91,7 +91,7 @@ bg ddp env RANK=0 DDP_LAUNCH_RUN_ID=ddp-daemon-$$ "$FIX/ddp_launch.sh" 2 --go-fi
 wait_lines "$T/ddp.out" '^ready rank=' 2 120 || fail "DDP job did not start"
 DDP_PIDS=$(ready_pids "$T/ddp.out")
 for p in ${DDP_PIDS//,/ }; do
-	wait_lines "$T/rsd.out" "attached to PID $p:" 1 10 || fail "the daemon did not attach to DDP rank PID $p"
+	wait_lines "$T/rsd.out" "attached to PID $p:" 1 10 || fail "the daemon did not attach to DDP rank PID $p: $(grep -v libbpf "$T/rsd.out" | tail -12)"
 done
 touch "$T/go-ddp"
 wait_exit "$PID_ddp" 120 || fail "DDP job failed: $(tail -5 "$T/ddp.out")"

@@ -603,6 +603,35 @@ static void split_comm__wait_longer_than_time_inside__clamped(void **state)
 	assert_int_equal(row[2].ph.comm_transfer, 20 * MS);
 }
 
+static void split_comm__nccl_kernels_on_every_rank__device_times(void **state)
+{
+	/* host entries are only enqueues (1 ms inside); the NCCL kernels start at 100, 100, 140 ms
+	 * on the GPUs and all end at 150 ms: device-side arrival and completion decide */
+	struct step_obs row[3] = { arrive(10, 11), arrive(12, 13), arrive(11, 12) };
+	uint64_t start[3] = { 100, 100, 140 };
+	int r;
+
+	for (r = 0; r < 3; r++) {
+		row[r].gpu_arrival_ns = start[r] * MS;
+		row[r].gpu_done_ns = 150 * MS;
+	}
+	detect__split_comm(row, 3);
+	assert_int_equal(row[0].arrival_ns, 100 * MS);
+	assert_int_equal(row[0].ph.comm_wait, 40 * MS);
+	assert_int_equal(row[0].ph.comm_transfer, 10 * MS);
+	assert_int_equal(row[2].ph.comm_wait, 0);
+	assert_int_equal(row[2].ph.comm_transfer, 10 * MS);
+	/* one rank without its kernel: host times for all, never a mix of clocks' meanings */
+	row[0] = arrive(10, 11);
+	row[1] = arrive(12, 13);
+	row[2] = arrive(11, 12);
+	row[0].gpu_arrival_ns = 100 * MS;
+	row[0].gpu_done_ns = 150 * MS;
+	detect__split_comm(row, 3);
+	assert_int_equal(row[0].arrival_ns, 10 * MS);
+	assert_int_equal(row[0].ph.comm_wait, 1 * MS);	/* clamped to the host's 1 ms inside */
+}
+
 static void split_comm__absent_or_no_arrival__not_last_untouched(void **state)
 {
 	struct step_obs row[4] = { arrive(200, 300), arrive(280, 300), arrive(900, 950),
@@ -782,6 +811,7 @@ int main(void)
 		cmocka_unit_test(split_comm__arrivals__wait_until_last_rest_transfer),
 		cmocka_unit_test(split_comm__wait_longer_than_time_inside__clamped),
 		cmocka_unit_test(split_comm__absent_or_no_arrival__not_last_untouched),
+		cmocka_unit_test(split_comm__nccl_kernels_on_every_rank__device_times),
 		cmocka_unit_test(persistent__late_in_6_of_12__true),
 		cmocka_unit_test(persistent__late_in_5_of_12__false),
 		cmocka_unit_test(persistent__rotating_ranks__false),
