@@ -11,6 +11,8 @@ enum rs_lib {
 	RS_LIB_MPI,
 	RS_LIB_GLOO,
 	RS_LIB_TORCH,
+	RS_LIB_CUDART,		/* the CUDA runtime: its synchronize calls are gpu_wait */
+	RS_LIB_CUDA,		/* the CUDA driver, the same */
 	RS_LIB_MAX,
 };
 
@@ -32,6 +34,7 @@ enum rs_op {
 	RS_OP_COMM_INIT,
 	RS_OP_STEP_FORWARD,	/* c10d::Reducer::prepare_for_forward: one per DDP step */
 	RS_OP_STEP_BACKWARD,	/* c10d::Reducer::finalize_backward */
+	RS_OP_GPU_SYNC,		/* cudaStreamSynchronize & co.: the host waits for the GPU */
 	RS_OP_MAX,
 };
 

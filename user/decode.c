@@ -76,6 +76,7 @@ const char *decode__op_name(unsigned int op)
 		[RS_OP_COMM_INIT] = "comm_init",
 		[RS_OP_STEP_FORWARD] = "ddp_prepare_for_forward",
 		[RS_OP_STEP_BACKWARD] = "ddp_finalize_backward",
+		[RS_OP_GPU_SYNC] = "gpu_sync",
 	};
 
 	return op < RS_OP_MAX && n[op] ? n[op] : "unknown";
@@ -83,7 +84,8 @@ const char *decode__op_name(unsigned int op)
 
 const char *decode__lib_name(unsigned int lib)
 {
-	static const char *const n[RS_LIB_MAX] = { "none", "nccl", "mpi", "gloo", "torch" };
+	static const char *const n[RS_LIB_MAX] = { "none", "nccl", "mpi", "gloo", "torch",
+						    "cudart", "cuda" };
 
 	return lib < RS_LIB_MAX ? n[lib] : "unknown";
 }

@@ -24,6 +24,8 @@ struct tl_gpu {
 struct job_rank {
 	struct tl_gpu *gpu;	/* CUPTI kernels and copies; NULL until the first */
 	int ngpu;
+	struct tl_coll *sync;	/* CUDA synchronize calls of the main thread */
+	int nsync;
 	int rank;		/* its number, for messages */
 	uint32_t main_tid;
 	struct tl_coll *coll;	/* ordered by entry */
@@ -107,7 +109,8 @@ struct job *job__new(const struct job_cfg *cfg, int nranks, const struct job_pro
 		r->mark = calloc(JOB_MAX_MARK, sizeof(*r->mark));
 		r->walk_j = -1;
 		r->bwd = calloc(JOB_MAX_MARK, sizeof(*r->bwd));
-		if (!r->coll || !r->off || !r->io || !r->mark || !r->bwd)
+		r->sync = calloc(JOB_MAX_SYNC, sizeof(*r->sync));
+		if (!r->coll || !r->off || !r->io || !r->mark || !r->bwd || !r->sync)
 			goto fail;
 	}
 	j->last.col = -1;
@@ -132,6 +135,7 @@ void job__free(struct job *j)
 		free(j->r[i].hist);
 		free(j->r[i].bwd);
 		free(j->r[i].gpu);
+		free(j->r[i].sync);
 	}
 	free(j->r);
 	free(j->tmpl);
@@ -181,6 +185,14 @@ void job__on_coll(struct job *j, int col, uint32_t tid, unsigned int op, unsigne
 	}
 	if (op == RS_OP_GROUP_START || op == RS_OP_GROUP_END || op == RS_OP_COMM_INIT)
 		return;
+	if (op == RS_OP_GPU_SYNC) {	/* the main thread waiting for the GPU: gpu_wait */
+		if (!exit || (r->main_tid && tid != r->main_tid))
+			return;
+		MAKE_ROOM(r->sync, r->nsync, JOB_MAX_SYNC);
+		r->sync[r->nsync++] = (struct tl_coll){ .enter = enter, .exit = exit, .tid = tid,
+							.op = op, .lib = lib };
+		return;
+	}
 	MAKE_ROOM(r->coll, r->ncoll, JOB_MAX_COLL);
 	/* records come at return; keep entry order (nested or other threads can interleave) */
 	for (i = r->ncoll; i > 0 && r->coll[i - 1].enter > enter; i--)
@@ -649,7 +661,7 @@ static void build_step(const struct job *j, const struct job_rank *r, uint64_t k
 	st->index = k;
 	st->start_ns = s;
 	st->dur_ns = e - s;
-	cs = calloc(r->ncoll + 1, sizeof(*cs));
+	cs = calloc(r->ncoll + r->nsync + 1, sizeof(*cs));
 	for (i = 0; cs && i < r->ncoll; i++) {
 		const struct tl_coll *c = &r->coll[i];
 
@@ -666,6 +678,9 @@ static void build_step(const struct job *j, const struct job_rank *r, uint64_t k
 		if (c->tid == r->main_tid && overlap(s, e, c->enter, c->exit ? c->exit : c->enter))
 			cs[nc++] = *c;
 	}
+	for (i = 0; cs && i < r->nsync; i++)
+		if (overlap(s, e, r->sync[i].enter, r->sync[i].exit))
+			cs[nc++] = r->sync[i];
 	for (i = 0; j->markers && i < r->nbwd; i++)
 		if (r->bwd[i] >= s && r->bwd[i] < e && !comm_from)
 			comm_from = r->bwd[i];

@@ -84,6 +84,17 @@ const struct coll_api coll_apis[] = {
 	/* DDP step markers: arg1 is the Reducer (this), one per model. */
 	{ RS_LIB_TORCH, RS_OP_STEP_FORWARD, "_ZN4c10d7Reducer19prepare_for_forwardEv", 0, 0, 1, 0, 0, CXX, 0, 0, 0 },
 	{ RS_LIB_TORCH, RS_OP_STEP_BACKWARD, "_ZN4c10d7Reducer17finalize_backwardEv", 0, 0, 1, 0, 0, RS_CKF_ENTRY, 0, 0, 0 },
+
+	/* The host waiting for the GPU (gpu_wait): runtime and driver, stream or event as arg1.
+	 * Not sequenced: they are not collectives. */
+	{ RS_LIB_CUDART, RS_OP_GPU_SYNC, "cudaDeviceSynchronize", 0, 0, 0, 0, 0, 0, 0, 0, 0 },
+	{ RS_LIB_CUDART, RS_OP_GPU_SYNC, "cudaStreamSynchronize", 0, 0, 0, 1, 0, 0, 0, 0, 0 },
+	{ RS_LIB_CUDART, RS_OP_GPU_SYNC, "cudaStreamSynchronize_ptsz", 0, 0, 0, 1, 0, 0, 0, 0, 0 },
+	{ RS_LIB_CUDART, RS_OP_GPU_SYNC, "cudaEventSynchronize", 0, 0, 0, 0, 0, 0, 0, 0, 0 },
+	{ RS_LIB_CUDA, RS_OP_GPU_SYNC, "cuCtxSynchronize", 0, 0, 0, 0, 0, 0, 0, 0, 0 },
+	{ RS_LIB_CUDA, RS_OP_GPU_SYNC, "cuStreamSynchronize", 0, 0, 0, 1, 0, 0, 0, 0, 0 },
+	{ RS_LIB_CUDA, RS_OP_GPU_SYNC, "cuStreamSynchronize_ptsz", 0, 0, 0, 1, 0, 0, 0, 0, 0 },
+	{ RS_LIB_CUDA, RS_OP_GPU_SYNC, "cuEventSynchronize", 0, 0, 0, 0, 0, 0, 0, 0, 0 },
 };
 const int coll_apis_n = sizeof(coll_apis) / sizeof(coll_apis[0]);
 
@@ -114,6 +125,10 @@ enum rs_lib libs__classify(const char *path)
 		return RS_LIB_GLOO;
 	if (soname_is(base, "libtorch_cpu.so"))
 		return RS_LIB_TORCH;
+	if (soname_is(base, "libcudart.so"))
+		return RS_LIB_CUDART;
+	if (soname_is(base, "libcuda.so"))
+		return RS_LIB_CUDA;
 	return RS_LIB_NONE;
 }
 

@@ -46,8 +46,8 @@ const char *metrics__size_bucket(uint64_t bytes)
 void metrics__on_coll(struct metrics_acc *a, unsigned int lib, unsigned int op, uint64_t bytes,
 		      uint64_t inside_ns)
 {
-	if (lib >= RS_LIB_MAX || op >= RS_OP_MAX)
-		return;
+	if (lib >= METRICS_LIBS || op >= METRICS_OPS)
+		return;		/* markers, group calls, GPU syncs: not collectives */
 	hist_add(&a->coll[lib][op][size_index(bytes)], inside_ns);
 }
 
@@ -203,10 +203,10 @@ static void coll_hists(struct prom *p, const char *name, const struct metrics_ra
 
 	for (i = 0; i < n; i++) {
 		snprintf(rank, sizeof(rank), "%d", r[i].rank);
-		for (lib = 1; lib < RS_LIB_MAX; lib++) {
+		for (lib = 1; lib < METRICS_LIBS; lib++) {
 			if (only_lib != RS_LIB_NONE && lib != only_lib)
 				continue;
-			for (op = 1; op < RS_OP_MAX; op++) {
+			for (op = 1; op < METRICS_OPS; op++) {
 				for (sb = 0; sb < METRICS_SIZE_BUCKETS; sb++) {
 					h = &r[i].acc->coll[lib][op][sb];
 					if (!h->count)

@@ -14,6 +14,8 @@
 #include "report.h"
 
 #define METRICS_SIZE_BUCKETS 4	/* <64KiB, <1MiB, <16MiB, larger */
+#define METRICS_LIBS	(RS_LIB_GLOO + 1)	/* collective libraries: nccl, mpi, gloo */
+#define METRICS_OPS	RS_OP_GROUP_START	/* collective ops */
 
 /* Cumulative per-rank counters the session keeps for the exposition. */
 struct metrics_acc {
@@ -24,7 +26,7 @@ struct metrics_acc {
 	uint64_t last_seq;			/* main communicator, aligned */
 	uint64_t ckpt_count, ckpt_ns, ckpt_bytes;	/* checkpoints (ckpt.h) */
 	double ckpt_last_unix;			/* when the last one ended, unix seconds */
-	struct rs_hist coll[RS_LIB_MAX][RS_OP_MAX][METRICS_SIZE_BUCKETS];
+	struct rs_hist coll[METRICS_LIBS][METRICS_OPS][METRICS_SIZE_BUCKETS];
 };
 
 /* One rank as the exposition sees it. */

@@ -9,7 +9,8 @@
 
 static void libs_obj(struct json *j, const struct proc_libs *libs)
 {
-	static const char *const keys[RS_LIB_MAX] = { NULL, "nccl", "mpi", "gloo", "torch" };
+	static const char *const keys[RS_LIB_MAX] = { NULL, "nccl", "mpi", "gloo", "torch",
+						       "cudart", "cuda" };
 	int lib;
 
 	json__key(j, "libs");

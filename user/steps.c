@@ -2,6 +2,7 @@
 /* Phase partition of a step: a sweep over the boundaries of every interval that touches it. */
 #include <stdlib.h>
 #include <string.h>
+#include "collectives.h"
 #include "io.h"
 #include "steps.h"
 
@@ -51,12 +52,18 @@ bool steps__input_syscall(int32_t nr)
 static enum phase classify(uint64_t t, const struct tl_coll *c, int nc, const struct tl_off *o,
 			   int no, const struct tl_io *io, int nio, uint64_t comm_from)
 {
-	bool input = false, off = false, runq = false, waits = false, futex = false;
+	bool input = false, off = false, runq = false, waits = false, futex = false, gpu = false;
 	int i;
 
-	for (i = 0; i < nc; i++)
-		if (c[i].exit && t >= c[i].enter && t < c[i].exit)
+	for (i = 0; i < nc; i++) {
+		if (!c[i].exit || t < c[i].enter || t >= c[i].exit)
+			continue;
+		if (c[i].op != RS_OP_GPU_SYNC)
 			return PH_COMM;
+		gpu = true;
+	}
+	if (gpu)
+		return PH_GPU_WAIT;
 	for (i = 0; i < nio; i++) {
 		if (io[i].worker || t < io[i].start || t >= io[i].end)
 			continue;

@@ -55,7 +55,8 @@ struct tl_io {
 const char *steps__phase_name(enum phase ph);
 
 /* Partition [start, end) of the main thread into phases. Each instant gets one phase, by
- * priority: inside a collective (comm), in a file syscall (io), in a pipe/socket syscall
+ * priority: inside a collective (comm), inside a CUDA synchronize call (gpu_wait: an entry of
+ * c with op RS_OP_GPU_SYNC), in a file syscall (io), in a pipe/socket syscall
  * (input_wait), runnable while off CPU (sched_delay), blocked in a futex after comm_from when
  * non-zero (comm: waiting for background collectives, as DDP's finalize_backward does),
  * blocked in poll/select/epoll/futex (input_wait: the input pipeline's handoff), blocked for
