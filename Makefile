@@ -22,6 +22,8 @@ BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(AR
 	      -I/usr/include/$(shell uname -m)-linux-gnu -Wall -Wno-unused-function
 
 SKELS     := $(patsubst %,$(OBJ)/bpf/%.skel.h,$(FAMILIES))
+# generated once, kept: not intermediates for make to delete after each build
+.SECONDARY: $(SKELS) $(patsubst %,$(OBJ)/bpf/%.bpf.o,$(FAMILIES))
 # Kernel-free modules: unit-tested without root.
 LIB_SRCS  := $(filter-out user/main.c user/cmd_%.c user/probe_%.c user/probes.c user/session.c,$(wildcard user/*.c))
 APP_SRCS  := $(filter-out $(LIB_SRCS),$(wildcard user/*.c))
