@@ -83,8 +83,9 @@ $(OBJ)/bpf $(OBJ)/user $(OBJ)/cupti $(OUTPUT)/tests $(OUTPUT)/fuzz:
 	mkdir -p $@
 
 include tests/fixtures/fixtures.mk
+include tests/fixtures/cupti_double/double.mk
 include tests/bench/bench.mk
-fixtures: $(FIXTURES_BIN)
+fixtures: $(FIXTURES_BIN) $(CUPTI_FIXTURES)
 
 # Every Debian package the build, the tests, the demo and the bench need; fast when present.
 DEB_PKGS := clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev pkg-config \

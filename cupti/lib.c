@@ -66,6 +66,7 @@ static struct {
 	atomic_bool forked;		/* in a child of the process: do nothing */
 	int fd;				/* to the daemon; -1 when not connected */
 	uint32_t names_sent;		/* on this connection */
+	bool status_due;		/* a status to send before any data */
 } g = { .state = RSC_ST_NO_CUPTI, .fd = -1 };
 
 static uint64_t mono_ns(void)
@@ -194,11 +195,11 @@ static bool find_cupti(void)
 	char msg[96];
 	void *h = NULL;
 
-	/* the one the application already uses (a wheel's libcupti.so.12), then ours */
-	if (env && *env)
+	/* the one the application already uses (a wheel's libcupti.so.12): never a second CUPTI
+	 * in the process; then RANKSCOPE_CUPTI_LIB, then the usual places */
+	h = open_any(libcupti, RTLD_NOW | RTLD_NOLOAD);
+	if (!h && env && *env)
 		h = dlopen(env, RTLD_NOW | RTLD_LOCAL);
-	if (!h)
-		h = open_any(libcupti, RTLD_NOW | RTLD_NOLOAD);
 	if (!h)
 		h = open_any(libcupti, RTLD_NOW | RTLD_LOCAL);
 	if (!h) {
@@ -340,7 +341,8 @@ static void send_status(void)
 	st.dropped_cupti = atomic_load(&g.dropped_cupti);
 	st.dropped_clock = atomic_load(&g.dropped_clock);
 	snprintf(st.detail, sizeof(st.detail), "%s", g.detail);
-	send_msg(&st, sizeof(st));
+	/* kept due until the socket takes it: a slow daemon still gets the counters */
+	g.status_due = send_msg(&st, sizeof(st)) != 0 && g.fd >= 0;
 }
 
 static const char *socket_path(void)
@@ -401,19 +403,13 @@ static void read_control(void)
 	}
 }
 
-/* Names first (the records refer to them), then records, as long as the socket takes them. */
-static void send_data(void)
+/* The names not sent on this connection yet. Returns 0, or -1 when the socket is full or gone. */
+static int send_names(void)
 {
-	static union {
-		struct rsc_batch b;
-		char raw[RSC_MSG_MAX];
-	} m;
-	struct rsc_rec *recs = (struct rsc_rec *)(m.raw + sizeof(m.b));
-	struct rsc_name *nm = (struct rsc_name *)m.raw;
+	static char raw[sizeof(struct rsc_name) + RSC_NAME_MAX];
+	struct rsc_name *nm = (struct rsc_name *)raw;
 	const char *name;
 	uint32_t len;
-	size_t n;
-	int r;
 
 	for (;;) {
 		pthread_mutex_lock(&g.names_lock);
@@ -425,20 +421,41 @@ static void send_data(void)
 		if (name) {
 			nm->id = g.names_sent + 1;
 			nm->len = len;
-			memcpy(m.raw + sizeof(*nm), name, len);
+			memcpy(raw + sizeof(*nm), name, len);
 		}
 		pthread_mutex_unlock(&g.names_lock);
 		if (name) {
 			hdr(&nm->h, RSC_NAME, sizeof(*nm) + len);
 			if (send_msg(nm, sizeof(*nm) + len))
-				return;		/* full, or gone: again next tick */
+				return -1;	/* full, or gone: again when writable */
 		}
 		g.names_sent++;
 	}
-	while (g.fd >= 0) {
+	return 0;
+}
+
+/* A due status, then records, each batch after the names it may use (CUPTI's thread can add a
+ * name at any time), as long as the socket takes them. */
+static void send_data(void)
+{
+	static union {
+		struct rsc_batch b;
+		char raw[RSC_MSG_MAX];
+	} m;
+	struct rsc_rec *recs = (struct rsc_rec *)(m.raw + sizeof(m.b));
+	size_t n;
+	int r;
+
+	if (g.status_due)
+		send_status();
+	while (g.fd >= 0 && !g.status_due) {
+		/* take first: every name these records use was interned before they were queued,
+		 * so sending the names now covers them */
 		n = rsc_queue_take(&g.q, recs, RSC_BATCH_MAX);
-		if (!n)
+		if (send_names() || !n) {
+			rsc_queue_unget(&g.q, recs, n);
 			return;
+		}
 		hdr(&m.b.h, RSC_BATCH, sizeof(m.b) + n * sizeof(*recs));
 		m.b.nrec = n;
 		m.b.pad = 0;
@@ -449,6 +466,20 @@ static void send_data(void)
 			return;
 		}
 	}
+}
+
+/* Anything waiting for the socket? */
+static bool has_pending(void)
+{
+	bool names, recs;
+
+	pthread_mutex_lock(&g.names_lock);
+	names = g.names_sent < g.names.n;
+	pthread_mutex_unlock(&g.names_lock);
+	pthread_mutex_lock(&g.q.lock);
+	recs = g.q.len > 0;
+	pthread_mutex_unlock(&g.q.lock);
+	return g.status_due || names || recs;
 }
 
 static void *run(void *arg)
@@ -473,7 +504,7 @@ static void *run(void *arg)
 			}
 		}
 		pfd.fd = g.fd;
-		pfd.events = POLLIN;
+		pfd.events = POLLIN | (has_pending() ? POLLOUT : 0);
 		pfd.revents = 0;
 		if (g.fd >= 0)
 			poll(&pfd, 1, TICK_MS);

@@ -8,38 +8,45 @@
 #include "rs_cupti.h"
 
 /*
- * The fields read here sit at the same offsets in every record version CUPTI has shipped
- * since CUDA 9 (Kernel4 to Kernel10, Memcpy5/6, MemcpyPtoP2/4, Memset3/4, Synchronization
- * 1/2): a CUPTI newer or older than these headers hands us a record we can still read.
+ * Records are read through the oldest struct of each kind (Kernel4 from CUDA 9, the first
+ * Memcpy, MemcpyPtoP, Memset and Synchronization), which every CUPTI header still declares:
+ * the fields read here sit at the same offsets in every version shipped since, so this builds
+ * against CUDA 11, 12 or 13 headers and reads what any of those CUPTIs hands over. With the
+ * newest headers the compiler checks the offsets.
  */
 #define SAME(a, b, f) _Static_assert(offsetof(a, f) == offsetof(b, f), #a "." #f)
+#if CUPTI_API_VERSION >= 130000
 SAME(CUpti_ActivityKernel4, CUpti_ActivityKernel10, start);
 SAME(CUpti_ActivityKernel4, CUpti_ActivityKernel10, end);
 SAME(CUpti_ActivityKernel4, CUpti_ActivityKernel10, deviceId);
 SAME(CUpti_ActivityKernel4, CUpti_ActivityKernel10, streamId);
 SAME(CUpti_ActivityKernel4, CUpti_ActivityKernel10, correlationId);
 SAME(CUpti_ActivityKernel4, CUpti_ActivityKernel10, name);
-SAME(CUpti_ActivityMemcpy5, CUpti_ActivityMemcpy6, copyKind);
-SAME(CUpti_ActivityMemcpy5, CUpti_ActivityMemcpy6, bytes);
-SAME(CUpti_ActivityMemcpy5, CUpti_ActivityMemcpy6, start);
-SAME(CUpti_ActivityMemcpy5, CUpti_ActivityMemcpy6, end);
-SAME(CUpti_ActivityMemcpy5, CUpti_ActivityMemcpy6, deviceId);
-SAME(CUpti_ActivityMemcpy5, CUpti_ActivityMemcpy6, streamId);
-SAME(CUpti_ActivityMemcpy5, CUpti_ActivityMemcpy6, correlationId);
-SAME(CUpti_ActivityMemcpyPtoP2, CUpti_ActivityMemcpyPtoP4, bytes);
-SAME(CUpti_ActivityMemcpyPtoP2, CUpti_ActivityMemcpyPtoP4, start);
-SAME(CUpti_ActivityMemcpyPtoP2, CUpti_ActivityMemcpyPtoP4, deviceId);
-SAME(CUpti_ActivityMemcpyPtoP2, CUpti_ActivityMemcpyPtoP4, streamId);
-SAME(CUpti_ActivityMemcpyPtoP2, CUpti_ActivityMemcpyPtoP4, correlationId);
-SAME(CUpti_ActivityMemset3, CUpti_ActivityMemset4, bytes);
-SAME(CUpti_ActivityMemset3, CUpti_ActivityMemset4, start);
-SAME(CUpti_ActivityMemset3, CUpti_ActivityMemset4, deviceId);
-SAME(CUpti_ActivityMemset3, CUpti_ActivityMemset4, streamId);
-SAME(CUpti_ActivityMemset3, CUpti_ActivityMemset4, correlationId);
+SAME(CUpti_ActivityMemcpy, CUpti_ActivityMemcpy6, copyKind);
+SAME(CUpti_ActivityMemcpy, CUpti_ActivityMemcpy6, bytes);
+SAME(CUpti_ActivityMemcpy, CUpti_ActivityMemcpy6, start);
+SAME(CUpti_ActivityMemcpy, CUpti_ActivityMemcpy6, end);
+SAME(CUpti_ActivityMemcpy, CUpti_ActivityMemcpy6, deviceId);
+SAME(CUpti_ActivityMemcpy, CUpti_ActivityMemcpy6, streamId);
+SAME(CUpti_ActivityMemcpy, CUpti_ActivityMemcpy6, correlationId);
+SAME(CUpti_ActivityMemcpyPtoP, CUpti_ActivityMemcpyPtoP4, bytes);
+SAME(CUpti_ActivityMemcpyPtoP, CUpti_ActivityMemcpyPtoP4, start);
+SAME(CUpti_ActivityMemcpyPtoP, CUpti_ActivityMemcpyPtoP4, end);
+SAME(CUpti_ActivityMemcpyPtoP, CUpti_ActivityMemcpyPtoP4, deviceId);
+SAME(CUpti_ActivityMemcpyPtoP, CUpti_ActivityMemcpyPtoP4, streamId);
+SAME(CUpti_ActivityMemcpyPtoP, CUpti_ActivityMemcpyPtoP4, correlationId);
+SAME(CUpti_ActivityMemset, CUpti_ActivityMemset4, bytes);
+SAME(CUpti_ActivityMemset, CUpti_ActivityMemset4, start);
+SAME(CUpti_ActivityMemset, CUpti_ActivityMemset4, end);
+SAME(CUpti_ActivityMemset, CUpti_ActivityMemset4, deviceId);
+SAME(CUpti_ActivityMemset, CUpti_ActivityMemset4, streamId);
+SAME(CUpti_ActivityMemset, CUpti_ActivityMemset4, correlationId);
 SAME(CUpti_ActivitySynchronization, CUpti_ActivitySynchronization2, type);
 SAME(CUpti_ActivitySynchronization, CUpti_ActivitySynchronization2, start);
+SAME(CUpti_ActivitySynchronization, CUpti_ActivitySynchronization2, end);
 SAME(CUpti_ActivitySynchronization, CUpti_ActivitySynchronization2, streamId);
 SAME(CUpti_ActivitySynchronization, CUpti_ActivitySynchronization2, correlationId);
+#endif
 
 int rsc_clock_calibrate(struct rsc_clock *c, int n, int (*cupti_now)(uint64_t *ts),
 			uint64_t (*mono_now)(void))
@@ -119,7 +126,7 @@ int rsc_convert(const void *activity, const struct rsc_clock *c, struct rsc_rec 
 	switch (a->kind) {
 	case CUPTI_ACTIVITY_KIND_KERNEL:
 	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
-		const CUpti_ActivityKernel10 *k = activity;
+		const CUpti_ActivityKernel4 *k = activity;
 
 		rec->kind = RSC_REC_KERNEL;
 		rec->device = k->deviceId;
@@ -129,7 +136,7 @@ int rsc_convert(const void *activity, const struct rsc_clock *c, struct rsc_rec 
 		return times(c, k->start, k->end, rec);
 	}
 	case CUPTI_ACTIVITY_KIND_MEMCPY: {
-		const CUpti_ActivityMemcpy6 *m = activity;
+		const CUpti_ActivityMemcpy *m = activity;
 
 		rec->kind = RSC_REC_MEMCPY;
 		rec->sub = copy_kind(m->copyKind);
@@ -140,7 +147,7 @@ int rsc_convert(const void *activity, const struct rsc_clock *c, struct rsc_rec 
 		return times(c, m->start, m->end, rec);
 	}
 	case CUPTI_ACTIVITY_KIND_MEMCPY2: {
-		const CUpti_ActivityMemcpyPtoP4 *m = activity;
+		const CUpti_ActivityMemcpyPtoP *m = activity;
 
 		rec->kind = RSC_REC_MEMCPY;
 		rec->sub = RSC_COPY_PEER;
@@ -151,7 +158,7 @@ int rsc_convert(const void *activity, const struct rsc_clock *c, struct rsc_rec 
 		return times(c, m->start, m->end, rec);
 	}
 	case CUPTI_ACTIVITY_KIND_MEMSET: {
-		const CUpti_ActivityMemset4 *m = activity;
+		const CUpti_ActivityMemset *m = activity;
 
 		rec->kind = RSC_REC_MEMSET;
 		rec->device = m->deviceId;
@@ -161,7 +168,7 @@ int rsc_convert(const void *activity, const struct rsc_clock *c, struct rsc_rec 
 		return times(c, m->start, m->end, rec);
 	}
 	case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
-		const CUpti_ActivitySynchronization2 *s = activity;
+		const CUpti_ActivitySynchronization *s = activity;
 
 		rec->kind = RSC_REC_SYNC;
 		rec->sub = (uint8_t)s->type;
@@ -209,8 +216,14 @@ uint32_t rsc_names_intern(struct rsc_names *t, const char *name, bool *fresh)
 	*fresh = false;
 	if (!t->ent) {
 		t->ent = calloc(SLOTS, sizeof(*t->ent));
-		if (!t->ent)
+		t->slot_of = calloc(RSC_NAMES_MAX + 1, sizeof(*t->slot_of));
+		if (!t->ent || !t->slot_of) {
+			free(t->ent);
+			free(t->slot_of);
+			t->ent = NULL;
+			t->slot_of = NULL;
 			return 0;
+		}
 	}
 	for (i = h % SLOTS;; i = (i + 1) % SLOTS) {
 		e = &t->ent[i];
@@ -229,6 +242,7 @@ uint32_t rsc_names_intern(struct rsc_names *t, const char *name, bool *fresh)
 	e->hash = h;
 	e->len = len;
 	e->id = ++t->n;
+	t->slot_of[e->id] = i;
 	t->bytes += len;
 	*fresh = true;
 	return e->id;
@@ -236,15 +250,13 @@ uint32_t rsc_names_intern(struct rsc_names *t, const char *name, bool *fresh)
 
 const char *rsc_names_get(const struct rsc_names *t, uint32_t id, uint32_t *len)
 {
-	uint32_t i;
+	const struct rsc_name_ent *e;
 
-	for (i = 0; t->ent && i < SLOTS; i++) {
-		if (t->ent[i].hash && t->ent[i].id == id) {
-			*len = t->ent[i].len;
-			return t->ent[i].name;
-		}
-	}
-	return NULL;
+	if (!t->ent || !id || id > t->n)
+		return NULL;
+	e = &t->ent[t->slot_of[id]];
+	*len = e->len;
+	return e->name;
 }
 
 void rsc_names_free(struct rsc_names *t)
@@ -254,6 +266,7 @@ void rsc_names_free(struct rsc_names *t)
 	for (i = 0; t->ent && i < SLOTS; i++)
 		free(t->ent[i].name);
 	free(t->ent);
+	free(t->slot_of);
 	memset(t, 0, sizeof(*t));
 }
 

@@ -36,6 +36,7 @@ struct rsc_names {
 		uint32_t len;
 		char *name;
 	} *ent;			/* open addressing, RSC_NAMES_MAX * 2 slots */
+	uint32_t *slot_of;	/* id -> slot in ent, RSC_NAMES_MAX + 1 */
 	uint32_t n;
 	size_t bytes;
 };
