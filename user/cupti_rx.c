@@ -186,14 +186,17 @@ static void handle(struct cupti_rx *rx, struct conn *c, const struct gpu_msg *m)
 	uint32_t i;
 
 	switch (m->type) {
-	case RSC_STATUS:
+	case RSC_STATUS: {
+		bool changed = c->state != m->status.state;
+
 		c->state = m->status.state;
 		if (rx->ops.on_status)
-			rx->ops.on_status(rx->ops.ctx, c->pid, &m->status);
+			rx->ops.on_status(rx->ops.ctx, c->pid, &m->status, changed);
 		/* a library that came back dormant (a restart) is asked again */
 		if (m->status.state == RSC_ST_READY)
 			c->enabled = false;
 		break;
+	}
 	case RSC_NAME:
 		if (!c->names)
 			c->names = calloc(1, sizeof(*c->names));

@@ -18,7 +18,7 @@ struct cupti_rx_ops {
 	bool (*wanted)(void *ctx, pid_t pid);
 	/* A valid record, or a status, from the library in process pid (from SO_PEERCRED). */
 	void (*on_rec)(void *ctx, pid_t pid, const struct gpu_names *names, const struct rsc_rec *r);
-	void (*on_status)(void *ctx, pid_t pid, const struct rsc_status *st);
+	void (*on_status)(void *ctx, pid_t pid, const struct rsc_status *st, bool changed);
 	void *ctx;
 };
 

@@ -290,7 +290,7 @@ static void gpu_rec(void *ctx, pid_t pid, const struct gpu_names *names, const s
 		job__on_gpu(job_of(s, rs)->model, rs->col, c == GPU_K_NCCL, r->start_ns, r->end_ns);
 }
 
-static void gpu_status(void *ctx, pid_t pid, const struct rsc_status *st)
+static void gpu_status(void *ctx, pid_t pid, const struct rsc_status *st, bool conn_changed)
 {
 	struct session *s = ctx;
 	struct rank_state *rs = rank_by_pid(s, pid);
@@ -299,8 +299,9 @@ static void gpu_status(void *ctx, pid_t pid, const struct rsc_status *st)
 	bool changed;
 
 	if (!rs) {
-		pr_info("%s: PID %d (not a rank): GPU timing: %s", verb(s), pid,
-			log__safe(st->detail, safe, sizeof(safe)));
+		if (conn_changed)
+			pr_info("%s: PID %d (not a rank): GPU timing: %s", verb(s), pid,
+				log__safe(st->detail, safe, sizeof(safe)));
 		return;
 	}
 	g = gpu_of(rs);
@@ -924,7 +925,9 @@ static void attach_coll(struct session *s, struct rank_state *rs)
 		rs->coll.endbr[lib] = rep.endbr[lib];
 		rs->coll.err[lib] = rep.err[lib];
 		rs->coll.via[lib] = rep.via[lib];
-		if (rep.err[lib])
+		/* a CUDA library without the synchronize calls (a stub) is not worth a warning */
+		if (rep.err[lib] && !(rep.err[lib] == -ENOENT &&
+				      (lib == RS_LIB_CUDART || lib == RS_LIB_CUDA)))
 			pr_warn("%s: failed to probe %s in PID %d (%s): %s; other families keep running",
 				verb(s), decode__lib_name(lib), rs->pid,
 				log__safe(rs->libs.lib[lib].path, safe, sizeof(safe)),
