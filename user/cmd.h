@@ -14,6 +14,7 @@ enum cmd_verb {
 int cmd_attach(int argc, char **argv);
 int cmd_diagnose(int argc, char **argv);
 int cmd_daemon(int argc, char **argv);
+int cmd_inject(int argc, char **argv);
 
 /* Parse the options of a session verb into o. Returns 0, 1 after --help, or -EINVAL with
  * the reason printed. */
