@@ -24,6 +24,7 @@ struct tl_gpu {
 struct job_rank {
 	struct tl_gpu *gpu;	/* CUPTI kernels and copies; NULL until the first */
 	int ngpu;
+	uint64_t gpu_seen;	/* the latest end among them: the GPU reported up to here */
 	struct tl_coll *sync;	/* CUDA synchronize calls of the main thread */
 	int nsync;
 	int rank;		/* its number, for messages */
@@ -257,6 +258,8 @@ void job__on_gpu(struct job *j, int col, bool nccl, uint64_t start, uint64_t end
 		return;
 	MAKE_ROOM(r->gpu, r->ngpu, JOB_MAX_GPU);
 	r->gpu[r->ngpu++] = (struct tl_gpu){ .start = start, .end = end, .nccl = nccl };
+	if (end > r->gpu_seen)
+		r->gpu_seen = end;
 }
 
 const char *job__rule(const struct job *j, double *confidence, int *period)
@@ -608,7 +611,8 @@ static int by_start(const void *a, const void *b)
 }
 
 /* GPU time in [s, e): the union over streams, NCCL kernels' time, and the step collective's
- * NCCL kernel (the first to start at or after the host's entry into it). */
+ * NCCL kernel: the first to start after the host entered it (the kernel is enqueued inside the
+ * call; JOB_GPU_SLACK_NS absorbs the probe's own timing), within one step of it. */
 static void gpu_step(const struct job_rank *r, uint64_t s, uint64_t e, struct step_obs *o,
 		     struct job_step *st)
 {
@@ -623,7 +627,7 @@ static void gpu_step(const struct job_rank *r, uint64_t s, uint64_t e, struct st
 	for (i = 0; iv && i < r->ngpu; i++) {
 		const struct tl_gpu *g = &r->gpu[i];
 
-		if (g->nccl && o->arrival_ns && g->start >= o->arrival_ns &&
+		if (g->nccl && o->arrival_ns && g->start + JOB_GPU_SLACK_NS >= o->arrival_ns &&
 		    g->start < o->arrival_ns + (e - s) &&
 		    (!o->gpu_arrival_ns || g->start < o->gpu_arrival_ns)) {
 			o->gpu_arrival_ns = g->start;
@@ -883,6 +887,10 @@ static void assemble(struct job *j, uint64_t now, bool final)
 				goto done;
 			}
 			if (!final && now < e + JOB_SETTLE_NS)
+				goto done;
+			/* GPU records come late (the library flushes every 0.5 s): wait until this
+			 * rank's GPU has reported past the step, for a while */
+			if (!final && r->ngpu && r->gpu_seen < e && now < e + JOB_GPU_SETTLE_NS)
 				goto done;
 			build_step(j, r, j->next_k, s, e, &row[c], &st[c]);
 			st[c].col = c;

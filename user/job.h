@@ -31,6 +31,9 @@ struct job_cfg {
 #define JOB_MAX_GPU	16384	/* GPU kernels and copies per rank (only ranks with CUPTI data) */
 #define JOB_ROWS	64	/* completed steps kept for windows */
 #define JOB_SETTLE_NS	200000000ULL	/* wait this long after a step ends for its events */
+#define JOB_GPU_SETTLE_NS 2000000000ULL	/* and up to this long for its GPU records (CUPTI) */
+#define JOB_GPU_SLACK_NS 200000ULL	/* an NCCL kernel may seem to start this much before the
+					 * host entered its collective (clock calibration, probe) */
 #define JOB_EXIT_GRACE_NS 2000000000ULL	/* peers may end this long after a rank: a normal end */
 
 struct job_rank;
