@@ -39,20 +39,24 @@ grep -q '^rankscope_collective_duration_seconds_count{job_id=".*",rank="0",lib="
 grep -q '^nccl_collective_duration_seconds' "$T/metrics" && fail "NCCL series for an MPI job"
 code() { get "$@" | sed -n 1p; }	# the status alone (reads it all: no broken pipe)
 [ "$(code $URL/healthz)" = 200 ] || fail "/healthz"
-get $URL/api/v1/ranks | tail -n +2 | $PY -c '
-import json, sys; r = json.load(sys.stdin); assert len(r) == 2 and r[0]["type"] == "rank", r' ||
-	fail "/api/v1/ranks"
-get "$URL/api/v1/steps?rank=$SLOW&last=3" | tail -n +2 | $PY -c '
+# the daemon watches the whole node: scope the API checks to this test's job
+JOB=$(get $URL/api/v1/ranks | tail -n +2 | $PY -c '
+import json, sys
+pids = {int(p) for p in sys.argv[1].split(",")}
+r = [x for x in json.load(sys.stdin) if x["type"] == "rank" and x["pid"] in pids]
+assert len(r) == 2 and r[0]["job"] == r[1]["job"], r
+print(r[0]["job"])' "$(ready_pids "$T/job.out")") || fail "/api/v1/ranks"
+get "$URL/api/v1/steps?job=$JOB&rank=$SLOW&last=3" | tail -n +2 | $PY -c '
 import json, sys; s = json.load(sys.stdin)
 assert len(s) == 3 and all(x["type"] == "step" and x["rank"] == int(sys.argv[1]) for x in s), s
 assert s[0]["step"] > s[1]["step"] > s[2]["step"], "newest first"' $SLOW || fail "/api/v1/steps"
 get $URL/api/v1/diagnosis | tail -n +2 | $PY -c '
 import json, sys; a = json.load(sys.stdin)
-assert isinstance(a, list) and len(a) == 1, a   # one verdict per job
-d = a[0]
-assert d["type"] == "verdict" and d["class"] == "compute" and d["rank"] == int(sys.argv[1]), d
-assert d["job"], d' \
-	$SLOW || fail "/api/v1/diagnosis"
+mine = [v for v in a if v["job"] == sys.argv[2]]
+assert isinstance(a, list) and len(mine) == 1, a   # one verdict per job
+d = mine[0]
+assert d["type"] == "verdict" and d["class"] == "compute" and d["rank"] == int(sys.argv[1]), d' \
+	$SLOW "$JOB" || fail "/api/v1/diagnosis"
 [ "$(code $URL/nope)" = 404 ] || fail "unknown path not 404"
 [ "$(code $URL/metrics POST)" = 405 ] || fail "POST not 405"
 [ "$(code "$URL/api/v1/steps?last=abc")" = 400 ] || fail "bad query not 400"
