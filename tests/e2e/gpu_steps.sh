@@ -7,7 +7,8 @@
 #  - step lines carry GPU busy and idle time: rank 1's GPU idles through its sleep;
 #  - comm_wait comes from the NCCL kernels (device-side arrival): rank 0 waits ~5 ms, the host
 #    skew (3 ms) plus the GPU lag, not the host's 3 ms;
-#  - the late rank is still rank 1.
+#  - the late rank is still rank 1;
+#  - /metrics has each rank's GPU idle fraction (the pipeline-bubble series).
 . "$(dirname "$0")/../lib.sh"
 need_root
 command -v mpirun >/dev/null || skip "OpenMPI not installed (make deps)"
@@ -19,10 +20,22 @@ bg job mpirun --allow-run-as-root --oversubscribe -np 2 -x LD_LIBRARY_PATH="$DBL
 	-x RANKSCOPE_CUPTI_SOCKET="$SOCK" "$FIX/mpi_loop" --go-file "$T/go" --iters 100000 \
 	--compute-us 1000 --slow-rank 1 --slow-us 3000 --cupti "$LIB" --gpu-lag-us 2000
 wait_lines "$T/job.out" '^ready rank=' 2 60 || fail "MPI job did not start: $(tail -3 "$T/job.out")"
-bg rs "$RS" diagnose -p "$(ready_pids "$T/job.out")" --json --cupti-socket "$SOCK" --duration 7
+PORT=$((20000 + RANDOM % 20000))
+bg rs "$RS" diagnose -p "$(ready_pids "$T/job.out")" --json --cupti-socket "$SOCK" --duration 7 \
+	--listen 127.0.0.1:$PORT
 wait_lines "$T/rs.out" 'GPU timing: recording' 2 20 ||
 	fail "the ranks' libraries were not enabled: $(grep -v libbpf "$T/rs.out" | grep -v '^{' | tail -5)"
 touch "$T/go"
+sleep 4.5
+http_get http://127.0.0.1:$PORT/metrics | tail -n +2 >"$T/metrics"
+grep -E '^rankscope_gpu_idle_fraction' "$T/metrics"
+$PY - "$T/metrics" <<'PY' || fail "rankscope_gpu_idle_fraction"
+import re, sys
+v = {int(r): float(x) for r, x in
+     re.findall(r'^rankscope_gpu_idle_fraction\{job_id="[^"]*",rank="(\d)"\} (\S+)$', open(sys.argv[1]).read(), re.M)}
+assert set(v) == {0, 1}, v
+assert v[0] < 0.25 and 0.35 < v[1] < 0.9, v    # rank 1's GPU idles through its host's sleep
+PY
 wait_exit "$PID_rs" 60 || fail "diagnose did not end"
 $PY - "$T/rs.out" <<'PY' || fail "GPU time in steps"
 import json, sys, statistics as st
