@@ -126,3 +126,4 @@ clean:
 	rm -rf $(OUTPUT)
 
 -include $(wildcard $(OBJ)/user/*.d $(OBJ)/bpf/*.d $(OBJ)/cupti/*.d $(OUTPUT)/tests/*.d)
+$(OBJ)/user/view.o: user/view.html

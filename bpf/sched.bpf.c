@@ -4,7 +4,8 @@
 #include "sched.h"
 
 /* Off-CPU intervals shorter than this are only counted, not streamed. */
-const volatile __u64 offcpu_min_ns = 100000;
+/* Not const: a capture lowers it at run time, then puts it back. */
+volatile __u64 offcpu_min_ns = 100000;
 /* The daemon finds new ranks from exec records of every process, not just tracked ones. */
 const volatile bool discover = false;
 

@@ -9,15 +9,20 @@ enum cmd_verb {
 	VERB_ATTACH,
 	VERB_DIAGNOSE,
 	VERB_DAEMON,
+	VERB_CAPTURE,
 };
 
 int cmd_attach(int argc, char **argv);
 int cmd_diagnose(int argc, char **argv);
 int cmd_daemon(int argc, char **argv);
 int cmd_inject(int argc, char **argv);
+int cmd_capture(int argc, char **argv);
 
 /* Parse the options of a session verb into o. Returns 0, 1 after --help, or -EINVAL with
  * the reason printed. */
 int cmd__parse_opts(int argc, char **argv, struct session_opts *o, enum cmd_verb verb);
+
+/* rankscope capture --server URL: ask a running daemon. Set by cmd__parse_opts. */
+extern const char *cmd_capture_server;
 
 #endif /* RS_CMD_H */

@@ -1,13 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /* `rankscope attach` and `rankscope diagnose`: a session over ranks given by PID. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include "capture.h"
 #include "cmd.h"
+#include "httpd.h"
 #include "decode.h"
 #include "detect.h"
 #include "log.h"
@@ -20,6 +26,172 @@
 
 static void print_report(struct session *s);
 
+/* ---- rankscope capture --server URL: a minimal HTTP/1.0 client for the daemon's API ---- */
+
+struct http_resp {
+	int code;
+	char head[4096];
+	int fd;		/* the connection, positioned at the body */
+	char *body;	/* what came with the head */
+	size_t nbody;
+};
+
+/* "http://HOST:PORT" to a connected socket. Returns the fd or -errno, with err filled. */
+static int http_connect(const char *url, char *host, size_t hn, char *err, size_t n)
+{
+	struct sockaddr_in6 sa;
+	unsigned int salen;
+	const char *hp = url;
+	int fd;
+
+	if (!strncmp(hp, "http://", 7))
+		hp += 7;
+	snprintf(host, hn, "%.*s", (int)strcspn(hp, "/"), hp);
+	if (httpd__parse_listen(host, &sa, &salen)) {
+		snprintf(err, n, "invalid --server '%s': expected http://HOST:PORT (an address, "
+			 "e.g. http://127.0.0.1:9464)", url);
+		return -EINVAL;
+	}
+	fd = socket(((struct sockaddr *)&sa)->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, salen)) {
+		int e = -errno;
+
+		snprintf(err, n, "cannot connect to %.64s: %s; is rankscope daemon --listen there?",
+			 host, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return e;
+	}
+	return fd;
+}
+
+/* Send a request and read the status line and the head. Returns 0 or -errno. */
+static int http_do(const char *url, const char *method, const char *path, struct http_resp *r,
+		   char *err, size_t n)
+{
+	char host[256], req[1024], *end;
+	struct timeval tv = { 10, 0 };
+	size_t len = 0;
+	ssize_t k;
+	int fd;
+
+	memset(r, 0, sizeof(*r));
+	fd = http_connect(url, host, sizeof(host), err, n);
+	if (fd < 0)
+		return fd;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	snprintf(req, sizeof(req), "%s %s HTTP/1.0\r\nHost: %s\r\nConnection: close\r\n\r\n",
+		 method, path, host);
+	if (write(fd, req, strlen(req)) != (ssize_t)strlen(req))
+		goto io;
+	while (len < sizeof(r->head) - 1) {
+		k = read(fd, r->head + len, sizeof(r->head) - 1 - len);
+		if (k <= 0)
+			break;
+		len += k;
+		r->head[len] = '\0';
+		if (strstr(r->head, "\r\n\r\n"))
+			break;
+	}
+	end = strstr(r->head, "\r\n\r\n");
+	if (!end || sscanf(r->head, "HTTP/%*s %d", &r->code) != 1)
+		goto io;
+	r->body = end + 4;
+	r->nbody = len - (size_t)(r->body - r->head);
+	r->fd = fd;
+	return 0;
+io:
+	snprintf(err, n, "no HTTP answer from %s", url);
+	close(fd);
+	return -EIO;
+}
+
+/* The rest of the body, up to max bytes, NUL-terminated in buf. */
+static void http_text(struct http_resp *r, char *buf, size_t max)
+{
+	size_t len = r->nbody < max - 1 ? r->nbody : max - 1;
+	ssize_t k;
+
+	memcpy(buf, r->body, len);
+	while (len < max - 1 && (k = read(r->fd, buf + len, max - 1 - len)) > 0)
+		len += k;
+	buf[len] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+}
+
+static int capture_remote(const struct session_opts *o)
+{
+	const struct capture_req *q = &o->capture_now;
+	char path[512], body[512], err[256], id[CAPTURE_ID_MAX] = "", ranks[256] = "";
+	struct http_resp r;
+	uint64_t t0 = session__now();
+	ssize_t k;
+	char *p;
+	int i, fd, out;
+
+	for (i = 0; i < q->nranks; i++)
+		snprintf(ranks + strlen(ranks), sizeof(ranks) - strlen(ranks), "%s%d", i ? "," : "",
+			 q->ranks[i]);
+	snprintf(path, sizeof(path), "/api/v1/capture?seconds=%d%s%s%s", q->seconds,
+		 q->nranks ? "&ranks=" : "", ranks, q->align ? "&align=step" : "");
+	if (http_do(cmd_capture_server, "POST", path, &r, err, sizeof(err))) {
+		pr_warn("capture: %s", err);
+		return 1;
+	}
+	http_text(&r, body, sizeof(body));
+	close(r.fd);
+	p = strstr(body, "\"id\":\"");
+	if (r.code != 202 || !p || sscanf(p + 6, "%39[0-9a-f-]", id) != 1) {
+		pr_warn("capture: the daemon said %d: %s", r.code, body);
+		return 1;
+	}
+	pr_info("capture: %s recording for %d s on %s", id, q->seconds, cmd_capture_server);
+	snprintf(path, sizeof(path), "/api/v1/captures/%s", id);
+	for (;;) {
+		usleep(500000);
+		if (http_do(cmd_capture_server, "GET", path, &r, err, sizeof(err))) {
+			pr_warn("capture: %s", err);
+			return 1;
+		}
+		if (r.code != 202)
+			break;
+		close(r.fd);
+		if (session__now() - t0 > (uint64_t)(q->seconds + 120) * 1000000000ULL) {
+			pr_warn("capture: %s still not written after %d s; ask again with GET %s", id,
+				q->seconds + 120, path);
+			return 1;
+		}
+	}
+	if (r.code != 200) {
+		http_text(&r, body, sizeof(body));
+		close(r.fd);
+		pr_warn("capture: the daemon said %d: %s", r.code, body);
+		return 1;
+	}
+	out = open(o->capture_out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = r.fd;
+	if (out < 0 || (r.nbody && write(out, r.body, r.nbody) != (ssize_t)r.nbody)) {
+		pr_warn("capture: cannot write %s: %s", o->capture_out, strerror(errno));
+		goto fail;
+	}
+	while ((k = read(fd, body, sizeof(body))) > 0)
+		if (write(out, body, k) != k) {
+			pr_warn("capture: cannot write %s: %s", o->capture_out, strerror(errno));
+			goto fail;
+		}
+	close(fd);
+	close(out);
+	pr_info("capture: %s written to %s", id, o->capture_out);
+	return 0;
+fail:
+	close(fd);
+	if (out >= 0) {
+		close(out);
+		unlink(o->capture_out);
+	}
+	return 1;
+}
+
 static int run(int argc, char **argv, enum cmd_verb verb)
 {
 	struct rank_info *infos = NULL;
@@ -30,6 +202,8 @@ static int run(int argc, char **argv, enum cmd_verb verb)
 	err = cmd__parse_opts(argc, argv, &s.o, verb);
 	if (err)
 		return err > 0 ? 0 : 2;
+	if (verb == VERB_CAPTURE && cmd_capture_server)
+		return capture_remote(&s.o);
 	signal(SIGPIPE, SIG_IGN);
 	session__block_signals();
 	s.out = stdout;
@@ -107,7 +281,11 @@ static int run(int argc, char **argv, enum cmd_verb verb)
 	}
 	err = session__loop(&s, NULL);
 	session__finish(&s);
-	if (s.o.report && !s.o.json)
+	if (verb == VERB_CAPTURE && !s.cap_written && !err) {
+		pr_warn("capture: nothing written (the ranks exited before the capture ended?)");
+		err = -EIO;
+	}
+	if (s.o.report && !s.o.json && verb != VERB_CAPTURE)
 		print_report(&s);
 	if (!err && s.write_err) {
 		err = s.write_err;
@@ -127,6 +305,11 @@ int cmd_attach(int argc, char **argv)
 int cmd_diagnose(int argc, char **argv)
 {
 	return run(argc, argv, VERB_DIAGNOSE);
+}
+
+int cmd_capture(int argc, char **argv)
+{
+	return run(argc, argv, VERB_CAPTURE);
 }
 
 /* diagnose's human report: the rule, each rank's last step, and the verdict. */

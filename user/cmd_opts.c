@@ -7,12 +7,35 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include "capture.h"
 #include "cmd.h"
 #include "log.h"
 #include "procfs.h"
 
 static void usage(FILE *f, enum cmd_verb v)
 {
+	if (v == VERB_CAPTURE) {
+		fprintf(f,
+"Usage: rankscope capture (--server URL | -p PID[,PID...] | --all) [--seconds N] -o FILE\n"
+"\n"
+"Record every rank in full detail for N seconds (1 to 120, default 10): steps and phases,\n"
+"collectives joined across ranks by flow arrows, every blocking syscall and off-CPU\n"
+"interval, run-queue delays, GPU kernels and copies (with the CUPTI library), and\n"
+"verdicts. FILE is Chrome trace-event JSON, gzipped if it ends in .gz: open it in\n"
+"https://ui.perfetto.dev or chrome://tracing.\n"
+"\n"
+"      --server URL       ask a running rankscope daemon (http://HOST:PORT); it records,\n"
+"                         and the file is downloaded here\n"
+"  -p, --pid PIDS         attach to these ranks for the capture, then detach\n"
+"  -a, --all              every training process, as rankscope attach --all\n"
+"      --seconds N        how long (default 10)\n"
+"      --ranks R[,R...]   only these rank numbers\n"
+"      --align step       start at the next step boundary\n"
+"  -o, --output FILE      where to write it\n"
+"  -v, --verbose          more diagnostics\n"
+"  -h, --help             this help\n");
+		return;
+	}
 	if (v == VERB_DAEMON) {
 		fprintf(f,
 "Usage: rankscope daemon [--listen ADDR] [--all] [OPTIONS]\n"
@@ -41,6 +64,11 @@ static void usage(FILE *f, enum cmd_verb v)
 "      --cupti-socket PATH  GPU timing: where librankscope_cupti.so connects (default:\n"
 "                         cupti.sock next to the lock file, /run/rankscope/cupti.sock)\n"
 "      --no-cupti         no GPU timing socket\n"
+"      --capture-dir DIR  where POST /api/v1/capture writes (default\n"
+"                         /var/lib/rankscope/captures, mode 0700)\n"
+"      --capture-max-count N, --capture-max-mb N  keep at most N captures / N MiB\n"
+"                         (default 10 and 1024); the oldest go first\n"
+"      --auto-capture     take one capture when a verdict appears (every 10 min at most)\n"
 "  -j, --json             also print rank, step and verdict JSON lines on stdout\n"
 "  -i, --interval S       publish period in seconds (default 1)\n"
 "      --io-min-us, --offcpu-min-us, --ringbuf-kb, --drain-ms, --no-FAMILY, --steps,\n"
@@ -98,6 +126,8 @@ static void usage(FILE *f, enum cmd_verb v)
 "                         (default 16)\n"
 "      --cupti-socket PATH  GPU timing: listen here for librankscope_cupti.so (set\n"
 "                         RANKSCOPE_CUPTI_SOCKET=PATH in the ranks; default: off)\n"
+"      --capture-dir DIR, --capture-max-count N, --capture-max-mb N, --auto-capture:\n"
+"                         with --listen, captures as for rankscope daemon\n"
 "  -v, --verbose          more diagnostics (libbpf messages)\n"
 "  -h, --help             this help\n"
 "\n"
@@ -108,10 +138,12 @@ enum {
 	OPT_IO_MIN = 256, OPT_OFFCPU_MIN, OPT_RINGBUF, OPT_DRAIN,
 	OPT_NO_SCHED, OPT_NO_IO, OPT_NO_NET, OPT_NO_COLL, OPT_STEPS, OPT_WINDOW, OPT_HANG,
 	OPT_LISTEN, OPT_LOCK, OPT_MAX_RANKS, OPT_MAX_JOBS, OPT_MAX_SERIES, OPT_RESCAN, OPT_RETAIN,
-	OPT_PLANNED, OPT_CKPT_MIN, OPT_CUPTI, OPT_NO_CUPTI,
+	OPT_PLANNED, OPT_CKPT_MIN, OPT_CUPTI, OPT_NO_CUPTI, OPT_CAP_DIR, OPT_CAP_COUNT, OPT_CAP_MB,
+	OPT_AUTO_CAP, OPT_SECONDS, OPT_SERVER, OPT_RANKS, OPT_ALIGN,
 };
 
 static const char *who = "attach";
+const char *cmd_capture_server;
 
 static int parse_num(const char *opt, const char *arg, long lo, long hi, long *out)
 {
@@ -140,7 +172,8 @@ static int parse_secs(const char *opt, const char *arg, double lo, double hi, do
 
 static const char *verb_name(enum cmd_verb v)
 {
-	return v == VERB_DAEMON ? "daemon" : v == VERB_DIAGNOSE ? "diagnose" : "attach";
+	return v == VERB_DAEMON ? "daemon" : v == VERB_DIAGNOSE ? "diagnose" :
+	       v == VERB_CAPTURE ? "capture" : "attach";
 }
 
 /* "marker:SYM[@LIB]" or "usdt:PROVIDER:NAME[@LIB]" into o. Returns 0 or -EINVAL. */
@@ -209,16 +242,27 @@ int cmd__parse_opts(int argc, char **argv, struct session_opts *o, enum cmd_verb
 		{ "ckpt-min-mb", required_argument, NULL, OPT_CKPT_MIN },
 		{ "cupti-socket", required_argument, NULL, OPT_CUPTI },
 		{ "no-cupti", no_argument, NULL, OPT_NO_CUPTI },
+		{ "capture-dir", required_argument, NULL, OPT_CAP_DIR },
+		{ "capture-max-count", required_argument, NULL, OPT_CAP_COUNT },
+		{ "capture-max-mb", required_argument, NULL, OPT_CAP_MB },
+		{ "auto-capture", no_argument, NULL, OPT_AUTO_CAP },
+		{ "seconds", required_argument, NULL, OPT_SECONDS },
+		{ "output", required_argument, NULL, 'o' },
+		{ "server", required_argument, NULL, OPT_SERVER },
+		{ "ranks", required_argument, NULL, OPT_RANKS },
+		{ "align", required_argument, NULL, OPT_ALIGN },
 		{},
 	};
 	const char *bad;
 	long v;
 	int c, n, li = -1;
 	bool no_cupti = false;
+	const char *cap_seconds = NULL, *cap_ranks = NULL, *cap_align = NULL;
+	char cap_err[160];
 	static char cupti_default[PATH_MAX];
 
 	memset(o, 0, sizeof(*o));
-	who = verb == VERB_DAEMON ? "daemon" : "attach";
+	who = verb == VERB_DAEMON ? "daemon" : verb == VERB_CAPTURE ? "capture" : "attach";
 	o->report = verb == VERB_DIAGNOSE;
 	o->daemon = verb == VERB_DAEMON;
 	o->max_ranks = RS_MAX_SLOTS;
@@ -242,7 +286,10 @@ int cmd__parse_opts(int argc, char **argv, struct session_opts *o, enum cmd_verb
 	o->jcfg.window = 8;
 	o->jcfg.hang_timeout_ns = 60ULL * 1000000000ULL;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "p:ad:jei:vh", longopts, &li)) != -1) {
+	o->capture_dir = "/var/lib/rankscope/captures";
+	o->capture_max_count = 10;
+	o->capture_max_bytes = 1024ULL << 20;
+	while ((c = getopt_long(argc, argv, "p:ad:jei:vho:", longopts, &li)) != -1) {
 		switch (c) {
 		case 'p':
 			n = targets__parse_pids(optarg, o->pids + o->npids, TARGETS_MAX - o->npids,
@@ -370,6 +417,47 @@ int cmd__parse_opts(int argc, char **argv, struct session_opts *o, enum cmd_verb
 		case OPT_NO_CUPTI:
 			no_cupti = true;
 			break;
+		case OPT_CAP_DIR:
+			if (optarg[0] != '/') {
+				pr_warn("%s: invalid --capture-dir '%s': give an absolute path", who, optarg);
+				return -EINVAL;
+			}
+			o->capture_dir = optarg;
+			break;
+		case OPT_CAP_COUNT:
+			if (parse_num("--capture-max-count", optarg, 1, 10000, &v))
+				return -EINVAL;
+			o->capture_max_count = v;
+			break;
+		case OPT_CAP_MB:
+			if (parse_num("--capture-max-mb", optarg, 1, 1 << 20, &v))
+				return -EINVAL;
+			o->capture_max_bytes = (uint64_t)v << 20;
+			break;
+		case OPT_AUTO_CAP:
+			o->auto_capture = true;
+			break;
+		case OPT_SECONDS:
+		case 'o':
+		case OPT_SERVER:
+		case OPT_RANKS:
+		case OPT_ALIGN:
+			if (verb != VERB_CAPTURE) {
+				pr_warn("%s: --%s is an option of rankscope capture", who,
+					c == 'o' ? "output" : longopts[li].name);
+				return -EINVAL;
+			}
+			if (c == OPT_SECONDS)
+				cap_seconds = optarg;
+			else if (c == 'o')
+				o->capture_out = optarg;
+			else if (c == OPT_SERVER)
+				cmd_capture_server = optarg;
+			else if (c == OPT_RANKS)
+				cap_ranks = optarg;
+			else
+				cap_align = optarg;
+			break;
 		case OPT_CKPT_MIN:
 			if (parse_num("--ckpt-min-mb", optarg, 1, 1 << 20, &v))
 				return -EINVAL;
@@ -397,9 +485,29 @@ int cmd__parse_opts(int argc, char **argv, struct session_opts *o, enum cmd_verb
 		return -EINVAL;
 	}
 	o->npids = targets__dedup(o->pids, o->npids);	/* -p 1 -p 1 is one target */
-	if (!o->npids && !o->all && !o->daemon) {
+	if (!o->npids && !o->all && !o->daemon && verb != VERB_CAPTURE) {
 		pr_warn("attach: no target; give -p PID[,PID...] or --all");
 		return -EINVAL;
+	}
+	if (verb == VERB_CAPTURE) {
+		if (capture__parse(cap_seconds, cap_ranks, cap_align, NULL, &o->capture_now, cap_err,
+				   sizeof(cap_err))) {
+			pr_warn("capture: invalid option: %s", cap_err + strlen("bad request: "));
+			return -EINVAL;
+		}
+		if (!o->capture_out) {
+			pr_warn("capture: no output file; give -o FILE (FILE.json, or FILE.json.gz)");
+			return -EINVAL;
+		}
+		if (!cmd_capture_server == !(o->npids || o->all)) {
+			pr_warn("capture: give either --server URL (a running daemon) or -p PIDS / --all");
+			return -EINVAL;
+		}
+		/* recording starts with the session and the session ends once it is written;
+		 * the duration is a bound in case it never is */
+		o->duration_s = o->capture_now.seconds + 30;
+		o->report = true;	/* no table: the capture is the output */
+		return 0;
 	}
 	/* the daemon's CUPTI socket sits next to its lock file: /run/rankscope/cupti.sock */
 	if (o->daemon && !o->cupti_socket) {

@@ -108,7 +108,7 @@ static void drop(struct cupti_rx *rx, struct conn *c)
 		return;
 	epoll_ctl(rx->ep, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
-	free(c->names);
+	gpu_names__free(c->names);
 	memset(c, 0, sizeof(*c));
 	c->fd = -1;
 	rx->st.conns--;

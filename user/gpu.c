@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /* GPU activity per rank: classification and accumulation of CUPTI records. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include "gpu.h"
 
@@ -54,7 +55,25 @@ void gpu_names__set(struct gpu_names *t, uint32_t id, const char *name, size_t l
 	if (!id || id > RSC_NAMES_MAX_WIRE)
 		return;
 	t->cls[id] = (uint8_t)gpu__classify(name, len);
+	free(t->text[id]);
+	t->text[id] = strndup(name, len < GPU_NAME_KEEP ? len : GPU_NAME_KEEP);
 	t->named++;
+}
+
+const char *gpu_names__text(const struct gpu_names *t, uint32_t id)
+{
+	return t && id && id <= RSC_NAMES_MAX_WIRE ? t->text[id] : NULL;
+}
+
+void gpu_names__free(struct gpu_names *t)
+{
+	uint32_t i;
+
+	if (!t)
+		return;
+	for (i = 0; i <= RSC_NAMES_MAX_WIRE; i++)
+		free(t->text[i]);
+	free(t);
 }
 
 enum gpu_kclass gpu_names__class(const struct gpu_names *t, uint32_t id)

@@ -23,11 +23,16 @@ const char *gpu__copy_name(unsigned int dir);
 /* Kernel name ids of one library connection -> class. Ids the library never named are compute. */
 struct gpu_names {
 	uint8_t cls[RSC_NAMES_MAX_WIRE + 1];
+	char *text[RSC_NAMES_MAX_WIRE + 1];	/* the first GPU_NAME_KEEP bytes, for captures */
 	uint32_t named;		/* ids seen */
 };
 
+#define GPU_NAME_KEEP	160
+
 void gpu_names__set(struct gpu_names *t, uint32_t id, const char *name, size_t len);
 enum gpu_kclass gpu_names__class(const struct gpu_names *t, uint32_t id);
+const char *gpu_names__text(const struct gpu_names *t, uint32_t id);	/* NULL: unnamed */
+void gpu_names__free(struct gpu_names *t);
 
 /* Per-rank cumulative numbers for /metrics. */
 struct gpu_acc {

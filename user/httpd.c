@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 #include <microhttpd.h>
+#include "capture.h"
 #include "httpd.h"
 #include "procfs.h"
 
@@ -26,6 +28,7 @@ struct httpd {
 	size_t doc_len[HTTPD_DOC_MAX];
 	struct step_line *steps;	/* a ring of HTTPD_STEPS_MAX */
 	size_t nsteps, head;
+	struct capture *cap;
 };
 
 int httpd__parse_listen(const char *s, void *sa, unsigned int *len)
@@ -84,7 +87,7 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned int code, const 
 	MHD_add_response_header(r, "Content-Type", type);
 	MHD_add_response_header(r, "Cache-Control", "no-store");
 	if (code == MHD_HTTP_METHOD_NOT_ALLOWED)
-		MHD_add_response_header(r, "Allow", "GET, HEAD");
+		MHD_add_response_header(r, "Allow", "GET, HEAD, POST");
 	ret = MHD_queue_response(c, code, r);
 	MHD_destroy_response(r);
 	return ret;
@@ -156,16 +159,97 @@ static enum MHD_Result serve_steps(struct httpd *h, struct MHD_Connection *c)
 	return ret;
 }
 
+static const char *arg(struct MHD_Connection *c, const char *k)
+{
+	return MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, k);
+}
+
+/* POST /api/v1/capture?seconds=N[&ranks=R,...][&align=step][&format=gz]: 202 and the id the
+ * server made, 409 while one runs, 400 for a bad value. The loop does the work. */
+static enum MHD_Result post_capture(struct httpd *h, struct MHD_Connection *c)
+{
+	struct capture_req req;
+	char id[CAPTURE_ID_MAX], err[160], body[128];
+	int r;
+
+	if (!h->cap)
+		return text(c, MHD_HTTP_NOT_FOUND, "not found: captures are off\n");
+	if (capture__parse(arg(c, "seconds"), arg(c, "ranks"), arg(c, "align"), arg(c, "format"),
+			   &req, err, sizeof(err))) {
+		strncat(err, "\n", sizeof(err) - strlen(err) - 1);
+		return text(c, MHD_HTTP_BAD_REQUEST, err);
+	}
+	r = capture__request(h->cap, &req, id, sizeof(id));
+	if (r == -EBUSY)
+		return text(c, MHD_HTTP_CONFLICT, "conflict: a capture is running; try again when it ends\n");
+	snprintf(body, sizeof(body), "{\"id\":\"%s\",\"seconds\":%d,\"url\":\"/api/v1/captures/%s\"}",
+		 id, req.seconds, id);
+	return reply(c, MHD_HTTP_ACCEPTED, "application/json", body, strlen(body));
+}
+
+/* GET /api/v1/captures/ID: the file once written, 202 while it records, 500 when it failed. */
+static enum MHD_Result get_capture(struct httpd *h, struct MHD_Connection *c, const char *id)
+{
+	struct capture_entry e;
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+	char body[256];
+	bool gz = false;
+	int fd, err;
+
+	if (!h->cap)
+		return text(c, MHD_HTTP_NOT_FOUND, "not found: captures are off\n");
+	err = capture__lookup(h->cap, id, &e, &fd, &gz);
+	if (err == -EINVAL)
+		return text(c, MHD_HTTP_BAD_REQUEST, "bad request: not a capture id\n");
+	if (err)
+		return text(c, MHD_HTTP_NOT_FOUND, "not found: no such capture\n");
+	if (e.state == CAPTURE_FAILED) {
+		snprintf(body, sizeof(body), "capture failed: %s\n", e.err);
+		return text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, body);
+	}
+	if (fd < 0) {
+		snprintf(body, sizeof(body), "{\"id\":\"%s\",\"state\":\"recording\"}", e.id);
+		return reply(c, MHD_HTTP_ACCEPTED, "application/json", body, strlen(body));
+	}
+	r = MHD_create_response_from_fd(e.bytes, fd);	/* takes the fd */
+	if (!r) {
+		close(fd);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, "Content-Type", gz ? "application/gzip" : "application/json");
+	snprintf(body, sizeof(body), "attachment; filename=\"rankscope-%s.json%s\"", e.id,
+		 gz ? ".gz" : "");
+	MHD_add_response_header(r, "Content-Disposition", body);
+	ret = MHD_queue_response(c, MHD_HTTP_OK, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
 			      const char *method, const char *version, const char *upload,
 			      size_t *upload_size, void **ctx)
 {
 	struct httpd *h = cls;
+	size_t len;
 
-	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
-		return text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed: use GET\n");
 	if (*upload_size)
 		return text(c, MHD_HTTP_BAD_REQUEST, "bad request: no body expected\n");
+	if (!strcmp(method, "POST")) {
+		if (!strcmp(url, "/api/v1/capture"))
+			return post_capture(h, c);
+		return text(c, MHD_HTTP_METHOD_NOT_ALLOWED,
+			    "method not allowed: POST only to /api/v1/capture\n");
+	}
+	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
+		return text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed: use GET\n");
+	if (!strcmp(url, "/")) {
+		const char *page = httpd__view(&len);
+
+		return reply(c, MHD_HTTP_OK, "text/html; charset=utf-8", page, len);
+	}
+	if (!strncmp(url, "/api/v1/captures/", 17))
+		return get_capture(h, c, url + 17);
 	if (!strcmp(url, "/metrics"))
 		return serve_doc(h, c, HTTPD_METRICS, "text/plain; version=0.0.4; charset=utf-8");
 	if (!strcmp(url, "/healthz"))
@@ -177,8 +261,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	if (!strcmp(url, "/api/v1/steps"))
 		return serve_steps(h, c);
 	return text(c, MHD_HTTP_NOT_FOUND,
-		    "not found: try /metrics, /healthz, /api/v1/ranks, /api/v1/steps, "
-		    "/api/v1/diagnosis\n");
+		    "not found: try /, /metrics, /healthz, /api/v1/ranks, /api/v1/steps, "
+		    "/api/v1/diagnosis, /api/v1/captures/ID\n");
 }
 
 int httpd__start(const char *addr, struct httpd **out, char *err, size_t n)
@@ -278,4 +362,10 @@ void httpd__add_step(struct httpd *h, const char *job, int rank, const char *jso
 	if (h->nsteps < HTTPD_STEPS_MAX)
 		h->nsteps++;
 	pthread_mutex_unlock(&h->lock);
+}
+
+void httpd__set_capture(struct httpd *h, struct capture *c)
+{
+	if (h)
+		h->cap = c;
 }

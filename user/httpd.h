@@ -20,6 +20,13 @@ enum httpd_doc {
 };
 
 struct httpd;
+struct capture;
+
+/* The live view page (user/view.html, built in by user/view.c). */
+const char *httpd__view(size_t *len);
+
+/* Serve POST /api/v1/capture and GET /api/v1/captures/ID from c (NULL: 404). */
+void httpd__set_capture(struct httpd *h, struct capture *c);
 
 /* Parse "HOST:PORT" (IPv4, or [IPv6]). Returns 0 or -EINVAL. */
 int httpd__parse_listen(const char *s, void *sockaddr, unsigned int *len);

@@ -55,6 +55,7 @@ struct job_rank {
 
 struct job {
 	struct job_cfg cfg;
+	bool detail;		/* report phase runs (a capture) */
 	struct job_probe_ops ops;
 	int n;
 	struct job_rank *r;
@@ -260,6 +261,12 @@ void job__on_gpu(struct job *j, int col, bool nccl, uint64_t start, uint64_t end
 	r->gpu[r->ngpu++] = (struct tl_gpu){ .start = start, .end = end, .nccl = nccl };
 	if (end > r->gpu_seen)
 		r->gpu_seen = end;
+}
+
+void job__set_detail(struct job *j, bool on)
+{
+	if (j)
+		j->detail = on;
 }
 
 const char *job__rule(const struct job *j, double *confidence, int *period)
@@ -654,6 +661,18 @@ static void gpu_step(const struct job_rank *r, uint64_t s, uint64_t e, struct st
 	free(iv);
 }
 
+struct phase_ctx {
+	const struct job *j;
+	int col;
+};
+
+static void phase_run(void *ctx, enum phase ph, uint64_t s, uint64_t e)
+{
+	const struct phase_ctx *pc = ctx;
+
+	pc->j->ops.on_phase(pc->j->ops.ctx, pc->col, ph, s, e);
+}
+
 static void build_step(const struct job *j, const struct job_rank *r, uint64_t k, uint64_t s,
 		       uint64_t e, struct step_obs *o, struct job_step *st)
 {
@@ -695,7 +714,14 @@ static void build_step(const struct job *j, const struct job_rank *r, uint64_t k
 		if (r->io[i].end > s && r->io[i].end <= e)
 			st->worker_io_bytes += r->io[i].bytes;
 	}
-	steps__partition(s, e, cs, nc, r->off, r->noff, r->io, r->nio, comm_from, &st->ph);
+	if (j->detail && j->ops.on_phase) {
+		struct phase_ctx pc = { .j = j, .col = (int)(r - j->r) };
+
+		steps__partition_cb(s, e, cs, nc, r->off, r->noff, r->io, r->nio, comm_from, &st->ph,
+				    phase_run, &pc);
+	} else {
+		steps__partition(s, e, cs, nc, r->off, r->noff, r->io, r->nio, comm_from, &st->ph);
+	}
 	free(cs);
 	gpu_step(r, s, e, o, st);
 	o->present = true;

@@ -73,6 +73,8 @@ struct job_probe_ops {
 	void (*state)(void *ctx, int col, char *buf, size_t n);
 	void (*on_step)(void *ctx, const struct job_step *st, const char *rule);
 	void (*on_verdict)(void *ctx, const struct job_verdict *v);
+	/* With job__set_detail(): each run of one phase inside a step, as it is built. */
+	void (*on_phase)(void *ctx, int col, enum phase ph, uint64_t start, uint64_t end);
 	void *ctx;
 };
 
@@ -97,6 +99,9 @@ void job__set_rank(struct job *j, int col, int rank, uint32_t tid);
 /* Assemble the steps that are complete by now, judge them, look for hangs and exits.
  * final: the session ends, take what there is. */
 void job__advance(struct job *j, uint64_t now, bool final);
+
+/* Report phase runs through ops.on_phase (a capture records them), or stop. */
+void job__set_detail(struct job *j, bool on);
 
 /* "ddp_marker", "period", "every", or "" before steps are known; confidence 0..1. */
 const char *job__rule(const struct job *j, double *confidence, int *period);

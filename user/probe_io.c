@@ -17,7 +17,7 @@ int probe_io__load(struct probes *p)
 		return p->fam_err[RS_FAM_IO];
 	}
 	p->io = s;
-	s->rodata->io_min_ns = p->cfg.io_min_ns;
+	s->data->io_min_ns = p->cfg.io_min_ns;
 	err = probes__reuse_shared(p, s->maps.rs_tracked, s->maps.rs_events, s->maps.rs_stats,
 				   s->maps.rs_sock_owner);
 	if (err) {

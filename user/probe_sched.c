@@ -17,7 +17,7 @@ int probe_sched__load(struct probes *p)
 		return p->fam_err[RS_FAM_SCHED];
 	}
 	p->sched = s;
-	s->rodata->offcpu_min_ns = p->cfg.offcpu_min_ns;
+	s->data->offcpu_min_ns = p->cfg.offcpu_min_ns;
 	s->rodata->discover = p->cfg.discover;
 	err = probes__reuse_shared(p, s->maps.rs_tracked, s->maps.rs_events, s->maps.rs_stats,
 				   s->maps.rs_sock_owner);

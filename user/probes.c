@@ -353,3 +353,12 @@ int probes__run_stats(struct probes *p, struct fam_run out[RS_FAM_MAX])
 		return -ENOENT;
 	return 0;
 }
+
+void probes__set_detail(struct probes *p, bool full)
+{
+	/* the skeletons' .data is the map itself (mmap'd): the programs see it at once */
+	if (p->io && p->io->data)
+		p->io->data->io_min_ns = full ? 0 : p->cfg.io_min_ns;
+	if (p->sched && p->sched->data)
+		p->sched->data->offcpu_min_ns = full ? 0 : p->cfg.offcpu_min_ns;
+}

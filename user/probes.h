@@ -101,6 +101,9 @@ void probes__release_slot(struct probes *p, uint32_t slot);
 bool probes__tracked(struct probes *p, pid_t tgid, struct rs_track *tr);
 /* Remove the collective probes of one process (it exited or exec'd). */
 void probes__detach_pid(struct probes *p, pid_t pid);
+/* Stream every syscall and off-CPU interval (a capture), or only those over the configured
+ * thresholds again. */
+void probes__set_detail(struct probes *p, bool full);
 /* Sum the run time of each family's programs. Returns 0, or -ENOENT when bpf_stats is off. */
 int probes__run_stats(struct probes *p, struct fam_run out[RS_FAM_MAX]);
 

@@ -106,6 +106,34 @@ static void emit_rank(struct session *s, struct rank_state *rs)
 		rs->coll_probes, rs->coll_probes ? "" : " (no NCCL, MPI or gloo mapped: sched/io/net only)");
 }
 
+/* ---- captures ---- */
+
+static bool recording(const struct session *s, const struct rank_state *rs)
+{
+	return s->cap_active && rs && capture__wants(&s->cap, rs->info.rank);
+}
+
+/* Name the track of thread tid (of process tgid) of rank rs, once. */
+static void cap_thread(struct session *s, const struct rank_state *rs, uint32_t tgid,
+		       uint32_t tid)
+{
+	char name[64];
+
+	if (tid == (uint32_t)rs->pid)
+		snprintf(name, sizeof(name), "main");
+	else if (tgid != (uint32_t)rs->pid)
+		snprintf(name, sizeof(name), "worker %u%s", tgid, tid == tgid ? "" : " (a thread)");
+	else
+		snprintf(name, sizeof(name), "thread %u", tid);
+	capture__thread(&s->cap, rs->pid, tid, name);
+}
+
+static void cap_add(struct session *s, const struct rank_state *rs, struct trace_ev e)
+{
+	e.pid = rs->pid;
+	capture__add(&s->cap, &e);
+}
+
 static void on_coll(struct session *s, struct rank_state *rs, const struct rs_ev_coll *e)
 {
 	char comm[COMM_NAME_MAX + 24];
@@ -124,6 +152,17 @@ static void on_coll(struct session *s, struct rank_state *rs, const struct rs_ev
 	job__on_coll(job_of(s, rs)->model, rs->col, e->h.tid, e->op, e->lib,
 		     comms__fnv1a((const uint8_t *)comm, strlen(comm)), e->seq,
 		     esize * e->count, e->enter_ns, e->exit_ns);
+	if (recording(s, rs)) {
+		cap_thread(s, rs, e->h.tgid, e->h.tid);
+		cap_add(s, rs, (struct trace_ev){
+			.kind = TR_COLL, .sub = e->op, .tid = e->h.tid, .start = e->enter_ns,
+			.end = e->exit_ns > e->enter_ns ? e->exit_ns : e->enter_ns,
+			.a = esize * e->count,
+			.b = ((uint64_t)e->lib << 56) | (e->seq & ((1ULL << 56) - 1)),
+			.comm = comms__fnv1a((const uint8_t *)comm, strlen(comm)),
+			.name = capture__str(&s->cap, comm),
+		});
+	}
 	if (!s->o.events)
 		return;
 	report__coll(&s->j, rs, e, comm, esize * e->count);
@@ -248,6 +287,69 @@ bool session__has_pid(const struct session *s, pid_t pid)
 	return false;
 }
 
+/* A capture starts recording: every syscall and off-CPU interval, and phase runs. */
+static void capture_started(struct session *s)
+{
+	int k;
+
+	s->cap_active = true;
+	probes__set_detail(&s->probes, true);
+	for (k = 0; k < SESSION_JOBS_MAX; k++)
+		if (s->jobs[k].used)
+			job__set_detail(s->jobs[k].model, true);
+	pr_info("%s: capture %s: recording for %d s", verb(s), s->cap.id, s->cap.req.seconds);
+}
+
+/* The capture's time is up: back to steady state, and write it. */
+static void capture_done(struct session *s)
+{
+	struct trace_proc *procs;
+	char err[256];
+	int i, n = 0, k, r;
+
+	s->cap_active = false;
+	probes__set_detail(&s->probes, false);
+	for (k = 0; k < SESSION_JOBS_MAX; k++)
+		if (s->jobs[k].used)
+			job__set_detail(s->jobs[k].model, false);
+	procs = calloc(s->nranks ? s->nranks : 1, sizeof(*procs));
+	for (i = 0; procs && i < s->nranks; i++)
+		if (s->ranks[i].used && capture__wants(&s->cap, s->ranks[i].info.rank))
+			procs[n++] = (struct trace_proc){ .pid = s->ranks[i].pid,
+							  .rank = s->ranks[i].info.rank,
+							  .job = s->ranks[i].info.job };
+	if (s->o.capture_out) {
+		r = capture__write_file(&s->cap, s->o.capture_out, procs, n, err, sizeof(err));
+		if (r)
+			pr_warn("%s: %s", verb(s), err);
+		else
+			pr_info("%s: capture written to %s", verb(s), s->o.capture_out);
+		s->cap_written = !r;
+	} else {
+		char id[CAPTURE_ID_MAX];
+
+		snprintf(id, sizeof(id), "%s", s->cap.id);
+		r = capture__finish(&s->cap, procs, n);
+		if (r)
+			pr_warn("%s: capture %s failed: %s; the daemon carries on", verb(s), id,
+				strerror(-r));
+		else
+			pr_info("%s: capture %s written to %s", verb(s), id, s->cap.dir);
+	}
+	free(procs);
+}
+
+/* Every drain: a request to start, or a capture to end. */
+static void capture_tick(struct session *s, uint64_t now)
+{
+	if (!s->cap_open)
+		return;
+	if (capture__take(&s->cap, now))
+		capture_started(s);
+	if (capture__due(&s->cap, now))
+		capture_done(s);
+}
+
 /* ---- GPU timing from the CUPTI libraries ---- */
 
 /* The rank whose process (or data-loader worker) pid is. */
@@ -285,6 +387,15 @@ static void gpu_rec(void *ctx, pid_t pid, const struct gpu_names *names, const s
 	if (!rs || !gpu_of(rs) || r->start_ns < rs->join_ns)
 		return;
 	c = gpu__on_rec(rs->gpu, names, r);
+	if (recording(s, rs))
+		cap_add(s, rs, (struct trace_ev){
+			.kind = TR_GPU, .sub = r->kind, .tid = TR_GPU_TID_BASE + r->stream,
+			.start = r->start_ns, .end = r->end_ns,
+			.a = r->kind == RSC_REC_MEMCPY ? r->sub : 0,
+			.b = r->kind == RSC_REC_MEMCPY || r->kind == RSC_REC_MEMSET ? r->value : 0,
+			.name = r->kind == RSC_REC_KERNEL ?
+				capture__str(&s->cap, gpu_names__text(names, (uint32_t)r->value)) : -1,
+		});
 	/* kernels and copies make the GPU busy; NCCL kernels also time the collective */
 	if (r->kind == RSC_REC_KERNEL || r->kind == RSC_REC_MEMCPY || r->kind == RSC_REC_MEMSET)
 		job__on_gpu(job_of(s, rs)->model, rs->col, c == GPU_K_NCCL, r->start_ns, r->end_ns);
@@ -383,10 +494,27 @@ static int handle_event(void *ctx, void *data, size_t len)
 	case RS_EV_OFFCPU:
 		job__on_off(job_of(s, rs)->model, rs->col, ev.h.tid, ev.offcpu.start_ns,
 			    ev.offcpu.end_ns, ev.offcpu.runq_ns, ev.offcpu.syscall);
+		if (recording(s, rs)) {
+			cap_thread(s, rs, ev.h.tgid, ev.h.tid);
+			cap_add(s, rs, (struct trace_ev){
+				.kind = TR_OFFCPU, .tid = ev.h.tid, .start = ev.offcpu.start_ns,
+				.end = ev.offcpu.end_ns, .a = ev.offcpu.runq_ns,
+				.b = ev.offcpu.syscall >= 0 ? (uint64_t)ev.offcpu.syscall + 1 : 0,
+				.name = -1,
+			});
+		}
 		break;
 	case RS_EV_IO:
 		job__on_io(job_of(s, rs)->model, rs->col, ev.h.tid, (pid_t)ev.h.tgid != rs->pid,
 			   ev.io.fd_kind, ev.io.start_ns, ev.io.end_ns, ev.io.ret > 0 ? ev.io.ret : 0);
+		if (recording(s, rs)) {
+			cap_thread(s, rs, ev.h.tgid, ev.h.tid);
+			cap_add(s, rs, (struct trace_ev){
+				.kind = TR_IO, .sub = ev.io.fd_kind, .tid = ev.h.tid,
+				.start = ev.io.start_ns, .end = ev.io.end_ns,
+				.a = ev.io.ret > 0 ? (uint64_t)ev.io.ret : 0, .b = ev.io.op, .name = -1,
+			});
+		}
 		break;
 	case RS_EV_EXIT:
 		if ((pid_t)ev.h.tgid == rs->pid)
@@ -650,6 +778,13 @@ static void job_on_step(void *ctx, const struct job_step *st, const char *rule)
 		return;
 	j->steps_seen++;
 	rs->last_step = *st;
+	if (s->cap_open && capture__step(&s->cap, session__now()))
+		capture_started(s);
+	if (recording(s, rs))
+		cap_add(s, rs, (struct trace_ev){
+			.kind = TR_STEP, .tid = TR_STEP_TID, .start = st->start_ns,
+			.end = st->start_ns + st->dur_ns, .a = st->index, .name = -1,
+		});
 	if (rs->acc)
 		metrics__on_step(rs->acc, st);
 	if (st->has_gpu && rs->gpu)
@@ -666,11 +801,59 @@ static void job_on_step(void *ctx, const struct job_step *st, const char *rule)
 		json__reset(&s->j);
 }
 
+static void job_on_phase(void *ctx, int col, enum phase ph, uint64_t start, uint64_t end)
+{
+	struct sjob *j = ctx;
+	struct rank_state *rs = col_rank(j, col);
+
+	if (recording(j->s, rs))
+		cap_add(j->s, rs, (struct trace_ev){
+			.kind = TR_PHASE, .sub = ph, .tid = TR_STEP_TID, .start = start, .end = end,
+			.name = -1,
+		});
+}
+
+/* --auto-capture: a verdict appears where there was none; one capture per 10 minutes. */
+static void auto_capture(struct session *s, const struct sjob *j, const struct job_verdict *v)
+{
+	struct capture_req req = { .seconds = CAPTURE_SECONDS_DEFAULT, .automatic = true };
+	uint64_t now = session__now();
+	char id[CAPTURE_ID_MAX];
+
+	if (!s->o.auto_capture || !s->cap_open || v->cls == V_NONE ||
+	    (j->have_last && j->last.cls != V_NONE))
+		return;
+	if (s->cap.last_auto_ns && now - s->cap.last_auto_ns < 600ULL * 1000000000ULL)
+		return;
+	if (capture__request(&s->cap, &req, id, sizeof(id)))
+		return;		/* one runs already: its evidence will do */
+	s->cap.last_auto_ns = now;
+	pr_info("%s: %s verdict in job '%s': capture %s (%d s) started by --auto-capture", verb(s),
+		detect__class_name(v->cls), j->id, id, req.seconds);
+}
+
 static void job_on_verdict(void *ctx, const struct job_verdict *v)
 {
 	struct sjob *j = ctx;
 	struct session *s = j->s;
 	struct rank_state *rs = col_rank(j, v->col);
+
+	auto_capture(s, j, v);
+	if (s->cap_active) {
+		struct rank_state *at = rs ? rs : col_rank(j, 0);
+		char text[192];
+
+		snprintf(text, sizeof(text), "%s%s, rank %d, phase %s, skew %.2f ms",
+			 detect__class_name(v->cls), v->persistent ? " (persistent)" : "",
+			 rs ? rs->info.rank : -1,
+			 v->col >= 0 && v->cls <= V_CPU_CONTENTION ? steps__phase_name(v->v.phase) : "-",
+			 v->v.skew_ns / 1e6);
+		if (at && capture__wants(&s->cap, at->info.rank))
+			cap_add(s, at, (struct trace_ev){
+				.kind = TR_VERDICT, .tid = TR_STEP_TID, .start = v->t_ns, .end = v->t_ns,
+				.name = capture__str(&s->cap, text),
+			});
+	}
 
 	j->last = *v;
 	j->have_last = true;
@@ -735,7 +918,7 @@ int session__build_jobs(struct session *s)
 {
 	struct job_probe_ops ops = {
 		.inflight = job_inflight, .state = job_state, .on_step = job_on_step,
-		.on_verdict = job_on_verdict,
+		.on_verdict = job_on_verdict, .on_phase = job_on_phase,
 	};
 	int k, c;
 
@@ -752,6 +935,7 @@ int session__build_jobs(struct session *s)
 			return -ENOMEM;
 		j->dirty = false;
 		j->have_last = false;
+		job__set_detail(j->model, s->cap_active);
 		for (c = 0; c < j->ncols; c++) {
 			struct rank_state *rs = col_rank(j, c);
 
@@ -1094,7 +1278,7 @@ int session__loop(struct session *s, const struct session_hooks *hooks)
 	struct signalfd_siginfo si;
 	uint64_t deadline = 0, exp, t;
 	sigset_t mask;
-	int ep, sfd, dfd, tfd, rfd = -1, rbfd, xfd = -1, i, n, k, err = 0;
+	int ep, sfd, dfd, tfd, rfd = -1, rbfd, xfd = -1, cfd = -1, i, n, k, err = 0;
 	bool stop = false;
 
 	s->hooks = hooks;
@@ -1136,6 +1320,11 @@ int session__loop(struct session *s, const struct session_hooks *hooks)
 		ev.data.fd = xfd;
 		epoll_ctl(ep, EPOLL_CTL_ADD, xfd, &ev);
 	}
+	if (s->cap_open) {
+		cfd = s->cap.efd;
+		ev.data.fd = cfd;
+		epoll_ctl(ep, EPOLL_CTL_ADD, cfd, &ev);
+	}
 	if (s->o.duration_s > 0)
 		deadline = session__now() + (uint64_t)(s->o.duration_s * 1e9);
 	while (!stop) {
@@ -1155,6 +1344,8 @@ int session__loop(struct session *s, const struct session_hooks *hooks)
 				ring_buffer__consume(s->rb);
 			} else if (xfd >= 0 && fd == xfd) {
 				cupti_rx__poll(s->rx);
+			} else if (cfd >= 0 && fd == cfd) {
+				capture_tick(s, session__now());
 			} else if (fd == dfd) {
 				if (read(dfd, &exp, sizeof(exp)) < 0)
 					continue;
@@ -1168,6 +1359,9 @@ int session__loop(struct session *s, const struct session_hooks *hooks)
 						job__advance(s->jobs[k].model, t, false);
 				if (s->o.listen)
 					sample_checkpoints(s, t);
+				capture_tick(s, t);
+				if (s->o.capture_out && s->cap_written)
+					stop = true;	/* rankscope capture -p: done */
 				fflush(s->out);
 				if (!s->o.daemon && all_exited(s))
 					stop = true;
@@ -1214,6 +1408,12 @@ out:
 void session__finish(struct session *s)
 {
 	s->hooks = NULL;	/* nothing new is adopted while the last records drain */
+	if (s->cap_active) {	/* what was recorded is kept */
+		probes__detach(&s->probes);
+		while (ring_buffer__consume(s->rb) > 0)
+			;
+		capture_done(s);
+	}
 	/* detach first, so nothing is produced while we drain and the final counts balance */
 	probes__detach(&s->probes);
 	while (ring_buffer__consume(s->rb) > 0)
@@ -1267,6 +1467,21 @@ int session__open(struct session *s)
 		}
 		pr_info("%s: serving /metrics and /api/v1 on http://%s", verb(s), s->o.listen);
 	}
+	if (s->o.capture_dir && (s->o.listen || s->o.capture_out)) {
+		f = capture__open(&s->cap, s->o.capture_out ? NULL : s->o.capture_dir,
+				  s->o.capture_max_count, s->o.capture_max_bytes, msg, sizeof(msg));
+		if (f) {
+			pr_warn("%s: %s", verb(s), msg);
+			return f;
+		}
+		s->cap_open = true;
+		httpd__set_capture(s->httpd, &s->cap);
+		if (s->o.capture_out) {
+			char id[CAPTURE_ID_MAX];
+
+			capture__request(&s->cap, &s->o.capture_now, id, sizeof(id));
+		}
+	}
 	if (s->o.cupti_socket) {
 		struct cupti_rx_ops ops = {
 			.wanted = gpu_wanted, .on_rec = gpu_rec, .on_status = gpu_status, .ctx = s,
@@ -1297,6 +1512,10 @@ void session__close(struct session *s)
 	}
 	cupti_rx__close(s->rx);
 	s->rx = NULL;
+	httpd__set_capture(s->httpd, NULL);
+	if (s->cap_open)
+		capture__close(&s->cap);
+	s->cap_open = false;
 	for (k = 0; k < SESSION_JOBS_MAX; k++)
 		job__free(s->jobs[k].model);
 	memset(s->jobs, 0, sizeof(s->jobs));

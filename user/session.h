@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
+#include "capture.h"
 #include "ckpt.h"
 #include "comms.h"
 #include "cupti_rx.h"
@@ -54,6 +55,13 @@ struct session_opts {
 	const char *lock_file;
 	long planned_steps;	/* --planned-steps: exported for the ETA panel; 0: none */
 	const char *cupti_socket;	/* GPU timing from librankscope_cupti.so; NULL: off */
+	/* captures */
+	const char *capture_dir;	/* with --listen: POST /api/v1/capture writes here */
+	size_t capture_max_count;
+	uint64_t capture_max_bytes;
+	bool auto_capture;		/* one capture when a verdict appears, every 10 min at most */
+	const char *capture_out;	/* rankscope capture -p: record at once, write here */
+	struct capture_req capture_now;
 	struct ckpt_cfg ckpt;
 };
 
@@ -105,6 +113,10 @@ struct session {
 	struct prom prom;
 	const struct session_hooks *hooks;
 	struct cupti_rx *rx;
+	struct capture cap;
+	bool cap_open;			/* cap is usable */
+	bool cap_active;		/* recording: detail is on */
+	bool cap_written;		/* rankscope capture -p: the file is written */
 	uint64_t gpu_gone[5];		/* CUPTI record counts of ranks dropped since */
 };
 

@@ -100,6 +100,16 @@ void steps__partition(uint64_t start, uint64_t end, const struct tl_coll *c, int
 		      const struct tl_off *o, int no, const struct tl_io *io, int nio,
 		      uint64_t comm_from, struct phases *out)
 {
+	steps__partition_cb(start, end, c, nc, o, no, io, nio, comm_from, out, NULL, NULL);
+}
+
+void steps__partition_cb(uint64_t start, uint64_t end, const struct tl_coll *c, int nc,
+			 const struct tl_off *o, int no, const struct tl_io *io, int nio,
+			 uint64_t comm_from, struct phases *out,
+			 void (*run)(void *ctx, enum phase ph, uint64_t s, uint64_t e), void *ctx)
+{
+	enum phase ph, cur = PH_MAX;
+	uint64_t from = start;
 	uint64_t *pts;
 	int n = 0, i;
 
@@ -131,7 +141,16 @@ void steps__partition(uint64_t start, uint64_t end, const struct tl_coll *c, int
 	for (i = 0; i + 1 < n; i++) {
 		if (pts[i + 1] <= pts[i])
 			continue;
-		out->ns[classify(pts[i], c, nc, o, no, io, nio, comm_from)] += pts[i + 1] - pts[i];
+		ph = classify(pts[i], c, nc, o, no, io, nio, comm_from);
+		out->ns[ph] += pts[i + 1] - pts[i];
+		if (run && ph != cur) {	/* a run of one phase ends where another begins */
+			if (cur != PH_MAX)
+				run(ctx, cur, from, pts[i]);
+			cur = ph;
+			from = pts[i];
+		}
 	}
+	if (run && cur != PH_MAX)
+		run(ctx, cur, from, end);
 	free(pts);
 }

@@ -66,4 +66,10 @@ void steps__partition(uint64_t start, uint64_t end, const struct tl_coll *c, int
 		      const struct tl_off *o, int no, const struct tl_io *io, int nio,
 		      uint64_t comm_from, struct phases *out);
 
+/* The same, also calling run() for each maximal interval of one phase, in time order. */
+void steps__partition_cb(uint64_t start, uint64_t end, const struct tl_coll *c, int nc,
+			 const struct tl_off *o, int no, const struct tl_io *io, int nio,
+			 uint64_t comm_from, struct phases *out,
+			 void (*run)(void *ctx, enum phase ph, uint64_t s, uint64_t e), void *ctx);
+
 #endif /* RS_STEPS_H */

@@ -9,7 +9,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static struct gpu_names names;
+	static struct gpu_names names;	/* the names' text stays: bounded by the id range */
 	static struct gpu_acc acc;
 	struct gpu_msg m;
 	struct rsc_rec r;

@@ -43,7 +43,9 @@ static void names__ids__bounded(void **state)
 	assert_int_equal(gpu_names__class(t, 8), GPU_K_COMPUTE);	/* never named */
 	assert_int_equal(gpu_names__class(t, RSC_NAMES_MAX_WIRE + 1), GPU_K_COMPUTE);
 	assert_int_equal(gpu_names__class(NULL, 7), GPU_K_COMPUTE);
-	free(t);
+	assert_string_equal(gpu_names__text(t, 7), "ncclDevKernel_X");
+	assert_null(gpu_names__text(t, 8));
+	gpu_names__free(t);
 }
 
 static size_t mk_batch(char *buf, uint32_t nrec, const struct rsc_rec *r)
