@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# On-demand captures (Chrome trace-event JSON for Perfetto), checked by tests/capture_check.py
+# (B/E pairs, flows paired, timestamps monotonic per track, every rank present):
+#  - rankscope capture -p on a real OpenMPI job, gzipped;
+#  - POST /api/v1/capture on the daemon, for a real OpenMPI job and a real PyTorch DDP job
+#    (its data-loader workers' reads on their own tracks), downloaded with
+#    rankscope capture --server and with GET /api/v1/captures/ID;
+#  - bad input: seconds=-1, abc, 1e9 and bad ranks get 400; a second capture while one runs
+#    gets 409; path traversal in the id (plain and encoded) gets 400, an unknown id 404;
+#  - the capture directory keeps --capture-max-count captures;
+#  - a full disk (a 1 MB tmpfs): the capture fails cleanly, no partial file is left, and the
+#    daemon carries on.
+. "$(dirname "$0")/../lib.sh"
+need_root
+command -v mpirun >/dev/null || skip "OpenMPI not installed (make deps)"
+$PY -c 'import torch' 2>/dev/null || skip "python3-torch not installed (make deps)"
+CHECK="$PY $TOP/tests/capture_check.py"
+PORT=$((20000 + RANDOM % 20000))
+URL=http://127.0.0.1:$PORT
+code() { http_get "$@" | sed -n 1p; }
+
+# 1) rankscope capture -p, gzipped
+bg job mpirun --allow-run-as-root --oversubscribe -np 2 "$FIX/mpi_loop" --go-file "$T/go" \
+	--iters 100000 --compute-us 1000 --slow-rank 1 --slow-us 3000
+wait_lines "$T/job.out" '^ready rank=' 2 60 || fail "MPI job did not start"
+touch "$T/go"
+"$RS" capture -p "$(ready_pids "$T/job.out")" --seconds 2 -o "$T/cli.json.gz" 2>"$T/cli.err" ||
+	fail "rankscope capture -p failed: $(tail -3 "$T/cli.err")"
+$CHECK "$T/cli.json.gz" --ranks 0,1 --min-flows 50 --need step,phase,collective,offcpu,verdict ||
+	fail "capture -p: bad trace"
+kill -TERM -- "-$PID_job" 2>/dev/null
+wait_exit "$PID_job" 30
+
+# 2) the daemon: an MPI job, started after it
+bg rsd "$RS" daemon --listen 127.0.0.1:$PORT --lock-file "$T/daemon.lock" \
+	--capture-dir "$T/caps" --capture-max-count 2
+wait_lines "$T/rsd.out" 'watching for training processes' 1 30 || fail "daemon did not start"
+bg job2 mpirun --allow-run-as-root --oversubscribe -np 2 "$FIX/mpi_loop" --go-file "$T/go2" \
+	--iters 100000 --compute-us 1000 --slow-rank 1 --slow-us 3000
+wait_lines "$T/job2.out" '^ready rank=' 2 60 || fail "MPI job 2 did not start"
+wait_lines "$T/rsd.out" 'attached to PID' 2 10 || fail "the daemon did not attach"
+touch "$T/go2"
+sleep 1
+for q in "seconds=-1" "seconds=abc" "seconds=1e9" "seconds=0" "seconds=121" "ranks=x" \
+	 "ranks=1,,2" "align=now" "format=zip"; do
+	[ "$(code "$URL/api/v1/capture?$q" POST)" = 400 ] || fail "POST capture?$q: not 400"
+done
+r=$(http_get "$URL/api/v1/capture?seconds=2" POST)
+[ "$(echo "$r" | sed -n 1p)" = 202 ] || fail "POST capture: $r"
+ID=$(echo "$r" | tail -n +2 | $PY -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+echo "capture $ID"
+[ "$(code "$URL/api/v1/capture?seconds=2" POST)" = 409 ] || fail "a second capture: not 409"
+[ "$(code "$URL/api/v1/captures/$ID")" = 202 ] || fail "GET while recording: not 202"
+$PY - $PORT <<'PY' || fail "path traversal"
+import socket, sys
+port = int(sys.argv[1])
+for path in ("/api/v1/captures/../../etc/passwd", "/api/v1/captures/..%2f..%2fetc%2fpasswd",
+             "/api/v1/captures/%2e%2e%2f%2e%2e%2fetc%2fpasswd", "/api/v1/captures/%252e%252e%252f",
+             "/api/v1/captures/", "/api/v1/captures/.." , "/api/v1/captures/x/../../../etc/passwd"):
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    s.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+    data = b""
+    while True:
+        b = s.recv(65536)
+        if not b:
+            break
+        data += b
+    s.close()
+    status = data.split(b"\r\n", 1)[0].decode()
+    print(f"{path}: {status}")
+    assert b"root:" not in data, path
+    assert status.split()[1] in ("400", "404"), (path, status)
+PY
+[ "$(code "$URL/api/v1/captures/20260101-000000-00000000")" = 404 ] || fail "unknown id: not 404"
+for _ in $(seq 100); do [ "$(code "$URL/api/v1/captures/$ID")" = 200 ] && break; sleep 0.2; done
+http_get "$URL/api/v1/captures/$ID" | tail -n +2 >"$T/mpi.json"
+$CHECK "$T/mpi.json" --ranks 0,1 --min-flows 50 --need step,phase,collective,verdict ||
+	fail "daemon capture (MPI): bad trace"
+ls -l "$T/caps"
+
+# 3) a DDP job, captured with rankscope capture --server
+bg ddp env DDP_LAUNCH_RUN_ID=ddp-capture-$$ "$FIX/ddp_launch.sh" 2 --go-file "$T/go-ddp" \
+	--steps 400 --data-dir "$T/data"
+wait_lines "$T/ddp.out" '^ready rank=' 2 120 || fail "DDP job did not start"
+touch "$T/go-ddp"
+sleep 2
+"$RS" capture --server "$URL" --seconds 3 -o "$T/ddp.json" 2>"$T/ddp.err" ||
+	fail "rankscope capture --server: $(tail -3 "$T/ddp.err")"
+$CHECK "$T/ddp.json" --ranks 0,1 --min-flows 10 --need step,collective,syscall ||
+	fail "daemon capture (DDP): bad trace"
+$PY - "$T/ddp.json" <<'PY' || fail "DDP capture: no data-loader worker track"
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+workers = {(e["pid"], e["tid"]) for e in ev if e["ph"] == "M" and e["name"] == "thread_name"
+           and e["args"]["name"].startswith("worker ")}
+reads = [e for e in ev if e.get("cat") == "syscall" and (e["pid"], e["tid"]) in workers]
+print(f"data-loader worker tracks: {len(workers)}, their syscalls: {len(reads)}")
+assert workers and reads, (len(workers), len(reads))
+PY
+# three captures in all now: the directory keeps the newest 2
+n=$(ls "$T/caps" | grep -c '\.json$')
+[ "$n" = 2 ] || fail "the capture directory holds $n captures, want 2: $(ls "$T/caps")"
+kill -TERM "$PID_rsd"
+wait_exit "$PID_rsd" 60 || fail "daemon did not exit"
+
+# 4) a full disk: a 1 MB tmpfs
+mkdir -p "$T/small"
+mount -t tmpfs -o size=1m tmpfs "$T/small" || skip "cannot mount a tmpfs for the full-disk case"
+trap 'umount "$T/small" 2>/dev/null; cleanup' EXIT
+bg rsd2 "$RS" daemon --listen 127.0.0.1:$PORT --lock-file "$T/daemon2.lock" --all \
+	--capture-dir "$T/small/caps"
+wait_lines "$T/rsd2.out" 'attached to PID' 2 30 || fail "daemon 2 did not attach"
+r=$(http_get "$URL/api/v1/capture?seconds=3" POST)
+ID=$(echo "$r" | tail -n +2 | $PY -c 'import json,sys; print(json.load(sys.stdin)["id"])') ||
+	fail "POST capture (full disk): $r"
+for _ in $(seq 100); do
+	c=$(code "$URL/api/v1/captures/$ID")
+	[ "$c" != 202 ] && break
+	sleep 0.2
+done
+r=$(http_get "$URL/api/v1/captures/$ID")
+echo "full disk: $(echo "$r" | head -2 | tr '\n' ' ')"
+[ "$(echo "$r" | sed -n 1p)" = 500 ] || fail "full disk: not 500"
+echo "$r" | grep -q "No space left on device" || fail "full disk: no reason given"
+[ -z "$(ls -A "$T/small/caps")" ] || fail "a partial file was left: $(ls -la "$T/small/caps")"
+[ "$(code "$URL/healthz")" = 200 ] && [ "$(code "$URL/metrics")" = 200 ] ||
+	fail "the daemon did not carry on after the failed capture"
+kill -TERM "$PID_rsd2"
+wait_exit "$PID_rsd2" 60 || fail "daemon 2 did not exit"
+umount "$T/small"
+pass "captures: CLI and daemon, MPI and DDP, valid traces; bad input refused; limits; full disk"
