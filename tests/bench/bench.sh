@@ -8,6 +8,8 @@
 #      alternating a,b,c,d rounds; probe cost = t(x) - t(a); reported over the floor t(b) - t(a).
 #   2. loop-iteration time of a 4-rank mpi_loop job with rankscope on all ranks vs without,
 #      alternating runs; overhead in %.
+#   5. the same job with rankscope attached vs recording a capture (every syscall and off-CPU
+#      interval, phase runs) for the whole run; overhead of a capture in %.
 #
 # Knobs (environment): BENCH_ROUNDS, BENCH_CALLS, BENCH_COUNT, BENCH_RUNS, BENCH_NP,
 # BENCH_ITERS, BENCH_COMPUTE_US, BENCH_RUN_TIMEOUT (s), BENCH_RESULTS (markdown output),
@@ -33,7 +35,7 @@ ITERS=${BENCH_ITERS:-400}
 COMPUTE_US=${BENCH_COMPUTE_US:-1000}
 RUN_TIMEOUT=${BENCH_RUN_TIMEOUT:-90}
 RESULTS=${BENCH_RESULTS:-tests/bench/results.md}
-PARTS=${BENCH_PARTS:-1234}
+PARTS=${BENCH_PARTS:-12345}
 read -r -a RS_ARGS <<<"${BENCH_RS_ARGS:-}"
 
 RS=build/rankscope
@@ -259,7 +261,13 @@ p2_run() {
 		{ log "p2 $cond/$run: mpi_loop did not start"; tail -5 "$d/job.err" >&2; abort_run; return 1; }
 	mapfile -t pids < <(rank_pids "$d/job.out")
 	RANK_PIDS+=("${pids[@]}")
-	if [ "$cond" = on ]; then
+	if [ "$cond" = cap ]; then	# rankscope capture on every rank, for the whole run
+		bg "$d/tool.out" "$d/tool.err" "$RS" capture -p "$(IFS=,; echo "${pids[*]}")" \
+			--seconds 120 -o "$d/capture.json"
+		tool=$BG_PID
+		wait_lines "$d/tool.err" 'recording for' 1 30 "$tool" ||
+			{ log "p5 cap/$run: rankscope capture did not start:"; tail -5 "$d/tool.err" >&2; abort_run; return 1; }
+	elif [ "$cond" = on ]; then
 		bg "$d/tool.out" "$d/tool.err" "$RS" attach -p "$(IFS=,; echo "${pids[*]}")" --json \
 			"${RS_ARGS[@]}"
 		tool=$BG_PID
@@ -290,7 +298,12 @@ p2_run() {
 		stop "$fl" 15
 	done
 	seen=""
-	if [ -n "$tool" ]; then
+	if [ "$cond" = cap ]; then
+		stop "$tool" 60		# it writes the capture once the ranks are gone
+		tool=""
+		[ -s "$d/capture.json" ] || { log "p5 cap/$run: no capture written"; return 1; }
+		seen=$(stat -c %s "$d/capture.json")
+	elif [ -n "$tool" ]; then
 		stop "$tool" 15
 		tool=""
 		seen=$(rs_coll_attempted "$d/tool.out")
@@ -305,7 +318,7 @@ p2_run() {
 		 END { printf "%.0f\n", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
 	p=$(grep -E '^done rank=' "$d/job.out" | sort -t= -k2 -n |
 		sed -n 's/.*iter_ns_median=\([0-9]*\).*/\1/p' | paste -sd,)
-	printf 'p2\t%s\t%s\t%s\t%s\t%s\n' "$cond" "$run" "$med" "$p" "${seen:--}" >>"$SAMPLES"
+	printf '%s\t%s\t%s\t%s\t%s\t%s\n' "${P2_TAG:-p2}" "$cond" "$run" "$med" "$p" "${seen:--}" >>"$SAMPLES"
 	log "p2 run $run $cond: median iter ${med} ns (ranks: $p)${seen:+ rankscope_saw=$seen}"
 }
 
@@ -340,6 +353,16 @@ if [[ $PARTS == *2* ]]; then
 		retry p2_run floor "$r"
 		retry p2_run on "$r"
 	done
+fi
+
+if [[ $PARTS == *5* ]]; then
+	log "part 5: $RUNS alternating runs on/cap (attached, and recording a capture)"
+	P2_TAG=p5
+	for ((r = 1; r <= RUNS; r++)); do
+		retry p2_run on "$r"
+		retry p2_run cap "$r"
+	done
+	P2_TAG=p2
 fi
 
 # p3_run: where rankscope's time goes. Per-program BPF run time (kernel.bpf_stats_enabled)

@@ -33,6 +33,8 @@ def ratio(x, y):
 
 def load(path):
     p1, p2, p3, p4 = {}, {}, {}, []
+    global P5
+    P5 = {}
     with open(path) as f:
         for line in f:
             part, cond, rnd, a, b, seen = line.rstrip("\n").split("\t")
@@ -44,6 +46,8 @@ def load(path):
                 p1.setdefault(cond, {})[int(rnd)] = (float(a), float(b), seen)
             elif part == "p2":
                 p2.setdefault(cond, {})[int(rnd)] = (float(a), b, seen)
+            elif part == "p5":
+                P5.setdefault(cond, {})[int(rnd)] = (float(a), b, seen)
     return p1, p2, p3, p4
 
 
@@ -177,6 +181,30 @@ def part2(p2, args, out):
     return over
 
 
+def part5(p5, args, out):
+    runs = sorted(set(p5.get("on", {})) & set(p5.get("cap", {})))
+    if not runs:
+        return
+    on = [p5["on"][r][0] for r in runs]
+    cap = [p5["cap"][r][0] for r in runs]
+    paired = [(p5["cap"][r][0] / p5["on"][r][0] - 1) * 100 for r in runs]
+    sizes = [int(p5["cap"][r][2]) for r in runs if p5["cap"][r][2].isdigit()]
+    out.append("## 5. During a capture\n")
+    out.append(f"The job of part 2, {len(runs)} alternating runs: rankscope attached "
+               "(`attach -p PIDS --json`) vs recording a capture of every rank for the whole "
+               "run (`capture -p PIDS`: every syscall and off-CPU interval streamed, phase runs, "
+               "the trace written when the ranks exit).\n")
+    out.append("| condition | runs | iteration, median (µs) | range (µs) |")
+    out.append("| --- | ---: | ---: | ---: |")
+    for name, v in (("attached", on), ("capturing", cap)):
+        out.append(f"| {name} | {len(v)} | {med(v) / 1e3:.1f} | {rng([x / 1e3 for x in v], '{:.1f}')} |")
+    out.append("")
+    out.append(f"**A capture costs {(med(cap) / med(on) - 1) * 100:+.2f}%** over steady attach "
+               f"(ratio of medians); paired per run: median {med(paired):+.2f}%, range "
+               f"{min(paired):+.2f}% to {max(paired):+.2f}%."
+               + (f" Trace size: median {med(sizes) / 1e6:.1f} MB per run." if sizes else "") + "\n")
+
+
 def raw(p1, p2, out):
     out.append("<details><summary>raw samples</summary>\n")
     out.append("| part | condition | round | per call mean / iter median over ranks (ns) "
@@ -214,6 +242,7 @@ def main():
     part2(p2, args, out)
     part3(p3, args, out)
     part4(p4, out)
+    part5(P5, args, out)
     out.append("## Method\n")
     out.append(
         "- Each run is a fresh `mpirun`; the tool attaches by PID after the program prints "
