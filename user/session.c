@@ -1470,13 +1470,18 @@ int session__open(struct session *s)
 	if (s->o.capture_dir && (s->o.listen || s->o.capture_out)) {
 		f = capture__open(&s->cap, s->o.capture_out ? NULL : s->o.capture_dir,
 				  s->o.capture_max_count, s->o.capture_max_bytes, msg, sizeof(msg));
-		if (f) {
+		if (f && s->o.capture_out) {
 			pr_warn("%s: %s", verb(s), msg);
 			return f;
 		}
-		s->cap_open = true;
-		httpd__set_capture(s->httpd, &s->cap);
-		if (s->o.capture_out) {
+		if (f) {	/* no capture directory (a read-only root): the rest still runs */
+			pr_warn("%s: captures are off: %s", verb(s), msg);
+			capture__close(&s->cap);
+		} else {
+			s->cap_open = true;
+			httpd__set_capture(s->httpd, &s->cap);
+		}
+		if (s->cap_open && s->o.capture_out) {
 			char id[CAPTURE_ID_MAX];
 
 			capture__request(&s->cap, &s->o.capture_now, id, sizeof(id));
