@@ -90,7 +90,7 @@ fixtures: $(FIXTURES_BIN) $(CUPTI_FIXTURES)
 # Every Debian package the build, the tests, the demo and the bench need; fast when present.
 DEB_PKGS := clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev pkg-config \
 	    libmicrohttpd-dev libcmocka-dev openmpi-bin libopenmpi-dev python3-torch bpftrace \
-	    iproute2 procps prometheus yamllint
+	    iproute2 procps prometheus yamllint chromium
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
 		dpkg-query -W -f='$${db:Status-Abbrev}' $$p 2>/dev/null | grep -q '^ii' || missing="$$missing $$p"; \

@@ -34,6 +34,27 @@ static int make_dirs(const char *dir)
 	return 0;
 }
 
+/* A daemon killed while writing leaves ".ID.tmp": nobody can fetch it, so it goes. */
+static void remove_partials(struct capture *c)
+{
+	int dfd = dup(c->dirfd);
+	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+	struct dirent *de;
+	size_t len;
+
+	if (!d) {
+		if (dfd >= 0)
+			close(dfd);
+		return;
+	}
+	while ((de = readdir(d))) {
+		len = strlen(de->d_name);
+		if (de->d_name[0] == '.' && len > 5 && !strcmp(de->d_name + len - 4, ".tmp"))
+			unlinkat(c->dirfd, de->d_name, 0);
+	}
+	closedir(d);
+}
+
 int capture__open(struct capture *c, const char *dir, size_t max_count, uint64_t max_bytes,
 		  char *err, size_t n)
 {
@@ -67,6 +88,7 @@ int capture__open(struct capture *c, const char *dir, size_t max_count, uint64_t
 			 dir, strerror(errno));
 		return e;
 	}
+	remove_partials(c);
 	return 0;
 }
 

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -226,16 +227,55 @@ static enum MHD_Result get_capture(struct httpd *h, struct MHD_Connection *c, co
 	return ret;
 }
 
+/* A browser's POST from another site's page (a CORS "simple request" reaches us): its Origin
+ * names another host, or Sec-Fetch-Site says so. curl and rankscope send neither. */
+static bool cross_site(struct MHD_Connection *c)
+{
+	const char *origin = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
+	const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
+	const char *site = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Sec-Fetch-Site");
+	const char *o;
+
+	if (site && (!strcmp(site, "cross-site") || !strcmp(site, "same-site")))
+		return true;
+	if (!origin)
+		return false;
+	o = strstr(origin, "://");
+	return !host || !o || strcmp(o + 3, host);
+}
+
+static enum MHD_Result serve_view(struct MHD_Connection *c)
+{
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+	size_t len;
+	const char *page = httpd__view(&len);
+
+	r = MHD_create_response_from_buffer(len, (void *)page, MHD_RESPMEM_PERSISTENT);
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, "Content-Type", "text/html; charset=utf-8");
+	MHD_add_response_header(r, "Cache-Control", "no-store");
+	MHD_add_response_header(r, "Content-Security-Policy", "frame-ancestors 'none'");
+	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	ret = MHD_queue_response(c, MHD_HTTP_OK, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
 			      const char *method, const char *version, const char *upload,
 			      size_t *upload_size, void **ctx)
 {
 	struct httpd *h = cls;
-	size_t len;
 
 	if (*upload_size)
 		return text(c, MHD_HTTP_BAD_REQUEST, "bad request: no body expected\n");
 	if (!strcmp(method, "POST")) {
+		if (cross_site(c))
+			return text(c, MHD_HTTP_FORBIDDEN,
+				    "forbidden: a cross-site request; POST from the page itself or a "
+				    "client without Origin\n");
 		if (!strcmp(url, "/api/v1/capture"))
 			return post_capture(h, c);
 		return text(c, MHD_HTTP_METHOD_NOT_ALLOWED,
@@ -243,11 +283,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	}
 	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
 		return text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed: use GET\n");
-	if (!strcmp(url, "/")) {
-		const char *page = httpd__view(&len);
-
-		return reply(c, MHD_HTTP_OK, "text/html; charset=utf-8", page, len);
-	}
+	if (!strcmp(url, "/"))
+		return serve_view(c);
 	if (!strncmp(url, "/api/v1/captures/", 17))
 		return get_capture(h, c, url + 17);
 	if (!strcmp(url, "/metrics"))

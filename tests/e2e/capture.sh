@@ -6,7 +6,8 @@
 #    (its data-loader workers' reads on their own tracks), downloaded with
 #    rankscope capture --server and with GET /api/v1/captures/ID;
 #  - bad input: seconds=-1, abc, 1e9 and bad ranks get 400; a second capture while one runs
-#    gets 409; path traversal in the id (plain and encoded) gets 400, an unknown id 404;
+#    gets 409; a cross-site POST (a browser on another site's page) gets 403; path traversal
+#    in the id (plain and encoded) gets 400, an unknown id 404;
 #  - the capture directory keeps --capture-max-count captures;
 #  - a full disk (a 1 MB tmpfs): the capture fails cleanly, no partial file is left, and the
 #    daemon carries on.
@@ -50,6 +51,17 @@ r=$(http_get "$URL/api/v1/capture?seconds=2" POST)
 ID=$(echo "$r" | tail -n +2 | $PY -c 'import json,sys; print(json.load(sys.stdin)["id"])')
 echo "capture $ID"
 [ "$(code "$URL/api/v1/capture?seconds=2" POST)" = 409 ] || fail "a second capture: not 409"
+$PY - "$URL" <<'PY' || fail "a cross-site POST was not refused"
+import sys, urllib.request, urllib.error
+for hdr in ({"Origin": "http://evil.example"}, {"Sec-Fetch-Site": "cross-site"}):
+    try:
+        urllib.request.urlopen(urllib.request.Request(sys.argv[1] + "/api/v1/capture?seconds=1",
+                                                      method="POST", headers=hdr), timeout=5)
+        sys.exit(f"{hdr}: accepted")
+    except urllib.error.HTTPError as e:
+        print(f"POST with {hdr}: {e.code} {e.read().decode().strip()}")
+        assert e.code == 403, e.code
+PY
 [ "$(code "$URL/api/v1/captures/$ID")" = 202 ] || fail "GET while recording: not 202"
 $PY - $PORT <<'PY' || fail "path traversal"
 import socket, sys
