@@ -294,6 +294,15 @@ static void capture_started(struct session *s)
 
 	s->cap_active = true;
 	probes__set_detail(&s->probes, true);
+	/* stack samples of every rank thread, 99 Hz, for the capture only */
+	memset(&s->stacks, 0, sizeof(s->stacks));
+	for (k = 0; k < s->nranks; k++)
+		if (s->ranks[k].used && !s->ranks[k].exited &&
+		    capture__wants(&s->cap, s->ranks[k].info.rank))
+			stacks__add(&s->stacks, s->ranks[k].pid);
+	if (s->stacks.err)
+		pr_warn("%s: capture %s: some stack samples are off: perf_event_open: %s", verb(s),
+			s->cap.id, strerror(-s->stacks.err));
 	for (k = 0; k < SESSION_JOBS_MAX; k++)
 		if (s->jobs[k].used)
 			job__set_detail(s->jobs[k].model, true);
@@ -309,6 +318,21 @@ static void capture_done(struct session *s)
 
 	s->cap_active = false;
 	probes__set_detail(&s->probes, false);
+	stacks__stop(&s->stacks);
+	for (i = 0; i < (int)s->stacks.ns; i++) {
+		const struct stack_sample *ss = &s->stacks.s[i];
+		char text[2048];
+
+		if (ss->t_ns < s->cap.t_start)
+			continue;
+		capture__add(&s->cap, &(struct trace_ev){
+			.kind = TR_SAMPLE, .pid = ss->pid, .tid = ss->tid, .start = ss->t_ns,
+			.end = ss->t_ns,
+			.name = capture__str(&s->cap, stacks__text(&s->stacks, i, text, sizeof(text))),
+		});
+	}
+	s->cap.dropped += s->stacks.dropped;
+	stacks__free(&s->stacks);
 	for (k = 0; k < SESSION_JOBS_MAX; k++)
 		if (s->jobs[k].used)
 			job__set_detail(s->jobs[k].model, false);
@@ -346,6 +370,8 @@ static void capture_tick(struct session *s, uint64_t now)
 		return;
 	if (capture__take(&s->cap, now))
 		capture_started(s);
+	if (s->cap_active)
+		stacks__poll(&s->stacks);
 	if (capture__due(&s->cap, now))
 		capture_done(s);
 }

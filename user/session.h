@@ -20,6 +20,7 @@
 #include "probes.h"
 #include "prom.h"
 #include "report.h"
+#include "stacks.h"
 #include "stats.h"
 #include "targets.h"
 
@@ -114,6 +115,7 @@ struct session {
 	const struct session_hooks *hooks;
 	struct cupti_rx *rx;
 	struct capture cap;
+	struct stacks stacks;		/* a capture's stack samples */
 	bool cap_open;			/* cap is usable */
 	bool cap_active;		/* recording: detail is on */
 	bool cap_written;		/* rankscope capture -p: the file is written */

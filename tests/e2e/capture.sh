@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On-demand captures (Chrome trace-event JSON for Perfetto), checked by tests/capture_check.py
 # (B/E pairs, flows paired, timestamps monotonic per track, every rank present):
-#  - rankscope capture -p on a real OpenMPI job, gzipped;
+#  - rankscope capture -p on a real OpenMPI job, gzipped, with 99 Hz stack samples symbolized;
 #  - POST /api/v1/capture on the daemon, for a real OpenMPI job and a real PyTorch DDP job
 #    (its data-loader workers' reads on their own tracks), downloaded with
 #    rankscope capture --server and with GET /api/v1/captures/ID;
@@ -9,6 +9,7 @@
 #    gets 409; a cross-site POST (a browser on another site's page) gets 403; path traversal
 #    in the id (plain and encoded) gets 400, an unknown id 404;
 #  - the capture directory keeps --capture-max-count captures;
+#  - --auto-capture takes one capture when the straggler's verdict appears; --align step works;
 #  - a full disk (a 1 MB tmpfs): the capture fails cleanly, no partial file is left, and the
 #    daemon carries on.
 . "$(dirname "$0")/../lib.sh"
@@ -27,8 +28,23 @@ wait_lines "$T/job.out" '^ready rank=' 2 60 || fail "MPI job did not start"
 touch "$T/go"
 "$RS" capture -p "$(ready_pids "$T/job.out")" --seconds 2 -o "$T/cli.json.gz" 2>"$T/cli.err" ||
 	fail "rankscope capture -p failed: $(tail -3 "$T/cli.err")"
-$CHECK "$T/cli.json.gz" --ranks 0,1 --min-flows 50 --need step,phase,collective,offcpu,verdict ||
+$CHECK "$T/cli.json.gz" --ranks 0,1 --min-flows 50 --need step,phase,collective,offcpu,verdict,sample ||
 	fail "capture -p: bad trace"
+$PY - "$T/cli.json.gz" <<'PY' || fail "capture -p: stack samples not symbolized"
+import collections, gzip, json, sys
+ev = json.loads(gzip.open(sys.argv[1]).read())["traceEvents"]
+st = [e["args"]["stack"] for e in ev if e.get("cat") == "sample"]
+leaf = collections.Counter(s.split(";")[-1] for s in st)
+print(f"{len(st)} stack samples at 99 Hz on 2 ranks over 2 s; leaves: {leaf.most_common(4)}")
+assert len(st) >= 100, len(st)
+# frames are symbols or module+offset, hardly ever bare addresses (Debian's libraries have no
+# frame pointers, so call chains are short: the leaf is what counts)
+bare = sum(1 for s in st if s.split(";")[-1].startswith("0x"))
+named = [s for s in st if not s.split(";")[-1].startswith("0x") and "+0x" not in s.split(";")[-1]]
+print(f"bare leaves {bare}, symbolized leaves {len(named)}")
+assert bare <= len(st) // 10, st[:5]
+assert len(named) >= 10, st[:5]       # some by name (opal_progress, __clock_gettime, main...)
+PY
 kill -TERM -- "-$PID_job" 2>/dev/null
 wait_exit "$PID_job" 30
 
@@ -96,7 +112,7 @@ bg ddp env DDP_LAUNCH_RUN_ID=ddp-capture-$$ "$FIX/ddp_launch.sh" 2 --go-file "$T
 wait_lines "$T/ddp.out" '^ready rank=' 2 120 || fail "DDP job did not start"
 touch "$T/go-ddp"
 sleep 2
-"$RS" capture --server "$URL" --seconds 3 -o "$T/ddp.json" 2>"$T/ddp.err" ||
+"$RS" capture --server "$URL" --seconds 3 --align step -o "$T/ddp.json" 2>"$T/ddp.err" ||
 	fail "rankscope capture --server: $(tail -3 "$T/ddp.err")"
 $CHECK "$T/ddp.json" --ranks 0,1 --min-flows 10 --need step,collective,syscall ||
 	fail "daemon capture (DDP): bad trace"
@@ -115,7 +131,18 @@ n=$(ls "$T/caps" | grep -c '\.json$')
 kill -TERM "$PID_rsd"
 wait_exit "$PID_rsd" 60 || fail "daemon did not exit"
 
-# 4) a full disk: a 1 MB tmpfs
+# 4) --auto-capture: the straggler's verdict starts one capture by itself
+bg rsa "$RS" daemon --listen 127.0.0.1:$PORT --lock-file "$T/daemon3.lock" --all \
+	--capture-dir "$T/auto" --auto-capture
+wait_lines "$T/rsa.out" 'capture .* started by --auto-capture' 1 30 ||
+	fail "no automatic capture: $(grep -v libbpf "$T/rsa.out" | tail -3)"
+wait_lines "$T/rsa.out" 'capture .* written to' 1 30 || fail "the automatic capture was not written"
+grep -E 'auto-capture|written to' "$T/rsa.out"
+$CHECK "$T"/auto/*.json --ranks 0,1 --need step,collective,verdict || fail "automatic capture: bad trace"
+kill -TERM "$PID_rsa"
+wait_exit "$PID_rsa" 60 || fail "daemon 3 did not exit"
+
+# 5) a full disk: a 1 MB tmpfs
 mkdir -p "$T/small"
 mount -t tmpfs -o size=1m tmpfs "$T/small" || skip "cannot mount a tmpfs for the full-disk case"
 trap 'umount "$T/small" 2>/dev/null; cleanup' EXIT

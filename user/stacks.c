@@ -1,0 +1,418 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/* 99 Hz stack samples of rank threads (perf_event cpu-clock) and their symbolization. */
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
+#include "elfsym.h"
+#include "libs.h"
+#include "procfs.h"
+#include "stacks.h"
+
+#define RING_PAGES	8	/* data pages per thread: ~1000 samples of 16 frames */
+
+static int open_one(struct stacks *st, pid_t pid, pid_t tid)
+{
+	struct perf_event_attr a = {
+		.type = PERF_TYPE_SOFTWARE,
+		.size = sizeof(a),
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		.sample_freq = STACKS_HZ,
+		.freq = 1,
+		.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN,
+		.exclude_callchain_kernel = 1,
+		.exclude_hv = 1,
+		.use_clockid = 1,
+		.clockid = CLOCK_MONOTONIC,	/* the clock of every other rankscope record */
+		.sample_max_stack = STACKS_FRAMES + 2,
+	};
+	long page = sysconf(_SC_PAGESIZE);
+	struct stacks_ev *e;
+	int fd;
+
+	if (st->nev >= STACKS_THREADS_MAX)
+		return -E2BIG;
+	fd = syscall(__NR_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	e = &st->ev[st->nev];
+	e->len = (size_t)page * (1 + RING_PAGES);
+	e->ring = mmap(NULL, e->len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (e->ring == MAP_FAILED) {
+		close(fd);
+		return -errno;
+	}
+	e->fd = fd;
+	e->pid = pid;
+	e->tid = tid;
+	st->nev++;
+	return 0;
+}
+
+int stacks__add(struct stacks *st, pid_t pid)
+{
+	char path[64];
+	struct dirent *de;
+	long tid;
+	int n = 0, err;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	d = opendir(path);
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		if (parse_long(de->d_name, 1, 4194304, &tid))
+			continue;
+		err = open_one(st, pid, tid);
+		if (err && !st->err)
+			st->err = err;
+		n += !err;
+	}
+	closedir(d);
+	return n;
+}
+
+static void keep(struct stacks *st, const struct stacks_ev *e, const uint8_t *rec, size_t len)
+{
+	struct stack_sample *s, *ns;
+	uint64_t nr, ip;
+	uint32_t pid, tid;
+	uint64_t t;
+	size_t i, off = 8;	/* after the perf_event_header */
+
+	if (len < off + 8 + 8 + 8)
+		return;
+	memcpy(&pid, rec + off, 4);
+	memcpy(&tid, rec + off + 4, 4);
+	memcpy(&t, rec + off + 8, 8);
+	memcpy(&nr, rec + off + 16, 8);
+	off += 24;
+	if (nr > (len - off) / 8)
+		return;
+	if (st->ns >= STACKS_SAMPLES_MAX) {
+		st->dropped++;
+		return;
+	}
+	if (!(st->ns & 1023)) {
+		ns = realloc(st->s, (st->ns + 1024) * sizeof(*ns));
+		if (!ns) {
+			st->dropped++;
+			return;
+		}
+		st->s = ns;
+	}
+	s = &st->s[st->ns];
+	memset(s, 0, sizeof(*s));
+	s->pid = e->pid;	/* the rank's pid: its track, whatever the record says */
+	s->tid = tid;
+	s->t_ns = t;
+	for (i = 0; i < nr && s->nframes < STACKS_FRAMES; i++) {
+		memcpy(&ip, rec + off + i * 8, 8);
+		if (ip >= (uint64_t)-4095)	/* PERF_CONTEXT_USER and friends */
+			continue;
+		s->ip[s->nframes++] = ip;
+	}
+	if (s->nframes)
+		st->ns++;
+	(void)pid;
+}
+
+void stacks__poll(struct stacks *st)
+{
+	uint8_t rec[8 + 24 + 8 * (STACKS_FRAMES + 8)];
+	struct perf_event_mmap_page *m;
+	struct perf_event_header h;
+	uint64_t head, tail, size;
+	uint8_t *data;
+	int k;
+
+	for (k = 0; k < st->nev; k++) {
+		struct stacks_ev *e = &st->ev[k];
+
+		m = e->ring;
+		data = (uint8_t *)e->ring + m->data_offset;
+		size = m->data_size;
+		head = __atomic_load_n(&m->data_head, __ATOMIC_ACQUIRE);
+		tail = m->data_tail;
+		while (tail + sizeof(h) <= head) {
+			size_t i, n;
+
+			for (i = 0; i < sizeof(h); i++)
+				((uint8_t *)&h)[i] = data[(tail + i) % size];
+			if (!h.size || tail + h.size > head)
+				break;
+			n = h.size < sizeof(rec) ? h.size : sizeof(rec);
+			for (i = 0; i < n; i++)
+				rec[i] = data[(tail + i) % size];
+			if (h.type == PERF_RECORD_SAMPLE)
+				keep(st, e, rec, n);
+			else if (h.type == PERF_RECORD_LOST)
+				st->dropped++;
+			tail += h.size;
+		}
+		__atomic_store_n(&m->data_tail, tail, __ATOMIC_RELEASE);
+	}
+}
+
+void stacks__stop(struct stacks *st)
+{
+	int k;
+
+	stacks__poll(st);
+	for (k = 0; k < st->nev; k++) {
+		munmap(st->ev[k].ring, st->ev[k].len);
+		close(st->ev[k].fd);
+	}
+	st->nev = 0;
+}
+
+/* ---- symbolization, once, when the capture is written ---- */
+
+struct sym {
+	uint64_t addr, size;
+	char *name;
+};
+
+struct symtab {
+	uint64_t dev, ino;
+	struct sym *s;
+	size_t n;
+	char *file;		/* the basename, for frames without a symbol */
+	struct elfsym *e;	/* kept open: each mapping's load bias comes from it */
+};
+
+struct smap {
+	uint64_t start, end, pgoff, bias;
+	bool bias_ok;
+	struct symtab *tab;	/* NULL: not a file ([vdso]) */
+	char name[16];
+};
+
+struct pmaps {
+	uint32_t pid;
+	struct smap *m;
+	size_t n;
+};
+
+static struct {
+	struct symtab **tabs;	/* each its own allocation: mappings point at them */
+	size_t ntabs;
+	struct pmaps *procs;
+	size_t nprocs;
+} cache;
+
+static int add_sym(const char *name, uint64_t vaddr, uint64_t size, bool is_func, void *ctx)
+{
+	struct symtab *t = ctx;
+	struct sym *ns;
+
+	if (!is_func || !vaddr || t->n >= 2000000)
+		return 0;
+	if (!(t->n & 4095)) {
+		ns = realloc(t->s, (t->n + 4096) * sizeof(*ns));
+		if (!ns)
+			return -ENOMEM;
+		t->s = ns;
+	}
+	t->s[t->n].name = strdup(name);
+	if (!t->s[t->n].name)
+		return -ENOMEM;
+	t->s[t->n].addr = vaddr;
+	t->s[t->n].size = size;
+	t->n++;
+	return 0;
+}
+
+static int by_addr(const void *x, const void *y)
+{
+	const struct sym *a = x, *b = y;
+
+	return a->addr < b->addr ? -1 : a->addr > b->addr;
+}
+
+/* The symbols of the file pid mapped (dev, ino at path), loaded once for every process. */
+static struct symtab *symtab_of(pid_t pid, const struct proc_lib *pl)
+{
+	struct symtab *t, **nt;
+	struct elfsym *e = NULL;
+	const char *via, *base;
+	char path[64];
+	size_t i;
+	int fd;
+
+	for (i = 0; i < cache.ntabs; i++)
+		if (cache.tabs[i]->dev == pl->dev && cache.tabs[i]->ino == pl->inode)
+			return cache.tabs[i];
+	nt = realloc(cache.tabs, (cache.ntabs + 1) * sizeof(*nt));
+	if (!nt)
+		return NULL;
+	cache.tabs = nt;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	cache.tabs[cache.ntabs++] = t;
+	t->dev = pl->dev;
+	t->ino = pl->inode;
+	base = strrchr(pl->path, '/');
+	t->file = strdup(base ? base + 1 : pl->path);
+	fd = libs__open_mapped(pid, pl, &via);	/* the file the process really mapped */
+	if (fd < 0)
+		return t;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	if (!elfsym__open(path, &e)) {
+		elfsym__foreach(e, add_sym, t);
+		qsort(t->s, t->n, sizeof(*t->s), by_addr);
+		t->e = e;
+	}
+	close(fd);
+	return t;
+}
+
+static struct pmaps *maps_of(pid_t pid)
+{
+	struct pmaps *p, *np;
+	struct proc_lib pl;
+	char *maps = NULL, *line, *save = NULL, perms[8], dev[16], file[4096];
+	unsigned long long start, end, off, ino;
+	unsigned int maj, min;
+	size_t i;
+
+	for (i = 0; i < cache.nprocs; i++)
+		if (cache.procs[i].pid == (uint32_t)pid)
+			return &cache.procs[i];
+	np = realloc(cache.procs, (cache.nprocs + 1) * sizeof(*np));
+	if (!np)
+		return NULL;
+	cache.procs = np;
+	p = &cache.procs[cache.nprocs++];
+	memset(p, 0, sizeof(*p));
+	p->pid = pid;
+	if (procfs__read(pid, "maps", &maps, 4 << 20) <= 0) {
+		free(maps);
+		return p;
+	}
+	for (line = strtok_r(maps, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		struct smap *nm;
+
+		file[0] = '\0';
+		if (sscanf(line, "%llx-%llx %7s %llx %15s %llu %4095s", &start, &end, perms, &off,
+			   dev, &ino, file) < 6 || perms[2] != 'x' ||
+		    (file[0] != '/' && file[0] != '[') || sscanf(dev, "%x:%x", &maj, &min) != 2)
+			continue;
+		nm = realloc(p->m, (p->n + 1) * sizeof(*nm));
+		if (!nm)
+			break;
+		p->m = nm;
+		if (file[0] == '[') {	/* [vdso] and the like: named, no symbols */
+			p->m[p->n] = (struct smap){ .start = start, .end = end };
+			snprintf(p->m[p->n].name, sizeof(p->m[p->n].name), "%.15s", file);
+			p->n++;
+			continue;
+		}
+		memset(&pl, 0, sizeof(pl));
+		pl.found = true;
+		snprintf(pl.path, sizeof(pl.path), "%s", file);
+		pl.dev = makedev(maj, min);
+		pl.inode = ino;
+		pl.start = start;
+		pl.end = end;
+		pl.pgoff = off;
+		p->m[p->n] = (struct smap){ .start = start, .end = end, .pgoff = off,
+					    .tab = symtab_of(pid, &pl) };
+		if (p->m[p->n].tab && p->m[p->n].tab->e)
+			p->m[p->n].bias_ok = !elfsym__load_bias(p->m[p->n].tab->e, start, off,
+								&p->m[p->n].bias);
+		p->n++;
+	}
+	free(maps);
+	return p;
+}
+
+static void frame(struct pmaps *p, uint64_t ip, char *buf, size_t n)
+{
+	const struct sym *s;
+	size_t i, lo, hi, mid;
+	uint64_t v;
+
+	for (i = 0; p && i < p->n; i++) {
+		const struct smap *m = &p->m[i];
+
+		if (ip < m->start || ip >= m->end)
+			continue;
+		if (!m->tab) {
+			snprintf(buf, n, "%s+0x%" PRIx64, m->name, ip - m->start);
+			return;
+		}
+		if (m->bias_ok && m->tab->n) {
+			v = ip - m->bias;
+			lo = 0;
+			hi = m->tab->n;
+			while (hi - lo > 1) {	/* the last symbol at or below v */
+				mid = (lo + hi) / 2;
+				if (m->tab->s[mid].addr <= v)
+					lo = mid;
+				else
+					hi = mid;
+			}
+			s = &m->tab->s[lo];
+			if (s->addr <= v && (v < s->addr + s->size ||
+					     (!s->size && (lo + 1 == m->tab->n || v < m->tab->s[lo + 1].addr)))) {
+				snprintf(buf, n, "%s", s->name);
+				return;
+			}
+		}
+		snprintf(buf, n, "%s+0x%" PRIx64, m->tab->file ? m->tab->file : "?",
+			 ip - m->start + m->pgoff);
+		return;
+	}
+	snprintf(buf, n, "0x%" PRIx64, ip);
+}
+
+const char *stacks__text(struct stacks *st, size_t i, char *buf, size_t n)
+{
+	const struct stack_sample *s = &st->s[i];
+	struct pmaps *p = maps_of(s->pid);
+	char f[256];
+	size_t len = 0;
+	int k;
+
+	buf[0] = '\0';
+	for (k = s->nframes - 1; k >= 0 && len + 2 < n; k--) {	/* root first */
+		/* a return address points after the call: look up the call itself */
+		frame(p, k == 0 ? s->ip[k] : s->ip[k] - 1, f, sizeof(f));
+		len += snprintf(buf + len, n - len, "%s%s", len ? ";" : "", f);
+	}
+	return buf;
+}
+
+void stacks__free(struct stacks *st)
+{
+	size_t i, k;
+
+	stacks__stop(st);
+	free(st->s);
+	st->s = NULL;
+	st->ns = 0;
+	for (i = 0; i < cache.ntabs; i++) {
+		for (k = 0; k < cache.tabs[i]->n; k++)
+			free(cache.tabs[i]->s[k].name);
+		free(cache.tabs[i]->s);
+		free(cache.tabs[i]->file);
+		elfsym__free(cache.tabs[i]->e);
+		free(cache.tabs[i]);
+	}
+	for (i = 0; i < cache.nprocs; i++)
+		free(cache.procs[i].m);
+	free(cache.tabs);
+	free(cache.procs);
+	memset(&cache, 0, sizeof(cache));
+}
