@@ -459,3 +459,55 @@ void report__verdict_text(FILE *f, const struct job_verdict *v, int rank, char *
 	}
 	fprintf(f, "%s\n", buf);
 }
+
+char *report__phase_bar(const struct phases *ph, uint64_t dur, char *buf, int width)
+{
+	static const char letter[PH_MAX] = {
+		[PH_COMPUTE] = 'c', [PH_SCHED_DELAY] = 's', [PH_COMM] = 'm', [PH_GPU_WAIT] = 'g',
+		[PH_IO] = 'i', [PH_INPUT_WAIT] = 'n', [PH_OTHER] = 'o',
+	};
+	int cells[PH_MAX], p, k, used = 0, big = 0;
+
+	if (width < 1 || !dur) {
+		buf[0] = '\0';
+		return buf;
+	}
+	for (p = 0; p < PH_MAX; p++) {
+		cells[p] = (int)((double)ph->ns[p] / dur * width + 0.5);
+		if (!cells[p] && ph->ns[p] * 50 >= dur)	/* 2% or more: visible */
+			cells[p] = 1;
+		used += cells[p];
+		if (cells[p] > cells[big])
+			big = p;
+	}
+	cells[big] += width - used;	/* rounding goes to the largest */
+	if (cells[big] < 0)
+		cells[big] = 0;
+	for (p = 0, k = 0; p < PH_MAX; p++)
+		while (cells[p]-- > 0 && k < width)
+			buf[k++] = letter[p];
+	buf[k] = '\0';
+	return buf;
+}
+
+void report__steps_text(FILE *f, const int *rank, const struct job_step *const *last, int n,
+			uint64_t steps, const char *rule, int period, double confidence,
+			double attached_s)
+{
+	char bar[41], d[16];
+	int i;
+
+	for (i = 0; i < n; i++) {
+		if (!last[i] || !last[i]->dur_ns)
+			continue;
+		fprintf(f, "rank %-4d step %-8llu %9s [%s]\n", rank[i],
+			(unsigned long long)last[i]->index, report__dur(last[i]->dur_ns, d, sizeof(d)),
+			report__phase_bar(&last[i]->ph, last[i]->dur_ns, bar, 40));
+	}
+	if (rule && rule[0])
+		fprintf(f, "progress: %llu rank-steps, steps by %s (period %d, confidence %.2f); "
+			"%.0f s attached; c compute s sched m comm g gpu_wait i io n input o other\n",
+			(unsigned long long)steps, rule, period, confidence, attached_s);
+	else
+		fprintf(f, "progress: %.0f s attached; looking for step boundaries\n", attached_s);
+}

@@ -53,6 +53,16 @@ void report__stats(struct json *j, const struct rank_row *row, uint64_t t_ns);
 /* {"type":"self",...}: once a second and once at exit ("final":true). */
 void report__self(struct json *j, const struct self_stats *s, uint64_t t_ns, bool final);
 
+/* A text bar of width characters for a step's phases, one letter per phase: c compute,
+ * s sched_delay, m comm, g gpu_wait, i io, n input_wait, o other. Every phase with time gets
+ * at least one letter when it fits; buf holds width + 1. Returns buf. */
+char *report__phase_bar(const struct phases *ph, uint64_t dur, char *buf, int width);
+
+/* Under the table on a TTY: each rank's last step as a phase bar, then a progress line. */
+void report__steps_text(FILE *f, const int *rank, const struct job_step *const *last, int n,
+			uint64_t steps, const char *rule, int period, double confidence,
+			double attached_s);
+
 /* {"type":"step",...}: one per rank per step. */
 void report__step(struct json *j, const char *job, int rank, pid_t pid, const struct job_step *st,
 		  const char *rule, double confidence);

@@ -741,6 +741,28 @@ out:
 	free(mr);
 }
 
+/* On a TTY: the last step of each rank as a phase bar, and how far along the session is. */
+static void steps_text(struct session *s, uint64_t t)
+{
+	const struct sjob *j = &s->jobs[0];
+	const struct job_step **last;
+	double conf = 0;
+	int *rank, period = 0, c;
+	const char *rule = j->model ? job__rule(j->model, &conf, &period) : "";
+
+	rank = calloc(j->ncols ? j->ncols : 1, sizeof(*rank));
+	last = calloc(j->ncols ? j->ncols : 1, sizeof(*last));
+	for (c = 0; rank && last && c < j->ncols; c++) {
+		rank[c] = s->ranks[j->slots[c]].info.rank;
+		last[c] = &s->ranks[j->slots[c]].last_step;
+	}
+	if (rank && last)
+		report__steps_text(s->out, rank, last, j->ncols, j->steps_seen, rule, period, conf,
+				   (t - s->start_ns) / 1e9);
+	free(rank);
+	free(last);
+}
+
 void session__tick(struct session *s, bool final)
 {
 	struct rank_row *rows;
@@ -779,6 +801,8 @@ void session__tick(struct session *s, bool final)
 		emit(s);
 	} else {
 		report__table(s->out, rows, n, &s->self, s->tty && !final);
+		if (s->tty)
+			steps_text(s, t);
 		if (s->jobs[0].have_last) {
 			const struct job_verdict *v = &s->jobs[0].last;
 			struct rank_state *vr = col_rank(&s->jobs[0], v->col);
