@@ -81,7 +81,7 @@ cleanup() {
 	for p in "${RANK_PIDS[@]}"; do
 		grep -qF "$T/" "/proc/$p/cmdline" 2>/dev/null && kill -KILL "$p" 2>/dev/null
 	done
-	rm -rf "$T"
+	[ -n "${BENCH_KEEP:-}" ] && echo "bench: kept $T" >&2 || rm -rf "$T"
 }
 trap cleanup EXIT
 trap 'log "interrupted"; exit 130' INT TERM
@@ -183,6 +183,7 @@ abort_run() {
 # p1_run COND ROUND: one 1-rank allreduce_ns run under condition a|b|c|d; appends a sample.
 p1_run() {
 	local cond=$1 round=$2 d="$T/p1.$2.$1" job pid lib tool="" rc seen line
+	[ -d "$d" ] && mv "$d" "$d.failed.$(date +%s%N)"	# a retry starts clean
 	mkdir -p "$d"
 	bg "$d/job.out" "$d/job.err" "${MPIRUN[@]}" -np 1 "$ARNS" --go-file "$d/go" \
 		--calls "$CALLS" --count "$COUNT"
@@ -252,7 +253,9 @@ p1_run() {
 # p2_run COND RUN: one NP-rank mpi_loop run, rankscope on all ranks (on), the empty
 # uprobe+uretprobe on every rank's MPI_Allreduce (floor), or nothing (off).
 p2_run() {
-	local cond=$1 run=$2 d="$T/p2.$2.$1" job tool="" rc pids seen med p lib fl floors=()
+	local cond=$1 run=$2 d="$T/${P2_TAG:-p2}.$2.$1" job tool="" rc pids seen med p lib fl floors=()
+	# a retry starts clean: a go-file left by the failed try would start the loop at once
+	[ -d "$d" ] && mv "$d" "$d.failed.$(date +%s%N)"
 	mkdir -p "$d"
 	bg "$d/job.out" "$d/job.err" "${MPIRUN[@]}" -np "$NP" "$LOOP" --go-file "$d/go" \
 		--iters "$ITERS" --compute-us "$COMPUTE_US"
