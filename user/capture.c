@@ -58,6 +58,7 @@ static void remove_partials(struct capture *c)
 int capture__open(struct capture *c, const char *dir, size_t max_count, uint64_t max_bytes,
 		  char *err, size_t n)
 {
+	struct stat st;
 	int e;
 
 	memset(c, 0, sizeof(*c));
@@ -88,6 +89,14 @@ int capture__open(struct capture *c, const char *dir, size_t max_count, uint64_t
 			 dir, strerror(errno));
 		return e;
 	}
+	/* ours alone: an emptyDir is 0777, a parent may be writable by others */
+	if (!fstat(c->dirfd, &st) && (st.st_uid != geteuid() || (st.st_mode & 077))) {
+		if (st.st_uid != geteuid() || fchmod(c->dirfd, 0700)) {
+			snprintf(err, n, "the capture directory %s belongs to uid %u or cannot be made "
+				 "0700; give --capture-dir a directory of its own", dir, st.st_uid);
+			return -EPERM;
+		}
+	}
 	remove_partials(c);
 	return 0;
 }
@@ -101,8 +110,11 @@ static void drop_buffers(struct capture *c)
 	for (i = 0; i < c->nthr; i++)
 		free((char *)c->thr[i].name);
 	free(c->str);
+	free(c->str_hash);
 	free(c->thr);
 	free(c->ev);
+	c->str_hash = NULL;
+	c->last_thr = 0;
 	c->str = NULL;
 	c->thr = NULL;
 	c->ev = NULL;
@@ -292,9 +304,17 @@ bool capture__take(struct capture *c, uint64_t now)
 	if (c->efd >= 0 && read(c->efd, &v, sizeof(v)) < 0)
 		v = 0;
 	pthread_mutex_lock(&c->lock);
+	if (c->state == CAPTURE_ARMED && now - c->armed_ns > CAPTURE_ARMED_MAX_NS) {
+		/* no step came (a hung job: when a capture matters most): start anyway */
+		c->state = CAPTURE_RUNNING;
+		c->t_start = now;
+		c->t_end = now + (uint64_t)c->req.seconds * 1000000000ULL;
+		start = true;
+	}
 	if (c->state == CAPTURE_PENDING) {
 		if (c->req.align) {
 			c->state = CAPTURE_ARMED;
+			c->armed_ns = now;
 		} else {
 			c->state = CAPTURE_RUNNING;
 			c->t_start = now;
@@ -308,19 +328,51 @@ bool capture__take(struct capture *c, uint64_t now)
 	return start;
 }
 
-bool capture__step(struct capture *c, uint64_t now)
+bool capture__step(struct capture *c, uint64_t step_end)
 {
 	bool start = false;
 
 	pthread_mutex_lock(&c->lock);
 	if (c->state == CAPTURE_ARMED) {
+		/* the step was assembled after it ended: the window starts at the boundary */
 		c->state = CAPTURE_RUNNING;
-		c->t_start = now;
-		c->t_end = now + (uint64_t)c->req.seconds * 1000000000ULL;
+		c->t_start = step_end;
+		c->t_end = step_end + (uint64_t)c->req.seconds * 1000000000ULL;
 		start = true;
 	}
 	pthread_mutex_unlock(&c->lock);
 	return start;
+}
+
+void capture__writing(struct capture *c)
+{
+	pthread_mutex_lock(&c->lock);
+	c->state = CAPTURE_WRITING;
+	pthread_mutex_unlock(&c->lock);
+}
+
+void capture__fail(struct capture *c, const char *why)
+{
+	set_entry(c, CAPTURE_FAILED, NULL, why);
+	drop_buffers(c);
+	pthread_mutex_lock(&c->lock);
+	c->state = CAPTURE_IDLE;
+	pthread_mutex_unlock(&c->lock);
+}
+
+void capture__abandon(struct capture *c)
+{
+	pthread_mutex_lock(&c->lock);
+	if (c->state == CAPTURE_PENDING || c->state == CAPTURE_ARMED) {
+		struct capture_entry *e = entry(c, c->id);
+
+		if (e) {
+			e->state = CAPTURE_FAILED;
+			snprintf(e->err, sizeof(e->err), "the session ended before the capture began");
+		}
+		c->state = CAPTURE_IDLE;
+	}
+	pthread_mutex_unlock(&c->lock);
 }
 
 bool capture__running(const struct capture *c)
@@ -344,7 +396,7 @@ bool capture__wants(const struct capture *c, int rank)
 
 bool capture__due(const struct capture *c, uint64_t now)
 {
-	return capture__running(c) && now >= c->t_end;
+	return capture__running(c) && now >= c->t_end + CAPTURE_SETTLE_NS;
 }
 
 void capture__add(struct capture *c, const struct trace_ev *e)
@@ -352,8 +404,8 @@ void capture__add(struct capture *c, const struct trace_ev *e)
 	struct trace_ev *ne;
 	size_t ncap;
 
-	if (e->end < c->t_start && e->kind != TR_VERDICT)
-		return;		/* before the capture began */
+	if ((e->end < c->t_start || e->start > c->t_end) && e->kind != TR_VERDICT)
+		return;		/* outside the window (steps of its end come in late) */
 	if (c->nev == c->cap) {
 		if (c->cap >= CAPTURE_EVENTS_MAX) {
 			c->dropped++;
@@ -371,6 +423,17 @@ void capture__add(struct capture *c, const struct trace_ev *e)
 	c->ev[c->nev++] = *e;
 }
 
+#define STR_SLOTS (CAPTURE_STRINGS_MAX * 2)
+
+static uint32_t str_hash(const char *s)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h;
+}
+
 int32_t capture__str(struct capture *c, const char *s)
 {
 	char **ns;
@@ -378,10 +441,12 @@ int32_t capture__str(struct capture *c, const char *s)
 
 	if (!s)
 		return -1;
-	/* the last few strings repeat (a communicator's name): look back a little */
-	for (i = c->nstr; i > 0 && i + 64 > c->nstr; i--)
-		if (!strcmp(c->str[i - 1], s))
-			return i - 1;
+	if (!c->str_hash && !(c->str_hash = calloc(STR_SLOTS, sizeof(*c->str_hash))))
+		return -1;
+	/* once each: a kernel's or a communicator's name repeats in every step */
+	for (i = str_hash(s) % STR_SLOTS; c->str_hash[i]; i = (i + 1) % STR_SLOTS)
+		if (!strcmp(c->str[c->str_hash[i] - 1], s))
+			return c->str_hash[i] - 1;
 	if (c->nstr >= CAPTURE_STRINGS_MAX)
 		return -1;
 	if (!(c->nstr & (c->nstr + 1)) || !c->str) {	/* grow at 0, 1, 3, 7, ... */
@@ -393,6 +458,7 @@ int32_t capture__str(struct capture *c, const char *s)
 	c->str[c->nstr] = strdup(s);
 	if (!c->str[c->nstr])
 		return -1;
+	c->str_hash[i] = c->nstr + 1;
 	return c->nstr++;
 }
 
@@ -401,9 +467,14 @@ void capture__thread(struct capture *c, uint32_t pid, uint32_t tid, const char *
 	struct trace_thread *nt;
 	size_t i;
 
+	if (c->last_thr < c->nthr && c->thr[c->last_thr].pid == pid &&
+	    c->thr[c->last_thr].tid == tid)
+		return;
 	for (i = 0; i < c->nthr; i++)
-		if (c->thr[i].pid == pid && c->thr[i].tid == tid)
+		if (c->thr[i].pid == pid && c->thr[i].tid == tid) {
+			c->last_thr = i;
 			return;
+		}
 	if (c->nthr >= CAPTURE_THREADS_MAX)
 		return;
 	nt = realloc(c->thr, (c->nthr + 1) * sizeof(*nt));
@@ -485,7 +556,8 @@ static void trim(struct capture *c)
 	}
 	closedir(d);
 	qsort(f, n, sizeof(*f), by_age);
-	for (i = 0; i < n && (n - i > c->max_count || total > c->max_bytes); i++) {
+	/* the newest stays, even alone over the byte limit: it was just promised to a client */
+	for (i = 0; i + 1 < n && (n - i > c->max_count || total > c->max_bytes); i++) {
 		if (!unlinkat(c->dirfd, f[i].name, 0))
 			total -= f[i].bytes;
 	}

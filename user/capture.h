@@ -35,6 +35,7 @@ enum capture_state {
 	CAPTURE_PENDING,	/* asked for, the loop has not seen it yet */
 	CAPTURE_ARMED,		/* waits for a step boundary */
 	CAPTURE_RUNNING,
+	CAPTURE_WRITING,	/* its writer thread has it */
 	CAPTURE_DONE,		/* for history entries */
 	CAPTURE_FAILED,
 };
@@ -66,10 +67,17 @@ struct capture {
 	uint64_t dropped;
 	char **str;
 	size_t nstr;
+	int32_t *str_hash;	/* open addressing over CAPTURE_STRINGS_MAX * 2: index + 1 */
 	struct trace_thread *thr;
 	size_t nthr;
+	size_t last_thr;	/* the last thread named: events come in runs of one thread */
+	uint64_t armed_ns;	/* when an align=step capture began waiting */
 	uint64_t last_auto_ns;
 };
+
+#define CAPTURE_SETTLE_NS	2500000000ULL	/* after the window: steps and GPU records
+						 * of its end still come in */
+#define CAPTURE_ARMED_MAX_NS	30000000000ULL	/* align=step waits this long for a step */
 
 /* Create (0700) and open the directory. Returns 0, or -errno with err filled. */
 int capture__open(struct capture *c, const char *dir, size_t max_count, uint64_t max_bytes,
@@ -92,12 +100,18 @@ int capture__lookup(struct capture *c, const char *id, struct capture_entry *e, 
 
 /* The loop's side: a request to start (true, and the session turns detail on). */
 bool capture__take(struct capture *c, uint64_t now);
-/* A step ended: an armed capture starts. Returns true when it did. */
-bool capture__step(struct capture *c, uint64_t now);
+/* A step ended at step_end: an armed capture starts there. Returns true when it did. */
+bool capture__step(struct capture *c, uint64_t step_end);
+/* The recording is over; a writer takes the buffers (requests still get 409). */
+void capture__writing(struct capture *c);
+/* Give up on the capture with why, and go idle. */
+void capture__fail(struct capture *c, const char *why);
+/* The session ends: a capture not yet recording fails ("the session ended"). */
+void capture__abandon(struct capture *c);
 /* Recording now, for this rank number? */
 bool capture__wants(const struct capture *c, int rank);
 bool capture__running(const struct capture *c);
-/* Due to end at now? */
+/* Due to be written at now: its window ended CAPTURE_SETTLE_NS ago. */
 bool capture__due(const struct capture *c, uint64_t now);
 
 /* Keep an event; a string for it (copied; -1 when none or full). */

@@ -129,11 +129,23 @@ static int capture_remote(const struct session_opts *o)
 	char *p;
 	int i, fd, out;
 
-	for (i = 0; i < q->nranks; i++)
-		snprintf(ranks + strlen(ranks), sizeof(ranks) - strlen(ranks), "%s%d", i ? "," : "",
-			 q->ranks[i]);
-	snprintf(path, sizeof(path), "/api/v1/capture?seconds=%d%s%s%s", q->seconds,
-		 q->nranks ? "&ranks=" : "", ranks, q->align ? "&align=step" : "");
+	size_t olen = strlen(o->capture_out);
+	bool gz = olen > 3 && !strcmp(o->capture_out + olen - 3, ".gz");
+	long long want = -1, got = 0;
+	char safe[600];
+
+	for (i = 0; i < q->nranks; i++) {
+		size_t used = strlen(ranks);
+
+		if ((size_t)snprintf(ranks + used, sizeof(ranks) - used, "%s%d", i ? "," : "",
+				     q->ranks[i]) >= sizeof(ranks) - used) {
+			pr_warn("capture: too many --ranks for one request; ask for fewer");
+			return 1;
+		}
+	}
+	snprintf(path, sizeof(path), "/api/v1/capture?seconds=%d%s%s%s%s", q->seconds,
+		 q->nranks ? "&ranks=" : "", ranks, q->align ? "&align=step" : "",
+		 gz ? "&format=gz" : "");
 	if (http_do(cmd_capture_server, "POST", path, &r, err, sizeof(err))) {
 		pr_warn("capture: %s", err);
 		return 1;
@@ -142,7 +154,7 @@ static int capture_remote(const struct session_opts *o)
 	close(r.fd);
 	p = strstr(body, "\"id\":\"");
 	if (r.code != 202 || !p || sscanf(p + 6, "%39[0-9a-f-]", id) != 1) {
-		pr_warn("capture: the daemon said %d: %s", r.code, body);
+		pr_warn("capture: the daemon said %d: %s", r.code, log__safe(body, safe, sizeof(safe)));
 		return 1;
 	}
 	pr_info("capture: %s recording for %d s on %s", id, q->seconds, cmd_capture_server);
@@ -165,20 +177,31 @@ static int capture_remote(const struct session_opts *o)
 	if (r.code != 200) {
 		http_text(&r, body, sizeof(body));
 		close(r.fd);
-		pr_warn("capture: the daemon said %d: %s", r.code, body);
+		pr_warn("capture: the daemon said %d: %s", r.code, log__safe(body, safe, sizeof(safe)));
 		return 1;
 	}
+	p = strcasestr(r.head, "\r\ncontent-length:");
+	if (p)
+		sscanf(p + 17, "%lld", &want);
 	out = open(o->capture_out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	fd = r.fd;
 	if (out < 0 || (r.nbody && write(out, r.body, r.nbody) != (ssize_t)r.nbody)) {
 		pr_warn("capture: cannot write %s: %s", o->capture_out, strerror(errno));
 		goto fail;
 	}
-	while ((k = read(fd, body, sizeof(body))) > 0)
+	got = r.nbody;
+	while ((k = read(fd, body, sizeof(body))) > 0) {
 		if (write(out, body, k) != k) {
 			pr_warn("capture: cannot write %s: %s", o->capture_out, strerror(errno));
 			goto fail;
 		}
+		got += k;
+	}
+	if (k < 0 || (want >= 0 && got != want)) {	/* a timeout or a cut connection */
+		pr_warn("capture: the download of %s stopped at %lld of %lld bytes; ask again with "
+			"GET %s", id, got, want, path);
+		goto fail;
+	}
 	close(fd);
 	close(out);
 	pr_info("capture: %s written to %s", id, o->capture_out);

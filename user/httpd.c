@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <microhttpd.h>
@@ -30,7 +31,28 @@ struct httpd {
 	struct step_line *steps;	/* a ring of HTTPD_STEPS_MAX */
 	size_t nsteps, head;
 	struct capture *cap;
+	bool loopback;			/* listening on 127.0.0.0/8 or ::1 */
+	unsigned int port;
 };
+
+/* On loopback, the Host a client names must be a loopback one: a page whose name was rebound
+ * to 127.0.0.1 (DNS rebinding) names its own. */
+static bool host_ok(const struct httpd *h, struct MHD_Connection *c)
+{
+	const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
+	static const char *const names[] = { "127.0.0.1", "localhost", "[::1]" };
+	char want[48];
+	size_t i;
+
+	if (!h->loopback || !host)
+		return true;	/* not on loopback, or HTTP/1.0 without Host: not a browser */
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		snprintf(want, sizeof(want), "%s:%u", names[i], h->port);
+		if (!strcasecmp(host, want) || !strcasecmp(host, names[i]))
+			return true;
+	}
+	return false;
+}
 
 int httpd__parse_listen(const char *s, void *sa, unsigned int *len)
 {
@@ -271,6 +293,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 
 	if (*upload_size)
 		return text(c, MHD_HTTP_BAD_REQUEST, "bad request: no body expected\n");
+	if (!host_ok(h, c))
+		return text(c, MHD_HTTP_FORBIDDEN,
+			    "forbidden: the Host header names another host (DNS rebinding?); use "
+			    "http://127.0.0.1:PORT\n");
 	if (!strcmp(method, "POST")) {
 		if (cross_site(c))
 			return text(c, MHD_HTTP_FORBIDDEN,
@@ -321,6 +347,15 @@ int httpd__start(const char *addr, struct httpd **out, char *err, size_t n)
 		return -ENOMEM;
 	}
 	pthread_mutex_init(&h->lock, NULL);
+	if (((struct sockaddr *)&sa)->sa_family == AF_INET) {
+		const struct sockaddr_in *v4 = (const struct sockaddr_in *)&sa;
+
+		h->loopback = (ntohl(v4->sin_addr.s_addr) >> 24) == 127;
+		h->port = ntohs(v4->sin_port);
+	} else {
+		h->loopback = IN6_IS_ADDR_LOOPBACK(&sa.sin6_addr);
+		h->port = ntohs(sa.sin6_port);
+	}
 	h->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG |
 				  (((struct sockaddr *)&sa)->sa_family == AF_INET6 ? MHD_USE_IPv6 : 0),
 				  0, NULL, NULL, handle, h,

@@ -310,57 +310,143 @@ static void capture_started(struct session *s)
 }
 
 /* The capture's time is up: back to steady state, and write it. */
+/* What a capture's writer needs, owned by it: the loop goes on meanwhile. */
+struct cap_writer {
+	struct capture *cap;
+	struct stacks stacks;
+	struct trace_proc *procs;
+	int nprocs;
+	const char *out;	/* rankscope capture -o FILE; NULL: the capture directory */
+	bool *done;		/* set when it is over: the loop joins it then */
+	int err;
+	char msg[256];
+};
+
+/* Symbolize the samples, write the trace, go idle: minutes of work on a big capture, never on
+ * the loop's thread (the ring buffers of every job would overflow meanwhile). */
+static void *cap_write(void *arg)
+{
+	struct cap_writer *w = arg;
+	char text[2048], id[CAPTURE_ID_MAX];
+	size_t i;
+	int k;
+
+	for (i = 0; i < w->stacks.ns; i++) {
+		const struct stack_sample *ss = &w->stacks.s[i];
+
+		if (ss->t_ns < w->cap->t_start || ss->t_ns > w->cap->t_end)
+			continue;
+		capture__add(w->cap, &(struct trace_ev){
+			.kind = TR_SAMPLE, .pid = ss->pid, .tid = ss->tid, .start = ss->t_ns,
+			.end = ss->t_ns,
+			.name = capture__str(w->cap, stacks__text(&w->stacks, i, text, sizeof(text))),
+		});
+	}
+	w->cap->dropped += w->stacks.dropped;
+	stacks__free(&w->stacks);
+	snprintf(id, sizeof(id), "%s", w->cap->id);
+	if (w->out) {
+		w->err = capture__write_file(w->cap, w->out, w->procs, w->nprocs, w->msg,
+					     sizeof(w->msg));
+		if (!w->err)
+			snprintf(w->msg, sizeof(w->msg), "capture written to %s", w->out);
+	} else {
+		w->err = capture__finish(w->cap, w->procs, w->nprocs);
+		if (w->err)
+			snprintf(w->msg, sizeof(w->msg), "capture %s failed: %s; the daemon carries on",
+				 id, strerror(-w->err));
+		else
+			snprintf(w->msg, sizeof(w->msg), "capture %s written to %.128s", id,
+				 w->cap->dir);
+	}
+	for (k = 0; k < w->nprocs; k++)
+		free((char *)w->procs[k].job);
+	free(w->procs);
+	return w;
+}
+
+/* Collect a finished writer: its line, and for rankscope capture -o, the verdict. */
+static void capture_reap(struct session *s, bool wait)
+{
+	struct cap_writer *w;
+
+	if (!s->cap_writer_on || (!wait && !__atomic_load_n(&s->cap_writer_done, __ATOMIC_ACQUIRE)))
+		return;
+	pthread_join(s->cap_writer, (void **)&w);
+	s->cap_writer_on = false;
+	if (!w)
+		return;
+	if (w->err)
+		pr_warn("%s: %s", verb(s), w->msg);
+	else
+		pr_info("%s: %s", verb(s), w->msg);
+	if (w->out)
+		s->cap_written = !w->err;
+	free(w);
+}
+
+static void *cap_writer_main(void *arg)
+{
+	struct cap_writer *w = arg;
+	sigset_t all;
+
+	sigfillset(&all);	/* the loop's signalfd takes every signal */
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	cap_write(w);
+	__atomic_store_n(w->done, true, __ATOMIC_RELEASE);
+	return w;
+}
+
+/* The capture's window and its settling time are over: back to steady state, and hand the
+ * buffers to a writer thread. */
 static void capture_done(struct session *s)
 {
-	struct trace_proc *procs;
-	char err[256];
-	int i, n = 0, k, r;
+	struct cap_writer *w;
+	int i, k;
 
+	capture_reap(s, true);	/* the writer before: done already (the capture was idle) */
 	s->cap_active = false;
 	probes__set_detail(&s->probes, false);
 	stacks__stop(&s->stacks);
-	for (i = 0; i < (int)s->stacks.ns; i++) {
-		const struct stack_sample *ss = &s->stacks.s[i];
-		char text[2048];
-
-		if (ss->t_ns < s->cap.t_start)
-			continue;
-		capture__add(&s->cap, &(struct trace_ev){
-			.kind = TR_SAMPLE, .pid = ss->pid, .tid = ss->tid, .start = ss->t_ns,
-			.end = ss->t_ns,
-			.name = capture__str(&s->cap, stacks__text(&s->stacks, i, text, sizeof(text))),
-		});
-	}
-	s->cap.dropped += s->stacks.dropped;
-	stacks__free(&s->stacks);
 	for (k = 0; k < SESSION_JOBS_MAX; k++)
 		if (s->jobs[k].used)
 			job__set_detail(s->jobs[k].model, false);
-	procs = calloc(s->nranks ? s->nranks : 1, sizeof(*procs));
-	for (i = 0; procs && i < s->nranks; i++)
-		if (s->ranks[i].used && capture__wants(&s->cap, s->ranks[i].info.rank))
-			procs[n++] = (struct trace_proc){ .pid = s->ranks[i].pid,
-							  .rank = s->ranks[i].info.rank,
-							  .job = s->ranks[i].info.job };
-	if (s->o.capture_out) {
-		r = capture__write_file(&s->cap, s->o.capture_out, procs, n, err, sizeof(err));
-		if (r)
-			pr_warn("%s: %s", verb(s), err);
-		else
-			pr_info("%s: capture written to %s", verb(s), s->o.capture_out);
-		s->cap_written = !r;
-	} else {
-		char id[CAPTURE_ID_MAX];
-
-		snprintf(id, sizeof(id), "%s", s->cap.id);
-		r = capture__finish(&s->cap, procs, n);
-		if (r)
-			pr_warn("%s: capture %s failed: %s; the daemon carries on", verb(s), id,
-				strerror(-r));
-		else
-			pr_info("%s: capture %s written to %s", verb(s), id, s->cap.dir);
+	w = calloc(1, sizeof(*w));
+	if (w)
+		w->procs = calloc(s->nranks ? s->nranks : 1, sizeof(*w->procs));
+	if (!w || !w->procs) {
+		pr_warn("%s: capture %s: out of memory; dropped", verb(s), s->cap.id);
+		stacks__free(&s->stacks);
+		free(w);
+		capture__fail(&s->cap, "out of memory");
+		return;
 	}
-	free(procs);
+	w->cap = &s->cap;
+	w->stacks = s->stacks;	/* the samples go with it */
+	memset(&s->stacks, 0, sizeof(s->stacks));
+	w->out = s->o.capture_out;
+	for (i = 0; i < s->nranks; i++)
+		if (s->ranks[i].used && capture__wants(&s->cap, s->ranks[i].info.rank))
+			w->procs[w->nprocs++] = (struct trace_proc){
+				.pid = s->ranks[i].pid, .rank = s->ranks[i].info.rank,
+				.job = strdup(s->ranks[i].info.job),
+			};
+	capture__writing(&s->cap);
+	s->cap_writer_done = false;
+	w->done = &s->cap_writer_done;
+	if (pthread_create(&s->cap_writer, NULL, cap_writer_main, w) == 0) {
+		s->cap_writer_on = true;
+		return;
+	}
+	cap_write(w);		/* no thread: write here, late rather than never */
+	s->cap_writer_on = false;
+	if (w->err)
+		pr_warn("%s: %s", verb(s), w->msg);
+	else
+		pr_info("%s: %s", verb(s), w->msg);
+	if (w->out)
+		s->cap_written = !w->err;
+	free(w);
 }
 
 /* Every drain: a request to start, or a capture to end. */
@@ -368,6 +454,7 @@ static void capture_tick(struct session *s, uint64_t now)
 {
 	if (!s->cap_open)
 		return;
+	capture_reap(s, false);
 	if (capture__take(&s->cap, now))
 		capture_started(s);
 	if (s->cap_active)
@@ -828,7 +915,7 @@ static void job_on_step(void *ctx, const struct job_step *st, const char *rule)
 		return;
 	j->steps_seen++;
 	rs->last_step = *st;
-	if (s->cap_open && capture__step(&s->cap, session__now()))
+	if (s->cap_open && !s->finishing && capture__step(&s->cap, st->start_ns + st->dur_ns))
 		capture_started(s);
 	if (recording(s, rs))
 		cap_add(s, rs, (struct trace_ev){
@@ -1458,12 +1545,16 @@ out:
 void session__finish(struct session *s)
 {
 	s->hooks = NULL;	/* nothing new is adopted while the last records drain */
+	s->finishing = true;	/* nor does a capture start */
+	if (s->cap_open)
+		capture__abandon(&s->cap);
 	if (s->cap_active) {	/* what was recorded is kept */
 		probes__detach(&s->probes);
 		while (ring_buffer__consume(s->rb) > 0)
 			;
 		capture_done(s);
 	}
+	capture_reap(s, true);
 	/* detach first, so nothing is produced while we drain and the final counts balance */
 	probes__detach(&s->probes);
 	while (ring_buffer__consume(s->rb) > 0)
@@ -1568,6 +1659,7 @@ void session__close(struct session *s)
 	cupti_rx__close(s->rx);
 	s->rx = NULL;
 	httpd__set_capture(s->httpd, NULL);
+	capture_reap(s, true);
 	if (s->cap_open)
 		capture__close(&s->cap);
 	s->cap_open = false;

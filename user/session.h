@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <sys/types.h>
 #include "capture.h"
@@ -119,6 +120,10 @@ struct session {
 	bool cap_open;			/* cap is usable */
 	bool cap_active;		/* recording: detail is on */
 	bool cap_written;		/* rankscope capture -p: the file is written */
+	bool finishing;			/* session__finish runs */
+	pthread_t cap_writer;		/* writes a finished capture */
+	bool cap_writer_on;
+	bool cap_writer_done;
 	uint64_t gpu_gone[5];		/* CUPTI record counts of ranks dropped since */
 };
 

@@ -18,6 +18,10 @@
 #include "stacks.h"
 
 #define RING_PAGES	8	/* data pages per thread: ~1000 samples of 16 frames */
+#define SYM_NAME_MAX	256	/* a symbol's name is cut here */
+#define SYM_BYTES_MAX	(64u << 20)	/* names kept in all: a hostile ELF cannot exhaust us */
+#define SYMTABS_MAX	128	/* files whose symbols are read */
+#define THREADS_PER_RANK 64	/* so one rank cannot take every sampling slot */
 
 static int open_one(struct stacks *st, pid_t pid, pid_t tid)
 {
@@ -65,11 +69,22 @@ int stacks__add(struct stacks *st, pid_t pid)
 	int n = 0, err;
 	DIR *d;
 
+	/* the mappings as they are now: at write time the pid may be another process */
+	if (st->nsnap < STACKS_PIDS_MAX) {
+		char *maps = NULL;
+
+		if (procfs__read(pid, "maps", &maps, 4 << 20) > 0) {
+			st->snap[st->nsnap].pid = pid;
+			st->snap[st->nsnap++].maps = maps;
+		} else {
+			free(maps);
+		}
+	}
 	snprintf(path, sizeof(path), "/proc/%d/task", pid);
 	d = opendir(path);
 	if (!d)
 		return 0;
-	while ((de = readdir(d))) {
+	while ((de = readdir(d)) && n < THREADS_PER_RANK) {
 		if (parse_long(de->d_name, 1, 4194304, &tid))
 			continue;
 		err = open_one(st, pid, tid);
@@ -155,8 +170,12 @@ void stacks__poll(struct stacks *st)
 				rec[i] = data[(tail + i) % size];
 			if (h.type == PERF_RECORD_SAMPLE)
 				keep(st, e, rec, n);
-			else if (h.type == PERF_RECORD_LOST)
-				st->dropped++;
+			else if (h.type == PERF_RECORD_LOST && n >= 8 + 16) {
+				uint64_t lost;	/* after the header: id, then lost */
+
+				memcpy(&lost, rec + 8 + 8, sizeof(lost));
+				st->dropped += lost;
+			}
 			tail += h.size;
 		}
 		__atomic_store_n(&m->data_tail, tail, __ATOMIC_RELEASE);
@@ -206,6 +225,7 @@ struct pmaps {
 static struct {
 	struct symtab **tabs;	/* each its own allocation: mappings point at them */
 	size_t ntabs;
+	size_t bytes;		/* symbol names kept, in all */
 	struct pmaps *procs;
 	size_t nprocs;
 } cache;
@@ -215,7 +235,9 @@ static int add_sym(const char *name, uint64_t vaddr, uint64_t size, bool is_func
 	struct symtab *t = ctx;
 	struct sym *ns;
 
-	if (!is_func || !vaddr || t->n >= 2000000)
+	size_t len = strnlen(name, SYM_NAME_MAX);
+
+	if (!is_func || !vaddr || t->n >= 2000000 || cache.bytes + len + 1 > SYM_BYTES_MAX)
 		return 0;
 	if (!(t->n & 4095)) {
 		ns = realloc(t->s, (t->n + 4096) * sizeof(*ns));
@@ -223,9 +245,10 @@ static int add_sym(const char *name, uint64_t vaddr, uint64_t size, bool is_func
 			return -ENOMEM;
 		t->s = ns;
 	}
-	t->s[t->n].name = strdup(name);
+	t->s[t->n].name = strndup(name, len);
 	if (!t->s[t->n].name)
 		return -ENOMEM;
+	cache.bytes += len + 1;
 	t->s[t->n].addr = vaddr;
 	t->s[t->n].size = size;
 	t->n++;
@@ -252,6 +275,8 @@ static struct symtab *symtab_of(pid_t pid, const struct proc_lib *pl)
 	for (i = 0; i < cache.ntabs; i++)
 		if (cache.tabs[i]->dev == pl->dev && cache.tabs[i]->ino == pl->inode)
 			return cache.tabs[i];
+	if (cache.ntabs >= SYMTABS_MAX)
+		return NULL;
 	nt = realloc(cache.tabs, (cache.ntabs + 1) * sizeof(*nt));
 	if (!nt)
 		return NULL;
@@ -277,7 +302,7 @@ static struct symtab *symtab_of(pid_t pid, const struct proc_lib *pl)
 	return t;
 }
 
-static struct pmaps *maps_of(pid_t pid)
+static struct pmaps *maps_of(const struct stacks *st, pid_t pid)
 {
 	struct pmaps *p, *np;
 	struct proc_lib pl;
@@ -296,10 +321,11 @@ static struct pmaps *maps_of(pid_t pid)
 	p = &cache.procs[cache.nprocs++];
 	memset(p, 0, sizeof(*p));
 	p->pid = pid;
-	if (procfs__read(pid, "maps", &maps, 4 << 20) <= 0) {
-		free(maps);
-		return p;
-	}
+	for (i = 0; i < (size_t)st->nsnap && !maps; i++)
+		if (st->snap[i].pid == (uint32_t)pid)
+			maps = strdup(st->snap[i].maps);
+	if (!maps)
+		return p;	/* no snapshot: no symbols rather than another process's */
 	for (line = strtok_r(maps, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		struct smap *nm;
 
@@ -380,7 +406,7 @@ static void frame(struct pmaps *p, uint64_t ip, char *buf, size_t n)
 const char *stacks__text(struct stacks *st, size_t i, char *buf, size_t n)
 {
 	const struct stack_sample *s = &st->s[i];
-	struct pmaps *p = maps_of(s->pid);
+	struct pmaps *p = maps_of(st, s->pid);
 	char f[256];
 	size_t len = 0;
 	int k;
@@ -402,6 +428,9 @@ void stacks__free(struct stacks *st)
 	free(st->s);
 	st->s = NULL;
 	st->ns = 0;
+	for (i = 0; i < (size_t)st->nsnap; i++)
+		free(st->snap[i].maps);
+	st->nsnap = 0;
 	for (i = 0; i < cache.ntabs; i++) {
 		for (k = 0; k < cache.tabs[i]->n; k++)
 			free(cache.tabs[i]->s[k].name);

@@ -13,6 +13,7 @@
 #define STACKS_THREADS_MAX	512	/* perf events at once, over all ranks */
 #define STACKS_SAMPLES_MAX	100000	/* kept per capture; the rest is counted */
 #define STACKS_FRAMES		16	/* frames kept per sample, leaf first */
+#define STACKS_PIDS_MAX		256	/* processes whose mappings are kept for symbols */
 
 struct stack_sample {
 	uint32_t pid, tid;
@@ -33,6 +34,11 @@ struct stacks {
 	size_t ns;
 	uint64_t dropped;
 	int err;		/* the first perf_event_open failure, -errno */
+	struct {
+		uint32_t pid;
+		char *maps;	/* /proc/PID/maps when sampling began */
+	} snap[STACKS_PIDS_MAX];
+	int nsnap;
 };
 
 /* Sample every thread of process pid (its /proc/PID/task, now). Returns threads started. */

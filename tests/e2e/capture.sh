@@ -69,7 +69,9 @@ echo "capture $ID"
 [ "$(code "$URL/api/v1/capture?seconds=2" POST)" = 409 ] || fail "a second capture: not 409"
 $PY - "$URL" <<'PY' || fail "a cross-site POST was not refused"
 import sys, urllib.request, urllib.error
-for hdr in ({"Origin": "http://evil.example"}, {"Sec-Fetch-Site": "cross-site"}):
+port = sys.argv[1].rsplit(":", 1)[1]
+for hdr in ({"Origin": "http://evil.example"}, {"Sec-Fetch-Site": "cross-site"},
+            {"Host": f"evil.example:{port}"}):   # DNS rebinding: another name, our address
     try:
         urllib.request.urlopen(urllib.request.Request(sys.argv[1] + "/api/v1/capture?seconds=1",
                                                       method="POST", headers=hdr), timeout=5)
@@ -86,7 +88,7 @@ for path in ("/api/v1/captures/../../etc/passwd", "/api/v1/captures/..%2f..%2fet
              "/api/v1/captures/%2e%2e%2f%2e%2e%2fetc%2fpasswd", "/api/v1/captures/%252e%252e%252f",
              "/api/v1/captures/", "/api/v1/captures/.." , "/api/v1/captures/x/../../../etc/passwd"):
     s = socket.create_connection(("127.0.0.1", port), timeout=5)
-    s.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+    s.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode())
     data = b""
     while True:
         b = s.recv(65536)
@@ -112,13 +114,14 @@ bg ddp env DDP_LAUNCH_RUN_ID=ddp-capture-$$ "$FIX/ddp_launch.sh" 2 --go-file "$T
 wait_lines "$T/ddp.out" '^ready rank=' 2 120 || fail "DDP job did not start"
 touch "$T/go-ddp"
 sleep 2
-"$RS" capture --server "$URL" --seconds 3 --align step -o "$T/ddp.json" 2>"$T/ddp.err" ||
+"$RS" capture --server "$URL" --seconds 3 --align step -o "$T/ddp.json.gz" 2>"$T/ddp.err" ||
 	fail "rankscope capture --server: $(tail -3 "$T/ddp.err")"
-$CHECK "$T/ddp.json" --ranks 0,1 --min-flows 10 --need step,collective,syscall ||
+[ "$(head -c2 "$T/ddp.json.gz" | od -An -tx1 | tr -d ' ')" = 1f8b ] || fail "--server -o X.gz: not gzipped"
+$CHECK "$T/ddp.json.gz" --ranks 0,1 --min-flows 10 --need step,collective,syscall,sample ||
 	fail "daemon capture (DDP): bad trace"
-$PY - "$T/ddp.json" <<'PY' || fail "DDP capture: no data-loader worker track"
-import json, sys
-ev = json.load(open(sys.argv[1]))["traceEvents"]
+$PY - "$T/ddp.json.gz" <<'PY' || fail "DDP capture: no data-loader worker track"
+import gzip, json, sys
+ev = json.loads(gzip.open(sys.argv[1]).read())["traceEvents"]
 workers = {(e["pid"], e["tid"]) for e in ev if e["ph"] == "M" and e["name"] == "thread_name"
            and e["args"]["name"].startswith("worker ")}
 reads = [e for e in ev if e.get("cat") == "syscall" and (e["pid"], e["tid"]) in workers]
@@ -126,7 +129,7 @@ print(f"data-loader worker tracks: {len(workers)}, their syscalls: {len(reads)}"
 assert workers and reads, (len(workers), len(reads))
 PY
 # three captures in all now: the directory keeps the newest 2
-n=$(ls "$T/caps" | grep -c '\.json$')
+n=$(ls "$T/caps" | grep -cE '\.json(\.gz)?$')
 [ "$n" = 2 ] || fail "the capture directory holds $n captures, want 2: $(ls "$T/caps")"
 kill -TERM "$PID_rsd"
 wait_exit "$PID_rsd" 60 || fail "daemon did not exit"

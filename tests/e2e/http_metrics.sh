@@ -65,7 +65,7 @@ import socket, sys, time
 port = int(sys.argv[1])
 # a 100 KiB header: refused (431 or 413) or the connection closed, never served
 s = socket.create_connection(("127.0.0.1", port), timeout=5)
-s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 100000 + b"\r\n\r\n")
+s.sendall(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"a" * 100000 + b"\r\n\r\n")
 try:
     head = s.recv(64)
 except (ConnectionResetError, BrokenPipeError):
@@ -74,10 +74,10 @@ assert not head.startswith(b"HTTP/1.1 200"), head
 s.close()
 # slowloris: a request that never ends is closed at the timeout; others are served meanwhile
 idle = socket.create_connection(("127.0.0.1", port), timeout=20)
-idle.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+idle.sendall(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n")
 t0 = time.time()
 ok = socket.create_connection(("127.0.0.1", port), timeout=5)
-ok.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+ok.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
 assert ok.recv(64).startswith(b"HTTP/1.1 200"), "healthz blocked by an idle client"
 closed = idle.recv(64)
 waited = time.time() - t0
@@ -85,11 +85,11 @@ assert waited < 15, f"idle connection open for {waited:.1f} s"
 print(f"idle connection closed after {waited:.1f} s")
 # malformed request lines and URLs: an error or a closed connection, never a 200, and the
 # server still answers afterwards
-for req in (b"GARBAGE\r\n\r\n", b"GET metrics HTTP/1.1\r\nHost: x\r\n\r\n",
-            b"GET /metrics%zz%00 HTTP/1.1\r\nHost: x\r\n\r\n",
-            b"GET /api/v1/steps?rank=%ff%fe&last= HTTP/1.1\r\nHost: x\r\n\r\n",
-            b"GET /../../etc/passwd HTTP/1.1\r\nHost: x\r\n\r\n",
-            b"GET /metrics HTTP/9.9\r\nHost: x\r\n\r\n"):
+for req in (b"GARBAGE\r\n\r\n", b"GET metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+            b"GET /metrics%zz%00 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+            b"GET /api/v1/steps?rank=%ff%fe&last= HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+            b"GET /../../etc/passwd HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+            b"GET /metrics HTTP/9.9\r\nHost: 127.0.0.1\r\n\r\n"):
     s = socket.create_connection(("127.0.0.1", port), timeout=5)
     s.sendall(req)
     try:
@@ -101,7 +101,7 @@ for req in (b"GARBAGE\r\n\r\n", b"GET metrics HTTP/1.1\r\nHost: x\r\n\r\n",
     line, status = req.split(b"\r")[0][:48], head.split(b"\r")[0].decode()
     print(f"{line!r}: {status or 'closed'}")
 ok = socket.create_connection(("127.0.0.1", port), timeout=5)
-ok.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+ok.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
 assert ok.recv(64).startswith(b"HTTP/1.1 200"), "healthz after malformed requests"
 PY
 
