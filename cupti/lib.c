@@ -29,7 +29,7 @@
 #define EXPORT __attribute__((visibility("default")))
 
 #define TICK_MS		100
-#define FLUSH_NS	500000000ULL	/* forced flush: records reach the daemon within ~0.6 s */
+#define FLUSH_NS	500000000ULL	/* flush: records reach the daemon within ~0.6 s */
 #define CALIB_NS	10000000000ULL	/* recalibrate the clock this often */
 #define STATUS_NS	5000000000ULL	/* a status with the counters this often */
 #define BACKOFF_MIN_MS	100
@@ -67,6 +67,10 @@ static struct {
 	int fd;				/* to the daemon; -1 when not connected */
 	uint32_t names_sent;		/* on this connection */
 	bool status_due;		/* a status to send before any data */
+	/* the environment, read once on the caller's thread: a getenv() on ours could race the
+	 * application's setenv(), which may move the environment array */
+	char sock_path[sizeof(((struct sockaddr_un *)0)->sun_path) + 1];
+	char cupti_lib[4096];
 } g = { .state = RSC_ST_NO_CUPTI, .fd = -1 };
 
 static uint64_t mono_ns(void)
@@ -191,7 +195,7 @@ static bool find_cupti(void)
 		"/usr/local/cuda/extras/CUPTI/lib64/libcupti.so",
 		"/usr/local/cuda/lib64/libcupti.so", NULL,
 	};
-	const char *env = getenv("RANKSCOPE_CUPTI_LIB");
+	const char *env = g.cupti_lib;
 	char msg[96];
 	void *h = NULL;
 
@@ -345,17 +349,20 @@ static void send_status(void)
 	g.status_due = send_msg(&st, sizeof(st)) != 0 && g.fd >= 0;
 }
 
-static const char *socket_path(void)
+static void read_env(void)
 {
 	const char *p = getenv(RSC_SOCKET_ENV);
 
-	return p && *p ? p : RSC_SOCKET_DEFAULT;
+	/* one too long stays too long (sock_path has a byte more than sun_path): no connect */
+	snprintf(g.sock_path, sizeof(g.sock_path), "%s", p && *p ? p : RSC_SOCKET_DEFAULT);
+	p = getenv("RANKSCOPE_CUPTI_LIB");
+	snprintf(g.cupti_lib, sizeof(g.cupti_lib), "%s", p ? p : "");
 }
 
 static void try_connect(void)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	const char *path = socket_path();
+	const char *path = g.sock_path;
 	int fd;
 
 	if (strlen(path) >= sizeof(sa.sun_path))
@@ -514,7 +521,10 @@ static void *run(void *arg)
 			read_control();
 		now = mono_ns();
 		if (g.enabled && now - last_flush >= FLUSH_NS) {
-			cu.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+			/* not FORCED: that hands back buffers with records still in flight, their
+			 * timestamps 0, lost for good; a queued NCCL kernel waiting for a straggler
+			 * is exactly the record that matters. 0 returns the completed ones. */
+			cu.flush_all(0);
 			last_flush = now;
 		}
 		if (g.enabled && now - last_calib >= CALIB_NS) {
@@ -557,6 +567,7 @@ EXPORT int InitializeInjection(void)
 		return 1;	/* no memory: stay out, and never fail the application */
 	pthread_mutex_init(&g.clock_lock, NULL);
 	pthread_mutex_init(&g.names_lock, NULL);
+	read_env();
 	pthread_atfork(NULL, NULL, in_child);
 	/* our thread takes none of the application's signals */
 	sigfillset(&all);

@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 #include "cupti_rx.h"
 #include "log.h"
@@ -38,6 +39,8 @@ int cupti_rx__open(const char *path, const struct cupti_rx_ops *ops, struct cupt
 	struct cupti_rx *rx;
 	char dir[sizeof(sa.sun_path)], *slash;
 	struct stat stb;
+	mode_t old;
+	int b;
 	int i, e;
 
 	if (!path || path[0] != '/' || strlen(path) >= sizeof(sa.sun_path)) {
@@ -82,8 +85,12 @@ int cupti_rx__open(const char *path, const struct cupti_rx_ops *ops, struct cupt
 	}
 	rx->lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	strcpy(sa.sun_path, path);
-	if (rx->lfd < 0 || bind(rx->lfd, (struct sockaddr *)&sa, sizeof(sa)) ||
-	    chmod(path, 0666) || listen(rx->lfd, 128)) {
+	/* the socket is created 0666 (any rank's uid connects) by bind itself: a chmod by path
+	 * afterwards would follow whatever a pod sharing the directory put there meanwhile */
+	old = umask(0111);
+	b = rx->lfd < 0 ? -1 : bind(rx->lfd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (b || listen(rx->lfd, 128)) {
 		e = -errno;
 		snprintf(err, n, "failed to listen on the CUPTI socket %s: %s", path, strerror(errno));
 		goto fail;
@@ -182,7 +189,9 @@ static void send_ctl(struct cupti_rx *rx, struct conn *c, bool on)
 
 static void handle(struct cupti_rx *rx, struct conn *c, const struct gpu_msg *m)
 {
+	struct timespec ts;
 	struct rsc_rec r;
+	uint64_t late;
 	uint32_t i;
 
 	switch (m->type) {
@@ -204,8 +213,11 @@ static void handle(struct cupti_rx *rx, struct conn *c, const struct gpu_msg *m)
 			gpu_names__set(c->names, m->name.id, m->name.text, m->name.len);
 		break;
 	case RSC_BATCH:
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		/* a record cannot end in the future: a minute of slack for the calibration */
+		late = (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec + 60000000000ULL;
 		for (i = 0; i < m->batch.nrec; i++) {
-			if (gpu_wire__rec(m, i, &r)) {
+			if (gpu_wire__rec(m, i, &r) || r.end_ns > late) {
 				rx->st.invalid++;
 				continue;
 			}

@@ -64,8 +64,10 @@ int gpu_wire__rec(const struct gpu_msg *m, uint32_t i, struct rsc_rec *out)
 	if (m->type != RSC_BATCH || i >= m->batch.nrec)
 		return -EINVAL;
 	memcpy(out, (const char *)m->batch.rec + (size_t)i * sizeof(*out), sizeof(*out));
+	/* an hour-long kernel is a forged or broken record: it would push the rank's GPU time
+	 * (and arrival, completion) far off */
 	if (!out->kind || out->kind >= RSC_REC_KIND_MAX || !out->start_ns ||
-	    out->end_ns < out->start_ns)
+	    out->end_ns < out->start_ns || out->end_ns - out->start_ns > GPU_WIRE_REC_MAX_NS)
 		return -EINVAL;
 	if (out->kind == RSC_REC_MEMCPY && out->sub >= RSC_COPY_MAX)
 		return -EINVAL;

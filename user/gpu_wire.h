@@ -29,8 +29,10 @@ struct gpu_msg {
  * take from a library). */
 int gpu_wire__decode(const void *buf, size_t len, struct gpu_msg *m);
 
+#define GPU_WIRE_REC_MAX_NS	3600000000000ULL	/* a longer record is refused */
+
 /* Record i of a decoded batch, copied out (the buffer need not be aligned). Returns 0, or
- * -EINVAL for a record whose kind or times are wrong (skip it). */
+ * -EINVAL for a record whose kind or times are wrong, or that lasts over an hour (skip it). */
 int gpu_wire__rec(const struct gpu_msg *m, uint32_t i, struct rsc_rec *out);
 
 const char *gpu_wire__state_name(uint32_t state);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 #include <microhttpd.h>
 #include "capture.h"
@@ -32,8 +33,20 @@ struct httpd {
 	size_t nsteps, head;
 	struct capture *cap;
 	bool loopback;			/* listening on 127.0.0.0/8 or ::1 */
+	uint64_t published_ns;		/* the last publish (or the start) */
+	uint64_t stale_ns;		/* /healthz fails after this without one; 0: never */
 	unsigned int port;
 };
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+static enum MHD_Result serve_health(struct httpd *h, struct MHD_Connection *c);
 
 /* On loopback, the Host a client names must be a loopback one: a page whose name was rebound
  * to 127.0.0.1 (DNS rebinding) names its own. */
@@ -124,15 +137,15 @@ static enum MHD_Result text(struct MHD_Connection *c, unsigned int code, const c
 static enum MHD_Result serve_doc(struct httpd *h, struct MHD_Connection *c, enum httpd_doc d,
 				 const char *type)
 {
-	enum MHD_Result ret;
+	enum MHD_Result ret = MHD_NO;
+	bool have;
 
 	pthread_mutex_lock(&h->lock);
-	if (h->doc[d])
+	have = h->doc[d];
+	if (have)
 		ret = reply(c, MHD_HTTP_OK, type, h->doc[d], h->doc_len[d]);
-	else
-		ret = MHD_NO;
 	pthread_mutex_unlock(&h->lock);
-	if (ret == MHD_NO && !h->doc[d])
+	if (!have)
 		return text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "not ready: no data yet\n");
 	return ret;
 }
@@ -195,14 +208,17 @@ static enum MHD_Result post_capture(struct httpd *h, struct MHD_Connection *c)
 	char id[CAPTURE_ID_MAX], err[160], body[128];
 	int r;
 
-	if (!h->cap)
-		return text(c, MHD_HTTP_NOT_FOUND, "not found: captures are off\n");
 	if (capture__parse(arg(c, "seconds"), arg(c, "ranks"), arg(c, "align"), arg(c, "format"),
 			   &req, err, sizeof(err))) {
 		strncat(err, "\n", sizeof(err) - strlen(err) - 1);
 		return text(c, MHD_HTTP_BAD_REQUEST, err);
 	}
-	r = capture__request(h->cap, &req, id, sizeof(id));
+	/* under the lock: the loop may take the capture away (at exit) */
+	pthread_mutex_lock(&h->lock);
+	r = h->cap ? capture__request(h->cap, &req, id, sizeof(id)) : -ENOENT;
+	pthread_mutex_unlock(&h->lock);
+	if (r == -ENOENT)
+		return text(c, MHD_HTTP_NOT_FOUND, "not found: captures are off\n");
 	if (r == -EBUSY)
 		return text(c, MHD_HTTP_CONFLICT, "conflict: a capture is running; try again when it ends\n");
 	snprintf(body, sizeof(body), "{\"id\":\"%s\",\"seconds\":%d,\"url\":\"/api/v1/captures/%s\"}",
@@ -220,9 +236,11 @@ static enum MHD_Result get_capture(struct httpd *h, struct MHD_Connection *c, co
 	bool gz = false;
 	int fd, err;
 
-	if (!h->cap)
+	pthread_mutex_lock(&h->lock);
+	err = h->cap ? capture__lookup(h->cap, id, &e, &fd, &gz) : -ENOTSUP;
+	pthread_mutex_unlock(&h->lock);
+	if (err == -ENOTSUP)
 		return text(c, MHD_HTTP_NOT_FOUND, "not found: captures are off\n");
-	err = capture__lookup(h->cap, id, &e, &fd, &gz);
 	if (err == -EINVAL)
 		return text(c, MHD_HTTP_BAD_REQUEST, "bad request: not a capture id\n");
 	if (err)
@@ -316,7 +334,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	if (!strcmp(url, "/metrics"))
 		return serve_doc(h, c, HTTPD_METRICS, "text/plain; version=0.0.4; charset=utf-8");
 	if (!strcmp(url, "/healthz"))
-		return text(c, MHD_HTTP_OK, "ok\n");
+		return serve_health(h, c);
 	if (!strcmp(url, "/api/v1/ranks"))
 		return serve_doc(h, c, HTTPD_RANKS, "application/json");
 	if (!strcmp(url, "/api/v1/diagnosis"))
@@ -341,6 +359,7 @@ int httpd__start(const char *addr, struct httpd **out, char *err, size_t n)
 	h = calloc(1, sizeof(*h));
 	if (!h)
 		return -ENOMEM;
+	h->published_ns = mono_ns();
 	h->steps = calloc(HTTPD_STEPS_MAX, sizeof(*h->steps));
 	if (!h->steps) {
 		free(h);
@@ -408,6 +427,7 @@ void httpd__publish(struct httpd *h, enum httpd_doc d, const char *body, size_t 
 	free(h->doc[d]);
 	h->doc[d] = copy;
 	h->doc_len[d] = len;
+	h->published_ns = mono_ns();
 	pthread_mutex_unlock(&h->lock);
 }
 
@@ -438,6 +458,37 @@ void httpd__add_step(struct httpd *h, const char *job, int rank, const char *jso
 
 void httpd__set_capture(struct httpd *h, struct capture *c)
 {
-	if (h)
-		h->cap = c;
+	if (!h)
+		return;
+	pthread_mutex_lock(&h->lock);
+	h->cap = c;
+	pthread_mutex_unlock(&h->lock);
+}
+
+void httpd__set_stale(struct httpd *h, uint64_t ns)
+{
+	if (!h)
+		return;
+	pthread_mutex_lock(&h->lock);
+	h->stale_ns = ns;
+	pthread_mutex_unlock(&h->lock);
+}
+
+/* /healthz: 200 while the loop publishes, 503 once it has not for stale_ns (a wedged loop
+ * serves frozen series: a liveness probe should restart it, not call it healthy) */
+static enum MHD_Result serve_health(struct httpd *h, struct MHD_Connection *c)
+{
+	uint64_t age, stale;
+	char body[128];
+
+	pthread_mutex_lock(&h->lock);
+	age = mono_ns() - h->published_ns;
+	stale = h->stale_ns;
+	pthread_mutex_unlock(&h->lock);
+	if (stale && age > stale) {
+		snprintf(body, sizeof(body), "stale: nothing published for %.0f s; the event loop "
+			 "is stuck (see the daemon's log)\n", age / 1e9);
+		return text(c, MHD_HTTP_SERVICE_UNAVAILABLE, body);
+	}
+	return text(c, MHD_HTTP_OK, "ok\n");
 }

@@ -28,6 +28,9 @@ const char *httpd__view(size_t *len);
 /* Serve POST /api/v1/capture and GET /api/v1/captures/ID from c (NULL: 404). */
 void httpd__set_capture(struct httpd *h, struct capture *c);
 
+/* /healthz answers 503 once nothing was published for ns (0, the default: never). */
+void httpd__set_stale(struct httpd *h, uint64_t ns);
+
 /* Parse "HOST:PORT" (IPv4, or [IPv6]). Returns 0 or -EINVAL. */
 int httpd__parse_listen(const char *s, void *sockaddr, unsigned int *len);
 

@@ -181,6 +181,13 @@ void prom__histogram(struct prom *p, const char *name, const char *const *labels
 	line(p, name, "_count", labels, NULL, count > cum ? count : cum);
 }
 
+/*
+ * Every series of a name has the same le set, so sums across ranks stay monotonic: the first
+ * bucket (le 1.024us) holds everything below it, then one per power of two up to 2^39 ns
+ * (550 s). The last slot also holds what overflowed it, so it goes only to +Inf.
+ */
+#define PROM_HIST_LO	9
+
 void prom__log2_hist(struct prom *p, const char *name, const char *const *labels,
 		     const struct rs_hist *h)
 {
@@ -188,12 +195,12 @@ void prom__log2_hist(struct prom *p, const char *name, const char *const *labels
 	double bounds[RS_HIST_SLOTS];
 	int b, n = 0;
 
-	for (b = 0; b < RS_HIST_SLOTS; b++)
-		if (h->slots[b])
-			n = b + 1;
-	for (b = 0; b < n; b++) {
-		counts[b] = h->slots[b];
-		bounds[b] = ldexp(1.0, b + 1) / 1e9;
+	counts[0] = 0;
+	for (b = 0; b < RS_HIST_SLOTS - 1; b++) {
+		if (b > PROM_HIST_LO)
+			counts[++n] = 0;
+		counts[n] += h->slots[b];
+		bounds[n] = ldexp(1.0, b + 1) / 1e9;
 	}
-	prom__histogram(p, name, labels, counts, bounds, n, h->sum_ns / 1e9, h->count);
+	prom__histogram(p, name, labels, counts, bounds, n + 1, h->sum_ns / 1e9, h->count);
 }

@@ -40,7 +40,8 @@ void prom__histogram(struct prom *p, const char *name, const char *const *labels
 		     uint64_t count);
 
 /* The kernel's log2(ns) histogram as a histogram in seconds: bucket b holds [2^b, 2^(b+1)) ns,
- * so its le is 2^(b+1) ns; buckets up to the highest non-empty one are written. */
+ * so its le is 2^(b+1) ns. Every series gets the same le set: 1.024us (all below), then powers
+ * of two up to 2^39 ns; the last slot, which also holds the overflow, counts only in +Inf. */
 void prom__log2_hist(struct prom *p, const char *name, const char *const *labels,
 		     const struct rs_hist *h);
 

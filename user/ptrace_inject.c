@@ -22,6 +22,7 @@
 #include "elfsym.h"
 #include "libs.h"
 #include "procfs.h"
+#include "log.h"
 #include "ptrace_inject.h"
 
 #if defined(__x86_64__)
@@ -100,9 +101,12 @@ bool ptrace_inject__maps_has(const char *maps, const char *path)
 
 static bool loader_cb(const struct proc_map *m, const void *arg)
 {
+	/* the loader, libc, the unwinder, and the allocators a training job preloads: stopped in
+	 * one with its lock held, our dlopen() would malloc() into that lock on the same thread */
 	static const char *const locked[] = {
 		"libc.so", "libc-", "ld-linux", "ld-musl", "libc.musl", "libgcc_s", "libpthread",
-		"libdl", NULL,
+		"libdl", "libjemalloc", "libtcmalloc", "libmimalloc", "libhoard", "libtbbmalloc",
+		NULL,
 	};
 	uint64_t pc = *(const uint64_t *)arg;
 	const char *const *l;
@@ -612,6 +616,7 @@ static int call(struct tracee *t, uint64_t fn, uint64_t a0, uint64_t a1, int tim
 	int64_t end = now_ms() + timeout_ms;
 	bool timed_out = false;
 	uint64_t zero = 0;
+	int warned = 0;
 	siginfo_t si;
 	long sig;
 	int err;
@@ -633,7 +638,16 @@ static int call(struct tracee *t, uint64_t fn, uint64_t a0, uint64_t a1, int tim
 	if (ptrace(PTRACE_CONT, t->pid, 0, 0))
 		return -errno;
 	for (;;) {
-		err = wait_stop(t, timed_out ? -1 : (int)(end - now_ms() > 0 ? end - now_ms() : 0));
+		err = wait_stop(t, timed_out ? 5000 : (int)(end - now_ms() > 0 ? end - now_ms() : 0));
+		if (err == -ETIMEDOUT && timed_out) {
+			/* interrupted, yet not stopped: in uninterruptible sleep (a hung NFS mount
+			 * under dlopen, say). Leaving now would let it return into address 0 */
+			if (!warned++)
+				pr_warn("inject: PID %d does not stop (uninterruptible sleep inside our "
+					"call?); waiting for it: stopping rankscope now would crash it",
+					t->pid);
+			continue;
+		}
 		if (err == -ETIMEDOUT) {
 			/* stop it wherever it is: the registers still go back */
 			timed_out = true;

@@ -211,6 +211,31 @@ static void on_init(struct session *s, struct rank_state *rs, const struct rs_ev
 	emit(s);
 }
 
+/* One checkpoint sample of rs at t. last: the rank exits, so a burst in progress ends now
+ * (it wrote its checkpoint, then exited: the common last act of a job). */
+static void ckpt_sample(struct session *s, struct rank_state *rs, uint64_t t, bool last)
+{
+	uint64_t bytes = probe_io__write_bytes(&s->probes, rs->slot, RS_FD_REG);
+	struct ckpt_done d;
+	struct timespec rt;
+
+	if (!rs->acc)
+		return;
+	if (t < rs->ck.last_t)
+		t = rs->ck.last_t;	/* an exit record stamped before the last tick's sample */
+	if (!ckpt__sample(&rs->ck, &s->o.ckpt, t, bytes, &d) &&
+	    !(last && rs->ck.in_burst &&
+	      ckpt__sample(&rs->ck, &s->o.ckpt, t + s->o.ckpt.gap_ns + 1, bytes, &d)))
+		return;
+	rs->acc->ckpt_count++;
+	rs->acc->ckpt_ns += d.end_ns - d.start_ns;
+	rs->acc->ckpt_bytes += d.bytes;
+	clock_gettime(CLOCK_REALTIME, &rt);
+	rs->acc->ckpt_last_unix = rt.tv_sec + rt.tv_nsec / 1e9 - (t - d.end_ns) / 1e9;
+	pr_debug("%s: rank %d pid %d wrote a checkpoint: %" PRIu64 " bytes in %.3f s", verb(s),
+		 rs->info.rank, rs->pid, d.bytes, (d.end_ns - d.start_ns) / 1e9);
+}
+
 void session__rank_gone(struct session *s, struct rank_state *rs, uint64_t t, int status)
 {
 	struct sjob *j = job_of(s, rs);
@@ -218,6 +243,7 @@ void session__rank_gone(struct session *s, struct rank_state *rs, uint64_t t, in
 
 	if (rs->exited)
 		return;
+	ckpt_sample(s, rs, t, true);	/* before the probes let go of its counters */
 	rs->exited = true;
 	rs->exit_code = status;
 	rs->exit_ns = t;
@@ -679,8 +705,6 @@ static void check_alive(struct session *s)
 /* Checkpoints: every drain tick, each live rank's cumulative regular-file write bytes. */
 static void sample_checkpoints(struct session *s, uint64_t t)
 {
-	struct ckpt_done d;
-	struct timespec rt;
 	int i;
 
 	for (i = 0; i < s->nranks; i++) {
@@ -688,16 +712,7 @@ static void sample_checkpoints(struct session *s, uint64_t t)
 
 		if (!rs->used || rs->exited || !rs->acc)
 			continue;
-		if (!ckpt__sample(&rs->ck, &s->o.ckpt, t,
-				  probe_io__write_bytes(&s->probes, rs->slot, RS_FD_REG), &d))
-			continue;
-		rs->acc->ckpt_count++;
-		rs->acc->ckpt_ns += d.end_ns - d.start_ns;
-		rs->acc->ckpt_bytes += d.bytes;
-		clock_gettime(CLOCK_REALTIME, &rt);
-		rs->acc->ckpt_last_unix = rt.tv_sec + rt.tv_nsec / 1e9 - (t - d.end_ns) / 1e9;
-		pr_debug("%s: rank %d pid %d wrote a checkpoint: %" PRIu64 " bytes in %.3f s", verb(s),
-			 rs->info.rank, rs->pid, d.bytes, (d.end_ns - d.start_ns) / 1e9);
+		ckpt_sample(s, rs, t, false);
 	}
 }
 
@@ -1607,6 +1622,8 @@ int session__open(struct session *s)
 			return f;
 		}
 		pr_info("%s: serving /metrics and /api/v1 on http://%s", verb(s), s->o.listen);
+		/* published every interval: three missed, and at least 30 s, is a stuck loop */
+		httpd__set_stale(s->httpd, s->o.interval_s * 3e9 > 30e9 ? s->o.interval_s * 3e9 : 30e9);
 	}
 	if (s->o.capture_dir && (s->o.listen || s->o.capture_out)) {
 		f = capture__open(&s->cap, s->o.capture_out ? NULL : s->o.capture_dir,

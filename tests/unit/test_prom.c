@@ -87,18 +87,39 @@ static void log2_hist__ns_buckets__seconds_bounds(void **state)
 	struct rs_hist h = {};
 	struct prom p;
 
-	h.slots[0] = 1;		/* [1, 2) ns */
+	h.slots[0] = 1;		/* [1, 2) ns: folded into the first bucket */
 	h.slots[10] = 2;	/* [1024, 2048) ns */
-	h.count = 3;
+	h.slots[RS_HIST_SLOTS - 1] = 4;	/* the overflow slot: +Inf only */
+	h.count = 7;
 	h.sum_ns = 3000;
 	prom__init(&p);
 	prom__log2_hist(&p, "x_seconds", NULL, &h);
-	assert_non_null(strstr(p.buf, "x_seconds_bucket{le=\"2e-09\"} 1\n"));
-	assert_non_null(strstr(p.buf, "x_seconds_bucket{le=\"1.024e-06\"} 1\n"));
+	assert_ptr_equal(strstr(p.buf, "x_seconds_bucket{"),
+			 strstr(p.buf, "x_seconds_bucket{le=\"1.024e-06\"} 1\n"));
+	assert_null(strstr(p.buf, "2e-09"));
 	assert_non_null(strstr(p.buf, "x_seconds_bucket{le=\"2.048e-06\"} 3\n"));
-	assert_non_null(strstr(p.buf, "x_seconds_bucket{le=\"+Inf\"} 3\nx_seconds_sum 3e-06\n"
-				      "x_seconds_count 3\n"));
-	assert_null(strstr(p.buf, "4.096e-06"));	/* nothing past the last non-empty bucket */
+	assert_non_null(strstr(p.buf, "x_seconds_bucket{le=\"4.096e-06\"} 3\n"));
+	/* every series has the same le set, up to 2^39 ns, whatever it holds */
+	assert_non_null(strstr(p.buf, "x_seconds_bucket{le=\"549.755813888\"} 3\n"
+				      "x_seconds_bucket{le=\"+Inf\"} 7\nx_seconds_sum 3e-06\n"
+				      "x_seconds_count 7\n"));
+	assert_null(strstr(p.buf, "1099.5"));
+	prom__free(&p);
+}
+
+static void log2_hist__empty__same_le_set(void **state)
+{
+	struct rs_hist h = {};
+	struct prom p;
+	const char *c;
+	int n = 0;
+
+	prom__init(&p);
+	prom__log2_hist(&p, "x_seconds", NULL, &h);
+	for (c = p.buf; (c = strstr(c, "_bucket{")); c++)
+		n++;
+	assert_int_equal(n, RS_HIST_SLOTS - 1 - 9 + 1);	/* 30 finite buckets and +Inf */
+	assert_non_null(strstr(p.buf, "x_seconds_bucket{le=\"+Inf\"} 0\nx_seconds_sum 0\n"));
 	prom__free(&p);
 }
 
@@ -152,6 +173,7 @@ int main(void)
 		cmocka_unit_test(histogram__cumulative_and_inf__exact),
 		cmocka_unit_test(histogram__count_below_buckets__inf_not_below),
 		cmocka_unit_test(log2_hist__ns_buckets__seconds_bounds),
+		cmocka_unit_test(log2_hist__empty__same_le_set),
 		cmocka_unit_test(reset__keeps_buffer__empty_text),
 		cmocka_unit_test(cap__samples_and_histograms__left_out_and_counted),
 	};

@@ -30,6 +30,8 @@ static const char maps_text[] =
 	"7f0000300000-7f0000310000 r-xp 00001000 fe:00 400 /usr/lib/libgcc_s.so.1\n"
 	"7f0000400000-7f0000401000 rw-p 00000000 00:00 0 \n"
 	"7f0000500000-7f0000530000 r-xp 00001000 fe:00 500 /lib64/ld-linux-x86-64.so.2\n"
+	"7f0000600000-7f0000680000 r-xp 00010000 fe:00 600 /usr/lib/x86_64-linux-gnu/libjemalloc.so.2\n"
+	"7f0000700000-7f0000780000 r-xp 00010000 fe:00 700 /opt/lib/libtcmalloc_minimal.so.4\n"
 	"7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0                          [stack]\n";
 
 static void frame__any_rsp__red_zone_kept_and_sysv_aligned(void **state)
@@ -75,6 +77,9 @@ static void pc_in_loader__libc_ld_libgcc_code__true(void **state)
 	assert_true(ptrace_inject__pc_in_loader(maps_text, 0x7f000019cfff));
 	assert_true(ptrace_inject__pc_in_loader(maps_text, 0x7f0000510000));
 	assert_true(ptrace_inject__pc_in_loader(maps_text, 0x7f0000300010));
+	/* a preloaded allocator holds its own locks, which our dlopen's malloc would take */
+	assert_true(ptrace_inject__pc_in_loader(maps_text, 0x7f0000600010));
+	assert_true(ptrace_inject__pc_in_loader(maps_text, 0x7f0000700010));
 }
 
 static void pc_in_loader__own_code_data_anon__false(void **state)
