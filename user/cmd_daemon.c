@@ -31,9 +31,23 @@ struct tried {
 	uint64_t judged_ns;	/* when */
 };
 
+/* A newcomer that took a live process's rank (the holder maps no collective library yet, or
+ * it exec'd the newcomer). If the newcomer turns out short-lived (`git`, `ldconfig` run by a
+ * rank still starting up, with the rank variable inherited), the holder was the rank after
+ * all: it is judged again. */
+struct displaced {
+	pid_t newcomer;
+	pid_t holder;
+	uint64_t holder_start;	/* the same process, not a reuse of its PID */
+};
+
+#define DISPLACED_MAX	64
+
 static struct {
 	struct tried tried[TRIED_MAX];
 	unsigned int ntried;
+	struct displaced displaced[DISPLACED_MAX];
+	unsigned int ndisplaced;
 	uint64_t my_start;	/* our own start time (ticks since boot): "started after us" */
 	bool all;
 } d;
@@ -86,6 +100,16 @@ static void forget_tried(pid_t pid, uint64_t t)
 			memset(&d.tried[i], 0, sizeof(d.tried[i]));
 }
 
+static void note_displaced(pid_t newcomer, pid_t holder)
+{
+	struct proc_stat st;
+
+	if (procfs__stat(holder, &st))
+		return;
+	d.displaced[d.ndisplaced++ % DISPLACED_MAX] =
+		(struct displaced){ newcomer, holder, st.starttime };
+}
+
 /* Adopt pid as a rank if it is new to us. worker_of: pid is tracked as a worker of that rank
  * and exec'd with a rank variable of its own. Returns true when it was attached. */
 static bool adopt(struct session *s, pid_t pid, bool started_before_ok, pid_t worker_of)
@@ -121,8 +145,11 @@ static bool adopt(struct session *s, pid_t pid, bool started_before_ok, pid_t wo
 		s->attach_results[AR_GONE]++;
 		return false;
 	}
+	s->displaced_pid = 0;
 	r = session__join(s, slot, false);
 	mark_tried(pid, st.starttime, r != AR_OK);
+	if (r == AR_OK && s->displaced_pid)
+		note_displaced(pid, s->displaced_pid);
 	if (worker_of && r == AR_DUP_RANK)
 		return false;	/* a worker with its parent's rank (a spawned data loader) */
 	s->attach_results[r]++;
@@ -133,6 +160,48 @@ static bool adopt(struct session *s, pid_t pid, bool started_before_ok, pid_t wo
 		pr_warn("daemon: not attaching to PID %d: %s%s", pid, session__result_name(r),
 			r == AR_CAP_JOBS ? " (--max-jobs)" : "");
 	return r == AR_OK;
+}
+
+/* One of pid's descendants is a rank, or was displaced from one: pid is a launcher, whose
+ * short-lived child (a port probe, a hostname) is no reason to take it back. */
+static bool launched_ranks(struct session *s, pid_t pid)
+{
+	pid_t kids[256];
+	int n, k;
+	unsigned int i;
+
+	n = targets__children(pid, kids, 256);
+	for (k = 0; k < n; k++) {
+		if (session__has_pid(s, kids[k]))
+			return true;
+		for (i = 0; i < DISPLACED_MAX; i++)
+			if (d.displaced[i].holder == kids[k])
+				return true;
+	}
+	return false;
+}
+
+/* newcomer, dropped as short-lived: whoever it displaced is judged again now (not left to
+ * the rescan, which takes a child with its parent's rank for a worker) */
+static void restore_displaced(struct session *s, pid_t newcomer)
+{
+	struct proc_stat st;
+	unsigned int i;
+
+	for (i = 0; i < DISPLACED_MAX; i++) {
+		struct displaced x = d.displaced[i];
+
+		if (x.newcomer != newcomer || !x.holder)
+			continue;
+		memset(&d.displaced[i], 0, sizeof(d.displaced[i]));
+		if (procfs__stat(x.holder, &st) || st.starttime != x.holder_start ||
+		    launched_ranks(s, x.holder))
+			continue;
+		pr_info("daemon: PID %d was short-lived; PID %d, whose rank it took, is judged "
+			"again", newcomer, x.holder);
+		forget_tried(x.holder, session__now());
+		adopt(s, x.holder, true, 0);
+	}
 }
 
 /* A rank launched a rank: it was a launcher (torchrun, or a batch script with a rank
@@ -183,8 +252,11 @@ static void on_exec(struct session *s, pid_t pid, uint64_t t, pid_t parent, bool
 	}
 	ranks__init(&ri);
 	if (ranks__from_environ(env, n, &ri) == 1 &&
-	    adopt(s, pid, true, parent) && parent)	/* an exec starts a program: a new one */
+	    adopt(s, pid, true, parent) && parent) {	/* an exec starts a program: a new one */
+		if (session__has_pid(s, parent))
+			note_displaced(pid, parent);
 		demote(s, parent, pid);
+	}
 	free(env);
 }
 
@@ -204,15 +276,23 @@ static void rescan(struct session *s)
  * command that inherited a rank variable and exited without a collective library. */
 static void tick(struct session *s, uint64_t now)
 {
-	int i, k;
+	pid_t gone[DISPLACED_MAX];
+	int i, k, ngone = 0;
 
 	for (i = 0; i < s->nranks; i++) {
 		struct rank_state *rs = &s->ranks[i];
 
 		if (rs->used && rs->exited && !rs->coll_probes &&
-		    rs->exit_ns - rs->join_ns < SHORT_LIVED_NS)
+		    rs->exit_ns - rs->join_ns < SHORT_LIVED_NS) {
+			if (ngone < DISPLACED_MAX)
+				gone[ngone++] = rs->pid;
 			session__drop_rank(s, i);
+		}
 	}
+	/* after every drop: a holder taken back must not find its job "ended" by a helper's exit
+	 * and start it afresh, dropping the helpers not yet looked at */
+	for (i = 0; i < ngone; i++)
+		restore_displaced(s, gone[i]);
 	for (k = 0; k < SESSION_JOBS_MAX; k++) {
 		struct sjob *j = &s->jobs[k];
 

@@ -1334,9 +1334,11 @@ enum attach_result session__join(struct session *s, int slot, bool defer)
 		 * rank; a restarted rank replaces the one that exited */
 		if (!o->exited && o->coll_probes)
 			return AR_DUP_RANK;
-		if (!o->exited)
+		if (!o->exited) {
 			pr_info("%s: PID %d gives rank %d of job '%s' to PID %d: it maps no collective "
 				"library", verb(s), o->pid, o->info.rank, j->id, rs->pid);
+			s->displaced_pid = o->pid;
+		}
 		session__drop_rank(s, o->slot);
 		if (!j->used)	/* that was the job's last rank */
 			return session__join(s, slot, defer);

@@ -105,6 +105,7 @@ struct session {
 	struct comms comms;
 	struct self_stats self;
 	uint64_t attach_results[AR_MAX];
+	pid_t displaced_pid;	/* the live holder the last session__join took a number from */
 	uint64_t series_overflow;	/* /metrics lines left out by the cap, summed over renders */
 	struct json j;
 	FILE *out;

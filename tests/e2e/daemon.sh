@@ -86,12 +86,18 @@ done
 
 # 3) a DDP job while the MPI job runs: a second job. Its launcher carries RANK=0 itself, as
 # Kubeflow's node rank does: taken for a rank at first, it is let go once it launches ranks.
-bg ddp env RANK=0 DDP_LAUNCH_RUN_ID=ddp-daemon-$$ "$FIX/ddp_launch.sh" 2 --go-file "$T/go-ddp" \
+# Each rank runs a short-lived child (with its RANK) before it loads torch: the child takes the
+# rank's number for a moment, and the rank must get it back.
+bg ddp env RANK=0 DDP_STARTUP_HELPER=1.5 DDP_LAUNCH_RUN_ID=ddp-daemon-$$ "$FIX/ddp_launch.sh" 2 --go-file "$T/go-ddp" \
 	--steps 40 --data-dir "$T/data"
 wait_lines "$T/ddp.out" '^ready rank=' 2 120 || fail "DDP job did not start"
 DDP_PIDS=$(ready_pids "$T/ddp.out")
 for p in ${DDP_PIDS//,/ }; do
 	wait_lines "$T/rsd.out" "attached to PID $p:" 1 10 || fail "the daemon did not attach to DDP rank PID $p: $(grep -v libbpf "$T/rsd.out" | tail -12)"
+done
+for p in ${DDP_PIDS//,/ }; do
+	grep -q "was short-lived; PID $p, whose rank it took, is judged again" "$T/rsd.out" ||
+		fail "DDP rank PID $p did not get its rank back from its startup child: $(grep -v libbpf "$T/rsd.out" | tail -8)"
 done
 touch "$T/go-ddp"
 wait_exit "$PID_ddp" 120 || fail "DDP job failed: $(tail -5 "$T/ddp.out")"
