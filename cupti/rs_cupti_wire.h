@@ -22,7 +22,7 @@
 #define RSC_NAME_MAX		1024		/* kernel names are cut to this (mangled C++) */
 #define RSC_NAMES_MAX_WIRE	4096		/* name ids are 1..this */
 #define RSC_SOCKET_ENV		"RANKSCOPE_CUPTI_SOCKET"
-#define RSC_SOCKET_DEFAULT	"/run/rankscope/cupti.sock"
+#define RSC_SOCKET_DEFAULT	"/run/rankscope/cupti/cupti.sock"
 
 enum rsc_type {
 	RSC_STATUS = 1,

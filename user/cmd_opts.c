@@ -62,7 +62,8 @@ static void usage(FILE *f, enum cmd_verb v)
 "      --planned-steps N  export rankscope_planned_steps for the dashboard's ETA\n"
 "      --ckpt-min-mb N    a write burst this big is a checkpoint (default 16)\n"
 "      --cupti-socket PATH  GPU timing: where librankscope_cupti.so connects (default:\n"
-"                         cupti.sock next to the lock file, /run/rankscope/cupti.sock)\n"
+"                         cupti/cupti.sock next to the lock file,\n"
+"                         /run/rankscope/cupti/cupti.sock)\n"
 "      --no-cupti         no GPU timing socket\n"
 "      --capture-dir DIR  where POST /api/v1/capture writes (default\n"
 "                         /var/lib/rankscope/captures, mode 0700)\n"
@@ -509,11 +510,13 @@ int cmd__parse_opts(int argc, char **argv, struct session_opts *o, enum cmd_verb
 		o->report = true;	/* no table: the capture is the output */
 		return 0;
 	}
-	/* the daemon's CUPTI socket sits next to its lock file: /run/rankscope/cupti.sock */
+	/* the daemon's CUPTI socket sits in a directory of its own next to the lock file,
+	 * /run/rankscope/cupti/cupti.sock: training pods mount only that one, read only, and
+	 * never reach the lock */
 	if (o->daemon && !o->cupti_socket) {
 		const char *slash = strrchr(o->lock_file, '/');
 
-		snprintf(cupti_default, sizeof(cupti_default), "%.*s/cupti.sock",
+		snprintf(cupti_default, sizeof(cupti_default), "%.*s/cupti/cupti.sock",
 			 (int)(slash - o->lock_file), o->lock_file);
 		o->cupti_socket = cupti_default;
 	}

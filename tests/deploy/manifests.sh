@@ -176,7 +176,7 @@ for arg in sys.argv[2:]:
         err(f"{variant}: with hostNetwork, --listen={listen[0]} serves on every interface of "
             "the node; listen on $(POD_IP)")
     # Both default to the shared host path; given, they must stay on it.
-    for opt in ("--lock-file=", "--cupti-socket-dir="):
+    for opt in ("--lock-file=", "--cupti-socket="):
         for a in args:
             if a.startswith(opt) and not a[len(opt):].startswith("/run/rankscope"):
                 err(f"{variant}: {a} is not on the shared host path /run/rankscope")

@@ -15,7 +15,7 @@ DBL=$FIX/cupti_double
 	skip "no CUPTI library or doubles (CUPTI headers missing at build)"
 PORT=$((20000 + RANDOM % 20000))
 URL=http://127.0.0.1:$PORT
-SOCK=$T/cupti.sock
+SOCK=$T/cupti/cupti.sock	# the daemon's default: cupti/ next to its lock file
 host() {	# host NAME ENV... -- ARGS...: cupti_host on the doubles, in the background
 	local name=$1
 	shift

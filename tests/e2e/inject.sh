@@ -56,7 +56,7 @@ if [ -r /sys/kernel/btf/vmlinux ]; then
 	wait_lines "$T/rsd.out" 'watching for training processes' 1 30 || fail "daemon did not start"
 	DAEMON=1
 fi
-export RANKSCOPE_CUPTI_SOCKET=$T/cupti.sock
+export RANKSCOPE_CUPTI_SOCKET=$T/cupti/cupti.sock
 REF1=$(ref --iters 1500)
 start t1 --iters 1500
 sleep 0.2
