@@ -150,11 +150,20 @@ static void do_accept(struct cupti_rx *rx)
 	struct epoll_event ev = { .events = EPOLLIN };
 	struct ucred cr;
 	socklen_t len = sizeof(cr);
-	int fd, i;
+	int fd, i, k;
 
 	while ((fd = accept4(rx->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0) {
 		for (i = 0; i < CUPTI_RX_CONNS_MAX && rx->c[i].fd >= 0; i++)
 			;
+		/* full: make room by closing one whose process is no rank of ours, so a flood of
+		 * connections from elsewhere cannot keep a rank's library out */
+		for (k = 0; i == CUPTI_RX_CONNS_MAX && k < CUPTI_RX_CONNS_MAX; k++) {
+			if (rx->ops.wanted && rx->ops.wanted(rx->ops.ctx, rx->c[k].pid))
+				continue;
+			drop(rx, &rx->c[k]);
+			rx->st.refused++;
+			i = k;
+		}
 		if (i == CUPTI_RX_CONNS_MAX || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) ||
 		    cr.pid <= 0) {
 			rx->st.refused++;
@@ -187,6 +196,11 @@ static void send_ctl(struct cupti_rx *rx, struct conn *c, bool on)
 		c->enabled = on;
 }
 
+static bool wanted(struct cupti_rx *rx, const struct conn *c)
+{
+	return rx->ops.wanted && rx->ops.wanted(rx->ops.ctx, c->pid);
+}
+
 static void handle(struct cupti_rx *rx, struct conn *c, const struct gpu_msg *m)
 {
 	struct timespec ts;
@@ -207,12 +221,23 @@ static void handle(struct cupti_rx *rx, struct conn *c, const struct gpu_msg *m)
 		break;
 	}
 	case RSC_NAME:
+		/* names and records only from a rank's library (asked, or recording since
+		 * before a daemon restart): a process that is no rank, or anyone with the
+		 * socket, gets no memory here */
+		if (!wanted(rx, c)) {
+			rx->st.invalid++;
+			break;
+		}
 		if (!c->names)
 			c->names = calloc(1, sizeof(*c->names));
 		if (c->names)
 			gpu_names__set(c->names, m->name.id, m->name.text, m->name.len);
 		break;
 	case RSC_BATCH:
+		if (!wanted(rx, c)) {
+			rx->st.invalid++;
+			break;
+		}
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		/* a record cannot end in the future: a minute of slack for the calibration */
 		late = (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec + 60000000000ULL;

@@ -24,8 +24,8 @@ struct cupti_rx_ops {
 
 struct cupti_rx_stats {
 	uint64_t messages;	/* decoded */
-	uint64_t invalid;	/* messages or records refused */
-	uint64_t refused;	/* connections closed at accept: over the limit */
+	uint64_t invalid;	/* messages or records refused (names, records unasked) */
+	uint64_t refused;	/* connections closed: over the limit, or to make room */
 	unsigned int conns;
 	unsigned int by_state[RSC_ST_MAX];	/* connections by their library's last state */
 };

@@ -85,6 +85,27 @@ assert g["state"] == "active" and g["detail"] == "recording", g
 assert r[sys.argv[2]]["gpu"]["detail"] == "GPU timing unavailable: another CUPTI subscriber", r' \
 	"gpu-$$" "other-$$" || fail "/api/v1/ranks gpu"
 
+# a client that is no rank (this shell's python) sends names and records as a library would:
+# the daemon keeps none of them (counted invalid)
+$PY - "$SOCK" <<'PY' || fail "a non-rank client could not talk to the socket"
+import socket, struct, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(sys.argv[1])
+MAGIC, VER = 0x31435352, 1
+def hdr(t, n): return struct.pack("<IHHII", MAGIC, VER, t, n, 0)
+for i in range(1, 201):
+    name = b"ncclDevKernel_Forged_%d" % i
+    s.send(hdr(2, 24 + len(name)) + struct.pack("<II", i, len(name)) + name)
+rec = struct.pack("<BBHIQQQII", 1, 0, 0, 7, 1000, 2000, 1, 0, 0)
+s.send(hdr(3, 16 + 16 + 40) + struct.pack("<IIQ", 1, 0, 0) + rec)
+s.close()
+PY
+sleep 1
+bad=$(http_get $URL/metrics | tail -n +2 | grep '^rankscope_cupti_records_total{result="invalid"}' | awk '{print $2}')
+echo "a non-rank client's names and records: ${bad:-0} refused"
+[ "${bad:-0}" -ge 201 ] 2>/dev/null ||
+	fail "names and records of a non-rank client were taken (invalid ${bad:-0}, want >= 201)"
+
 # the daemon restarts: the library reconnects (backoff up to 5 s) and records again
 host gpu2 RANK=0 WORLD_SIZE=1 TORCHELASTIC_RUN_ID=gpu2-$$ -- --steps 100000 --idle-us 2000 \
 	--linger-ms 0
