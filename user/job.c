@@ -887,6 +887,9 @@ static void trim(struct job_rank *r, uint64_t t)
 	TRIM(r->io, r->nio, r->io[_i].end < t);
 	TRIM(r->bwd, r->nbwd, r->bwd[_i] < t);
 	TRIM(r->mark, r->nmark, r->mark[_i].t < t);
+	/* in arrival order, several streams interleaved: the leading ones that ended before t */
+	TRIM(r->gpu, r->ngpu, r->gpu[_i].end < t);
+	TRIM(r->sync, r->nsync, r->sync[_i].exit && r->sync[_i].exit < t);
 }
 
 static void assemble(struct job *j, uint64_t now, bool final)

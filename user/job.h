@@ -28,7 +28,8 @@ struct job_cfg {
 #define JOB_MAX_IO	8192
 #define JOB_MAX_MARK	1024
 #define JOB_MAX_SYNC	4096	/* CUDA synchronize calls per rank */
-#define JOB_MAX_GPU	16384	/* GPU kernels and copies per rank (only ranks with CUPTI data) */
+#define JOB_MAX_GPU	65536	/* GPU kernels and copies per rank (only ranks with CUPTI data);
+				 * trimmed as steps are built, so this bounds one step's worth */
 #define JOB_ROWS	64	/* completed steps kept for windows */
 #define JOB_SETTLE_NS	200000000ULL	/* wait this long after a step ends for its events */
 #define JOB_GPU_SETTLE_NS 2000000000ULL	/* and up to this long for its GPU records (CUPTI) */
