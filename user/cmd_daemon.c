@@ -260,6 +260,16 @@ static void on_exec(struct session *s, pid_t pid, uint64_t t, pid_t parent, bool
 	free(env);
 }
 
+/* Judged already, or a rank's worker: adopt() would say no without reading anything */
+static bool known(void *ctx, pid_t pid, uint64_t starttime)
+{
+	struct session *s = ctx;
+	struct rs_track tr;
+
+	return pid == getpid() || session__has_pid(s, pid) || was_tried(pid, starttime) ||
+	       probes__tracked(&s->probes, pid, &tr);
+}
+
 /* Every rescan: what the exec records missed (dropped, or a process that only maps NCCL,
  * MPI or gloo and has no rank variable). */
 static void rescan(struct session *s)
@@ -267,7 +277,7 @@ static void rescan(struct session *s)
 	pid_t pids[TARGETS_MAX];
 	int n, i;
 
-	n = targets__discover(pids, TARGETS_MAX, getpid());
+	n = targets__discover_new(pids, TARGETS_MAX, getpid(), known, s);
 	for (i = 0; i < n; i++)
 		adopt(s, pids[i], d.all, 0);
 }

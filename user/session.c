@@ -1383,9 +1383,13 @@ enum attach_result session__join(struct session *s, int slot, bool defer)
 	return AR_OK;
 }
 
-/* Libraries mapped since the last look (the daemon's ranks, found at exec). */
+/* Libraries mapped since the last look (the daemon's ranks, found at exec). Every second for
+ * the first 30 s of a rank (imports load them); after that, a rank that maps nothing new is
+ * looked at less often, up to every 32 s: a rank of one library never maps the others, and
+ * its maps are long. */
 static void recheck_libs(struct session *s)
 {
+	uint64_t now = session__now();
 	int i, lib;
 
 	for (i = 0; i < s->nranks; i++) {
@@ -1393,15 +1397,24 @@ static void recheck_libs(struct session *s)
 		int before = rs->coll_probes;
 		bool missing = false;
 
-		if (!rs->used || rs->exited)
+		if (!rs->used || rs->exited || now < rs->libs_next_ns)
 			continue;
 		for (lib = RS_LIB_NCCL; lib < RS_LIB_MAX; lib++)
 			missing |= !rs->coll.nsites[lib] && !rs->coll.err[lib];
-		if (!missing || libs__discover(rs->pid, &rs->libs) <= 0)
+		if (!missing)
+			continue;
+		rs->libs_wait_s = rs->libs_wait_s && now - rs->join_ns > 30000000000ULL ?
+				  rs->libs_wait_s * 2 : 1;
+		if (rs->libs_wait_s > 32)
+			rs->libs_wait_s = 32;
+		rs->libs_next_ns = now + rs->libs_wait_s * 1000000000ULL - 50000000ULL;
+		if (libs__discover(rs->pid, &rs->libs) <= 0)
 			continue;
 		attach_coll(s, rs);
-		if (rs->coll_probes != before)
+		if (rs->coll_probes != before) {
 			emit_rank(s, rs);
+			rs->libs_wait_s = 0;	/* loading libraries now: look again soon */
+		}
 	}
 }
 

@@ -40,6 +40,8 @@ struct rank_state {
 	struct proc_libs libs;
 	struct coll_report coll;
 	int coll_probes;
+	uint64_t libs_next_ns;		/* the daemon's next look at its maps (backing off) */
+	uint32_t libs_wait_s;
 	bool exited;
 	int exit_code;
 	uint64_t workers;		/* forked processes seen */

@@ -65,10 +65,12 @@ struct cand {
 	pid_t pid;
 	pid_t ppid;
 	bool has_rank;
-	int rank;
+	int rank;		/* -1 for a known one: a rank or worker of ours, or judged */
+	bool known;		/* not returned; there for its parent's and children's sake */
 };
 
-static bool looks_like_rank(pid_t pid, struct cand *c)
+static bool looks_like_rank(pid_t pid, struct cand *c,
+			    bool (*known)(void *ctx, pid_t pid, uint64_t starttime), void *ctx)
 {
 	struct rank_info ri;
 	struct proc_libs libs;
@@ -80,6 +82,14 @@ static bool looks_like_rank(pid_t pid, struct cand *c)
 		return false;
 	c->pid = pid;
 	c->ppid = st.ppid;
+	c->known = known && known(ctx, pid, st.starttime);
+	if (c->known) {
+		/* judged already: no environ or maps to read again. It still makes its parent a
+		 * launcher, and a child of it with no rank of its own a worker. */
+		c->has_rank = true;
+		c->rank = -1;
+		return true;
+	}
 	c->has_rank = false;
 	ranks__init(&ri);
 	n = procfs__read(pid, "environ", &env, PROC_ENVIRON_MAX);
@@ -139,6 +149,12 @@ static int list_pids(pid_t **out)
 
 int targets__discover(pid_t *pids, int max, pid_t self)
 {
+	return targets__discover_new(pids, max, self, NULL, NULL);
+}
+
+int targets__discover_new(pid_t *pids, int max, pid_t self,
+			  bool (*known)(void *ctx, pid_t pid, uint64_t starttime), void *ctx)
+{
 	struct cand *c;
 	pid_t *all = NULL;
 	int n, nc = 0, i, k, out = 0;
@@ -153,7 +169,7 @@ int targets__discover(pid_t *pids, int max, pid_t self)
 		return -ENOMEM;
 	}
 	for (i = 0; i < n; i++)
-		if (all[i] != self && looks_like_rank(all[i], &c[nc]))
+		if (all[i] != self && looks_like_rank(all[i], &c[nc], known, ctx))
 			nc++;
 	free(all);
 	for (i = 0; i < nc; i++) {
@@ -167,7 +183,7 @@ int targets__discover(pid_t *pids, int max, pid_t self)
 			if (c[k].ppid == c[i].pid && c[k].has_rank && !c[i].has_rank)
 				keep = false;
 		}
-		if (keep && out < max)
+		if (keep && !c[i].known && out < max)
 			pids[out++] = c[i].pid;
 	}
 	free(c);

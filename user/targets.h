@@ -3,7 +3,9 @@
 #ifndef RS_TARGETS_H
 #define RS_TARGETS_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #define TARGETS_MAX 256
@@ -20,6 +22,11 @@ int targets__dedup(pid_t *pids, int n);
  * children carry rank variables and which have none themselves) are left out.
  * Returns the count or -errno. */
 int targets__discover(pid_t *pids, int max, pid_t self);
+
+/* The same, leaving out at once (before reading its environ or maps) a process for which
+ * known(ctx, pid, starttime) is true: one judged already. */
+int targets__discover_new(pid_t *pids, int max, pid_t self,
+			  bool (*known)(void *ctx, pid_t pid, uint64_t starttime), void *ctx);
 
 /* Descendant processes of root that exist now (forked before attach). Returns the count. */
 int targets__children(pid_t root, pid_t *out, int max);
