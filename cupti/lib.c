@@ -62,6 +62,7 @@ static struct {
 	struct rsc_names names;
 	pthread_mutex_t names_lock;
 	atomic_int buffers_out;
+	_Atomic(uint8_t *) ours[RSC_BUFFERS_MAX];	/* the buffers we gave CUPTI */
 	atomic_uint_fast64_t records, dropped_cupti, dropped_clock;
 	atomic_bool forked;		/* in a child of the process: do nothing */
 	int fd;				/* to the daemon; -1 when not connected */
@@ -94,6 +95,22 @@ static void set_state(int state, const char *detail)
 
 /* ---- CUPTI's buffer callbacks: on CUPTI's threads, never blocking for long ---- */
 
+/* Remember buf as ours (true), or forget it: false when it was not ours. A buffer that is
+ * not ours reaches us if another tool registered its callbacks before us: its memory, never
+ * to be read as ours or freed. */
+static bool own(uint8_t *buf, bool take)
+{
+	uint8_t *want;
+	int i;
+
+	for (i = 0; i < RSC_BUFFERS_MAX; i++) {
+		want = take ? NULL : buf;
+		if (atomic_compare_exchange_strong(&g.ours[i], &want, take ? buf : NULL))
+			return true;
+	}
+	return false;
+}
+
 static void CUPTIAPI buffer_requested(uint8_t **buf, size_t *size, size_t *max_records)
 {
 	*max_records = 0;
@@ -104,6 +121,12 @@ static void CUPTIAPI buffer_requested(uint8_t **buf, size_t *size, size_t *max_r
 		return;		/* CUPTI drops what it cannot store, and counts it */
 	}
 	if (posix_memalign((void **)buf, 8, RSC_BUFFER_SIZE)) {
+		atomic_fetch_sub(&g.buffers_out, 1);
+		*buf = NULL;
+		return;
+	}
+	if (!own(*buf, true)) {		/* cannot happen: buffers_out bounds them */
+		free(*buf);
 		atomic_fetch_sub(&g.buffers_out, 1);
 		*buf = NULL;
 		return;
@@ -122,6 +145,8 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
 	bool fresh;
 	int r;
 
+	if (!buf || !own(buf, false))
+		return;
 	pthread_mutex_lock(&g.clock_lock);
 	clk = g.clock;
 	pthread_mutex_unlock(&g.clock_lock);
@@ -149,8 +174,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
 	if (cu.dropped && cu.dropped(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped)
 		atomic_fetch_add(&g.dropped_cupti, dropped);
 	free(buf);
-	if (buf)
-		atomic_fetch_sub(&g.buffers_out, 1);
+	atomic_fetch_sub(&g.buffers_out, 1);
 }
 
 /* ---- finding CUDA and CUPTI ---- */

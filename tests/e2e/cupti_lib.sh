@@ -21,6 +21,7 @@ DAEMON="$TOP/tests/fixtures/cupti_double/fake_daemon.py"
 	fail "fixture missing: make fixtures (CUPTI_FIXTURES)"
 # the library and the host must find the doubles, nothing else
 unset RANKSCOPE_CUPTI_LIB CUDA_INJECTION64_PATH RSDOUBLE_OTHER_SUBSCRIBER RSDOUBLE_COMPLETE_ON_FLUSH \
+	RSDOUBLE_FOREIGN_BUFFER \
 	RSDOUBLE_CLOCK_OFFSET_NS
 
 # Far more records than the socket and the library's queue (RSC_QUEUE_RECS) hold: 1000 steps of
@@ -181,6 +182,17 @@ def kinds():
     print(f'kinds: RSC_ENABLE kernels only: {len(kernels)} kernel records, no memcpy, memset '
           f'or sync; CUPTI kinds enabled {lg}')
 
+def foreign():
+    L, done, info = host('foreign')
+    s = summary('foreign')
+    kernels = {l['corr'] for l in L if l['kind'] == 'kernel'}
+    got = {r['corr'] for r in s['records'] if r['kind'] == W['RSC_REC_KERNEL']}
+    assert kernels and got == kernels, (len(kernels), len(got))   # ours: every one, once
+    n = sum(1 for x in log('foreign') if x.startswith('foreign buffer'))
+    assert n >= 1, n
+    print(f'foreign: {n} buffers of another tool went through the callback, left to their '
+          f'owner; {len(got)} of {len(kernels)} kernels recorded')
+
 def other():
     L, done, info = host('other')
     s = summary('other')
@@ -283,6 +295,17 @@ daemon other --poke-ms 250
 RSDOUBLE_OTHER_SUBSCRIBER=1 host other "$DBL" --steps 5 --wait-enable-ms 1000 --linger-ms 1000
 finish other
 check other
+
+# 3b. a buffer the library did not give CUPTI (another tool's, its callbacks registered first)
+# reaches the completion callback: not read as ours, never freed (the double frees it itself,
+# and glibc would abort on a second free)
+daemon foreign
+RSDOUBLE_FOREIGN_BUFFER=1 host foreign "$DBL" --steps 20 --kernels 2 --kernel-us 100 \
+	--nccl-us 100 --idle-us 500 --wait-enable-ms 5000 --linger-ms 1200
+finish foreign
+grep -q "foreign buffer completed, then freed by its owner" "$T/foreign.log" ||
+	fail "the double never completed a foreign buffer"
+check foreign
 
 # 4. dormant until RSC_ENABLE: not a single CUPTI call
 daemon dormant --mode dormant
