@@ -65,6 +65,8 @@ static struct {
 	_Atomic(uint8_t *) ours[RSC_BUFFERS_MAX];	/* the buffers we gave CUPTI */
 	atomic_uint_fast64_t records, dropped_cupti, dropped_clock;
 	atomic_bool forked;		/* in a child of the process: do nothing */
+	atomic_bool exiting;		/* exit() runs: CUPTI and the driver go away, keep off */
+	atomic_bool in_cupti;		/* our thread is in a CUPTI call */
 	int fd;				/* to the daemon; -1 when not connected */
 	uint32_t names_sent;		/* on this connection */
 	bool status_due;		/* a status to send before any data */
@@ -522,7 +524,7 @@ static void *run(void *arg)
 	if (find_driver() && find_cupti())
 		set_state(RSC_ST_READY, "dormant: waiting for the daemon");
 	for (;;) {
-		if (atomic_load(&g.forked))
+		if (atomic_load(&g.forked) || atomic_load(&g.exiting))
 			return NULL;
 		now = mono_ns();
 		if (g.fd < 0 && now >= next_connect) {
@@ -541,6 +543,13 @@ static void *run(void *arg)
 			poll(&pfd, 1, TICK_MS);
 		else
 			usleep(TICK_MS * 1000);
+		/* CUPTI's calls, fenced from exit(): at_exit() waits for this section to end, and
+		 * the section does not start once exit() has begun */
+		atomic_store(&g.in_cupti, true);
+		if (atomic_load(&g.exiting)) {
+			atomic_store(&g.in_cupti, false);
+			return NULL;
+		}
 		if (g.fd >= 0 && (pfd.revents & (POLLIN | POLLHUP | POLLERR)))
 			read_control();
 		now = mono_ns();
@@ -561,6 +570,7 @@ static void *run(void *arg)
 			}
 			last_calib = now;
 		}
+		atomic_store(&g.in_cupti, false);
 		send_data();
 		if (g.fd >= 0 && now - last_status >= STATUS_NS) {
 			send_status();
@@ -568,6 +578,18 @@ static void *run(void *arg)
 		}
 	}
 	return NULL;
+}
+
+/* At exit() the thread stops calling CUPTI before the driver and CUPTI tear down: a flush
+ * racing their destructors could turn a clean exit into a crash. What is still in CUPTI's
+ * buffers is lost; a bounded wait (200 ms) for a call in progress. */
+static void at_exit(void)
+{
+	int i;
+
+	atomic_store(&g.exiting, true);
+	for (i = 0; i < 200 && atomic_load(&g.in_cupti); i++)
+		usleep(1000);
 }
 
 static void in_child(void)
@@ -593,6 +615,7 @@ EXPORT int InitializeInjection(void)
 	pthread_mutex_init(&g.names_lock, NULL);
 	read_env();
 	pthread_atfork(NULL, NULL, in_child);
+	atexit(at_exit);
 	/* our thread takes none of the application's signals */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);

@@ -198,11 +198,32 @@ static void on_init(struct session *s, struct rank_state *rs, const struct rs_ev
 	if (e->ret == 0 && e->rank >= 0 && e->rank < RANK_MAX && e->nranks > e->rank &&
 	    (rs->info.src == RANK_SRC_ORDER || rs->info.src == RANK_SRC_NONE ||
 	     (rs->info.src == RANK_SRC_COMM_INIT && e->nranks > rs->info.world_size))) {
-		rs->info.rank = e->rank;
-		rs->info.world_size = e->nranks;
-		rs->info.src = RANK_SRC_COMM_INIT;
-		job__set_rank(job_of(s, rs)->model, rs->col, rs->info.rank, rs->pid);
-		emit_rank(s, rs);
+		struct sjob *j = job_of(s, rs);
+		struct rank_state *o = NULL;
+		int c;
+
+		/* one process per (job, rank): a holder numbered by order gives the number up and
+		 * takes the lowest free one; a holder whose number is its own keeps it */
+		for (c = 0; c < j->ncols && !o; c++) {
+			o = col_rank(j, c);
+			if (o && (o == rs || o->exited || o->info.rank != e->rank))
+				o = NULL;
+		}
+		if (o && o->info.src != RANK_SRC_ORDER && o->info.src != RANK_SRC_NONE) {
+			pr_debug("%s: PID %d says rank %d, which PID %d holds; kept as %d", verb(s),
+				 rs->pid, e->rank, o->pid, rs->info.rank);
+		} else {
+			rs->info.rank = e->rank;
+			rs->info.world_size = e->nranks;
+			rs->info.src = RANK_SRC_COMM_INIT;
+			job__set_rank(j->model, rs->col, rs->info.rank, rs->pid);
+			emit_rank(s, rs);
+			if (o) {
+				o->info.rank = free_rank_number(s, j, o);
+				job__set_rank(j->model, o->col, o->info.rank, o->pid);
+				emit_rank(s, o);
+			}
+		}
 	}
 	if (!s->o.events)
 		return;
