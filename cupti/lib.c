@@ -30,7 +30,9 @@
 
 #define TICK_MS		100
 #define FLUSH_NS	500000000ULL	/* flush: records reach the daemon within ~0.6 s */
-#define CALIB_NS	10000000000ULL	/* recalibrate the clock this often */
+#define CALIB_NS	500000000ULL	/* recalibrate the clock this often: before each flush, so a
+					 * step of CUPTI's clock (it may follow wall time) is soon
+					 * caught; 16 bracketed reads, microseconds */
 #define STATUS_NS	5000000000ULL	/* a status with the counters this often */
 #define BACKOFF_MIN_MS	100
 #define BACKOFF_MAX_MS	5000
@@ -553,13 +555,6 @@ static void *run(void *arg)
 		if (g.fd >= 0 && (pfd.revents & (POLLIN | POLLHUP | POLLERR)))
 			read_control();
 		now = mono_ns();
-		if (g.enabled && now - last_flush >= FLUSH_NS) {
-			/* not FORCED: that hands back buffers with records still in flight, their
-			 * timestamps 0, lost for good; a queued NCCL kernel waiting for a straggler
-			 * is exactly the record that matters. 0 returns the completed ones. */
-			cu.flush_all(0);
-			last_flush = now;
-		}
 		if (g.enabled && now - last_calib >= CALIB_NS) {
 			struct rsc_clock c = {};
 
@@ -569,6 +564,13 @@ static void *run(void *arg)
 				pthread_mutex_unlock(&g.clock_lock);
 			}
 			last_calib = now;
+		}
+		if (g.enabled && now - last_flush >= FLUSH_NS) {
+			/* not FORCED: that hands back buffers with records still in flight, their
+			 * timestamps 0, lost for good; a queued NCCL kernel waiting for a straggler
+			 * is exactly the record that matters. 0 returns the completed ones. */
+			cu.flush_all(0);
+			last_flush = now;
 		}
 		atomic_store(&g.in_cupti, false);
 		send_data();
