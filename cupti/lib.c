@@ -430,8 +430,11 @@ static void read_control(void)
 		if ((size_t)n < sizeof(m.h) || m.h.magic != RSC_MAGIC || m.h.version != RSC_VERSION ||
 		    m.h.len != (size_t)n)
 			continue;
-		if (m.h.type == RSC_ENABLE && (size_t)n >= sizeof(m.en))
+		if (m.h.type == RSC_ENABLE && (size_t)n >= sizeof(m.en)) {
+			/* names sent while the daemon did not want us were not kept: all again */
+			g.names_sent = 0;
 			enable(m.en.kinds);
+		}
 		else if (m.h.type == RSC_DISABLE)
 			disable();
 		send_status();
@@ -517,14 +520,20 @@ static bool has_pending(void)
 	return g.status_due || names || recs;
 }
 
+static void at_exit(void);
+
 static void *run(void *arg)
 {
 	uint64_t now, last_flush = 0, last_calib = 0, last_status = 0, next_connect = 0;
 	unsigned int backoff = BACKOFF_MIN_MS;
 	struct pollfd pfd;
 
-	if (find_driver() && find_cupti())
+	if (find_driver() && find_cupti()) {
+		/* once more, now that libcupti is loaded: exit handlers run last first, so ours
+		 * must come before whatever CUPTI registered as it loaded */
+		atexit(at_exit);
 		set_state(RSC_ST_READY, "dormant: waiting for the daemon");
+	}
 	for (;;) {
 		if (atomic_load(&g.forked) || atomic_load(&g.exiting))
 			return NULL;
@@ -598,6 +607,7 @@ static void in_child(void)
 {
 	/* a forked worker shares our socket and our CUPTI state: it must touch neither */
 	atomic_store(&g.forked, true);
+	atomic_store(&g.in_cupti, false);	/* our thread is not in the child */
 	if (g.fd >= 0)
 		close(g.fd);
 	g.fd = -1;

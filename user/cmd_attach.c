@@ -220,7 +220,7 @@ static int run(int argc, char **argv, enum cmd_verb verb)
 	struct rank_info *infos = NULL;
 	struct session s = {};
 	char msg[256];
-	int err, i, n;
+	int err, i, n, given = TARGETS_MAX;
 
 	err = cmd__parse_opts(argc, argv, &s.o, verb);
 	if (err)
@@ -233,6 +233,7 @@ static int run(int argc, char **argv, enum cmd_verb verb)
 	s.tty = isatty(STDOUT_FILENO);
 
 	if (s.o.all) {
+		given = s.o.npids;
 		i = targets__discover(s.o.pids + s.o.npids, TARGETS_MAX - s.o.npids, getpid());
 		if (i < 0) {
 			pr_warn("attach: failed to scan /proc: %s", strerror(-i));
@@ -270,6 +271,18 @@ static int run(int argc, char **argv, enum cmd_verb verb)
 		goto out;
 	}
 	for (i = 0; i < s.o.npids; i++) {
+		struct proc_stat st;
+
+		/* one --all found may be gone by now (a short-lived process): not an error */
+		if (i >= given && (procfs__stat(s.o.pids[i], &st) || st.state == 'Z')) {
+			pr_info("attach: PID %d (found by --all) exited before the attach; skipped",
+				s.o.pids[i]);
+			memmove(&s.o.pids[i], &s.o.pids[i + 1],
+				sizeof(s.o.pids[0]) * (s.o.npids - i - 1));
+			s.o.npids--;
+			i--;
+			continue;
+		}
 		err = session__prepare(&s, i, s.o.pids[i]);
 		if (err)
 			goto out;

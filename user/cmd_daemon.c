@@ -31,14 +31,15 @@ struct tried {
 	uint64_t judged_ns;	/* when */
 };
 
-/* A newcomer that took a live process's rank (the holder maps no collective library yet, or
- * it exec'd the newcomer). If the newcomer turns out short-lived (`git`, `ldconfig` run by a
- * rank still starting up, with the rank variable inherited), the holder was the rank after
- * all: it is judged again. */
+/* A live holder that gave its (job, rank) to a newcomer, having no collective library yet. If
+ * a holder of that (job, rank) then turns out short-lived (`git`, `ldconfig` run by a rank
+ * still starting up, with the rank variable inherited; or the next such child after it), the
+ * holder was the rank after all: it is judged again. */
 struct displaced {
-	pid_t newcomer;
 	pid_t holder;
 	uint64_t holder_start;	/* the same process, not a reuse of its PID */
+	int rank;
+	char job[sizeof(((struct rank_info *)0)->job)];
 };
 
 #define DISPLACED_MAX	64
@@ -100,14 +101,16 @@ static void forget_tried(pid_t pid, uint64_t t)
 			memset(&d.tried[i], 0, sizeof(d.tried[i]));
 }
 
-static void note_displaced(pid_t newcomer, pid_t holder)
+static void note_displaced(pid_t holder, const struct rank_info *ri)
 {
+	struct displaced *x = &d.displaced[d.ndisplaced++ % DISPLACED_MAX];
 	struct proc_stat st;
 
 	if (procfs__stat(holder, &st))
 		return;
-	d.displaced[d.ndisplaced++ % DISPLACED_MAX] =
-		(struct displaced){ newcomer, holder, st.starttime };
+	*x = (struct displaced){ .holder = holder, .holder_start = st.starttime,
+				 .rank = ri->rank };
+	snprintf(x->job, sizeof(x->job), "%s", ri->job);
 }
 
 /* Adopt pid as a rank if it is new to us. worker_of: pid is tracked as a worker of that rank
@@ -149,7 +152,7 @@ static bool adopt(struct session *s, pid_t pid, bool started_before_ok, pid_t wo
 	r = session__join(s, slot, false);
 	mark_tried(pid, st.starttime, r != AR_OK);
 	if (r == AR_OK && s->displaced_pid)
-		note_displaced(pid, s->displaced_pid);
+		note_displaced(s->displaced_pid, &s->ranks[slot].info);
 	if (worker_of && r == AR_DUP_RANK)
 		return false;	/* a worker with its parent's rank (a spawned data loader) */
 	s->attach_results[r]++;
@@ -181,9 +184,9 @@ static bool launched_ranks(struct session *s, pid_t pid)
 	return false;
 }
 
-/* newcomer, dropped as short-lived: whoever it displaced is judged again now (not left to
- * the rescan, which takes a child with its parent's rank for a worker) */
-static void restore_displaced(struct session *s, pid_t newcomer)
+/* newcomer, holder of (job, rank), dropped as short-lived: whoever gave that rank up is
+ * judged again now (not left to the rescan) */
+static void restore_displaced(struct session *s, pid_t newcomer, const char *job, int rank)
 {
 	struct proc_stat st;
 	unsigned int i;
@@ -191,11 +194,11 @@ static void restore_displaced(struct session *s, pid_t newcomer)
 	for (i = 0; i < DISPLACED_MAX; i++) {
 		struct displaced x = d.displaced[i];
 
-		if (x.newcomer != newcomer || !x.holder)
+		if (!x.holder || x.rank != rank || strcmp(x.job, job))
 			continue;
 		memset(&d.displaced[i], 0, sizeof(d.displaced[i]));
 		if (procfs__stat(x.holder, &st) || st.starttime != x.holder_start ||
-		    launched_ranks(s, x.holder))
+		    session__has_pid(s, x.holder) || launched_ranks(s, x.holder))
 			continue;
 		pr_info("daemon: PID %d was short-lived; PID %d, whose rank it took, is judged "
 			"again", newcomer, x.holder);
@@ -252,22 +255,32 @@ static void on_exec(struct session *s, pid_t pid, uint64_t t, pid_t parent, bool
 	}
 	ranks__init(&ri);
 	if (ranks__from_environ(env, n, &ri) == 1 &&
-	    adopt(s, pid, true, parent) && parent) {	/* an exec starts a program: a new one */
-		if (session__has_pid(s, parent))
-			note_displaced(pid, parent);
+	    adopt(s, pid, true, parent) && parent)	/* an exec starts a program: a new one */
 		demote(s, parent, pid);
-	}
 	free(env);
 }
 
-/* Judged already, or a rank's worker: adopt() would say no without reading anything */
-static bool known(void *ctx, pid_t pid, uint64_t starttime)
+/* A rank of ours, or a rank's worker: adopt() would say no without reading anything. *rank:
+ * its rank's number, for telling its children apart. One judged otherwise (refused, say) is
+ * read again: its rank variable decides whether its children are workers. */
+static bool known(void *ctx, pid_t pid, uint64_t starttime, int *rank)
 {
 	struct session *s = ctx;
 	struct rs_track tr;
+	pid_t root = pid;
+	int i;
 
-	return pid == getpid() || session__has_pid(s, pid) || was_tried(pid, starttime) ||
-	       probes__tracked(&s->probes, pid, &tr);
+	if (!session__has_pid(s, pid)) {
+		if (!probes__tracked(&s->probes, pid, &tr))
+			return false;
+		root = tr.root_tgid;
+	}
+	*rank = -1;
+	for (i = 0; i < s->nranks; i++)
+		if (s->ranks[i].used && s->ranks[i].pid == root)
+			*rank = s->ranks[i].info.rank;
+	(void)starttime;
+	return true;
 }
 
 /* Every rescan: what the exec records missed (dropped, or a process that only maps NCCL,
@@ -286,7 +299,7 @@ static void rescan(struct session *s)
  * command that inherited a rank variable and exited without a collective library. */
 static void tick(struct session *s, uint64_t now)
 {
-	pid_t gone[DISPLACED_MAX];
+	static struct { pid_t pid; struct rank_info ri; } gone[16];
 	int i, k, ngone = 0;
 
 	for (i = 0; i < s->nranks; i++) {
@@ -294,15 +307,17 @@ static void tick(struct session *s, uint64_t now)
 
 		if (rs->used && rs->exited && !rs->coll_probes &&
 		    rs->exit_ns - rs->join_ns < SHORT_LIVED_NS) {
-			if (ngone < DISPLACED_MAX)
-				gone[ngone++] = rs->pid;
+			if (ngone < 16) {
+				gone[ngone].pid = rs->pid;
+				gone[ngone++].ri = rs->info;
+			}
 			session__drop_rank(s, i);
 		}
 	}
 	/* after every drop: a holder taken back must not find its job "ended" by a helper's exit
 	 * and start it afresh, dropping the helpers not yet looked at */
 	for (i = 0; i < ngone; i++)
-		restore_displaced(s, gone[i]);
+		restore_displaced(s, gone[i].pid, gone[i].ri.job, gone[i].ri.rank);
 	for (k = 0; k < SESSION_JOBS_MAX; k++) {
 		struct sjob *j = &s->jobs[k];
 

@@ -202,14 +202,16 @@ static void on_init(struct session *s, struct rank_state *rs, const struct rs_ev
 		struct rank_state *o = NULL;
 		int c;
 
-		/* one process per (job, rank): a holder numbered by order gives the number up and
-		 * takes the lowest free one; a holder whose number is its own keeps it */
+		/* one process per (job, rank): a holder numbered by order, or by a narrower
+		 * communicator (a tensor-parallel group), gives the number up and takes the lowest
+		 * free one; a holder whose number is its own keeps it */
 		for (c = 0; c < j->ncols && !o; c++) {
 			o = col_rank(j, c);
 			if (o && (o == rs || o->exited || o->info.rank != e->rank))
 				o = NULL;
 		}
-		if (o && o->info.src != RANK_SRC_ORDER && o->info.src != RANK_SRC_NONE) {
+		if (o && o->info.src != RANK_SRC_ORDER && o->info.src != RANK_SRC_NONE &&
+		    !(o->info.src == RANK_SRC_COMM_INIT && o->info.world_size < e->nranks)) {
 			pr_debug("%s: PID %d says rank %d, which PID %d holds; kept as %d", verb(s),
 				 rs->pid, e->rank, o->pid, rs->info.rank);
 		} else {
@@ -232,8 +234,8 @@ static void on_init(struct session *s, struct rank_state *rs, const struct rs_ev
 	emit(s);
 }
 
-/* One checkpoint sample of rs at t. last: the rank exits, so a burst in progress ends now
- * (it wrote its checkpoint, then exited: the common last act of a job). */
+/* One checkpoint sample of rs at t. last: the rank exits cleanly, so a burst in progress ends
+ * now (it wrote its checkpoint, then exited: the common last act of a job). */
 static void ckpt_sample(struct session *s, struct rank_state *rs, uint64_t t, bool last)
 {
 	uint64_t bytes = probe_io__write_bytes(&s->probes, rs->slot, RS_FD_REG);
@@ -264,7 +266,9 @@ void session__rank_gone(struct session *s, struct rank_state *rs, uint64_t t, in
 
 	if (rs->exited)
 		return;
-	ckpt_sample(s, rs, t, true);	/* before the probes let go of its counters */
+	/* before the probes let go of its counters; a burst is a checkpoint only if the rank
+	 * exited cleanly (one killed mid-save wrote no checkpoint) */
+	ckpt_sample(s, rs, t, status == 0);
 	rs->exited = true;
 	rs->exit_code = status;
 	rs->exit_ns = t;

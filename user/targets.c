@@ -70,7 +70,7 @@ struct cand {
 };
 
 static bool looks_like_rank(pid_t pid, struct cand *c,
-			    bool (*known)(void *ctx, pid_t pid, uint64_t starttime), void *ctx)
+			    bool (*known)(void *ctx, pid_t pid, uint64_t starttime, int *rank), void *ctx)
 {
 	struct rank_info ri;
 	struct proc_libs libs;
@@ -82,12 +82,10 @@ static bool looks_like_rank(pid_t pid, struct cand *c,
 		return false;
 	c->pid = pid;
 	c->ppid = st.ppid;
-	c->known = known && known(ctx, pid, st.starttime);
+	c->known = known && known(ctx, pid, st.starttime, &c->rank);
 	if (c->known) {
-		/* judged already: no environ or maps to read again. It still makes its parent a
-		 * launcher, and a child of it with no rank of its own a worker. */
+		/* ours already: no environ or maps to read again */
 		c->has_rank = true;
-		c->rank = -1;
 		return true;
 	}
 	c->has_rank = false;
@@ -153,7 +151,7 @@ int targets__discover(pid_t *pids, int max, pid_t self)
 }
 
 int targets__discover_new(pid_t *pids, int max, pid_t self,
-			  bool (*known)(void *ctx, pid_t pid, uint64_t starttime), void *ctx)
+			  bool (*known)(void *ctx, pid_t pid, uint64_t starttime, int *rank), void *ctx)
 {
 	struct cand *c;
 	pid_t *all = NULL;

@@ -24,9 +24,12 @@ int targets__dedup(pid_t *pids, int n);
 int targets__discover(pid_t *pids, int max, pid_t self);
 
 /* The same, leaving out at once (before reading its environ or maps) a process for which
- * known(ctx, pid, starttime) is true: one judged already. */
+ * known(ctx, pid, starttime, &rank) is true: a rank of ours or its worker, rank set to its
+ * number (-1 if none). It still makes its parent a launcher, and its children with no rank
+ * or with its rank workers. */
 int targets__discover_new(pid_t *pids, int max, pid_t self,
-			  bool (*known)(void *ctx, pid_t pid, uint64_t starttime), void *ctx);
+			  bool (*known)(void *ctx, pid_t pid, uint64_t starttime, int *rank),
+			  void *ctx);
 
 /* Descendant processes of root that exist now (forked before attach). Returns the count. */
 int targets__children(pid_t root, pid_t *out, int max);
