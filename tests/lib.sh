@@ -81,6 +81,21 @@ rs_attach() {
 
 # leftovers [PID]: rs_ programs held open by PID, or (no PID) by no process at all. This
 # bpftool has no pid column, so read prog_id from every process' fdinfo.
+# rs_ programs in the kernel at all, held by anyone or by nothing (a leaked link or pin keeps
+# one alive). The kernel frees them a moment after the last holder goes: waits up to 10 s
+# for 0, then prints the count.
+rs_progs_left() {
+	local n i
+	for i in $(seq 50); do
+		n=$(bpftool -j prog show 2>/dev/null | $PY -c '
+import json, sys
+print(sum(1 for p in json.load(sys.stdin) if p.get("name", "").startswith("rs_")))')
+		[ "$n" = 0 ] && break
+		sleep 0.2
+	done
+	echo "$n"
+}
+
 leftovers() {
 	bpftool -j prog show 2>/dev/null | $PY -c '
 import glob, json, re, sys

@@ -166,8 +166,7 @@ kill -TERM "$PID_rsd"
 wait_exit "$PID_rsd" 60
 rc=$?
 [ $rc = 0 ] || fail "daemon exited $rc after SIGTERM: $(tail -3 "$T/rsd.out")"
-[ "$(leftovers "$PID_rsd")" = 0 ] || fail "rs_ programs left after SIGTERM"
-[ "$(leftovers)" = 0 ] || fail "rs_ programs held by no process after SIGTERM"
+[ "$(rs_progs_left)" = 0 ] || fail "rs_ programs left in the kernel after SIGTERM: $(bpftool prog show | grep rs_)"
 if [ -r /sys/kernel/tracing/uprobe_events ] && grep -q . /sys/kernel/tracing/uprobe_events; then
 	fail "uprobe_events not empty: $(head -3 /sys/kernel/tracing/uprobe_events)"
 fi

@@ -61,9 +61,11 @@ print(f"slow rank {slow}: compute verdict at step {first['step']}, skew {first['
 
 # accuracy: the workload's clock vs rankscope's phases, per rank, on average
 job = open(f"{T}/slow.out").read()
+seen = 0
 for m in re.finditer(r'done rank=(\d+) pid=(\d+) .*compute_ns_mean=(\d+) read_ns_mean=(\d+) '
                      r'sleep_ns_mean=(\d+) allreduce_ns_mean=(\d+)', job):
     r, pid = int(m[1]), int(m[2])
+    seen += 1
     compute, sleep, allreduce = int(m[3]), int(m[5]), int(m[6])
     st = [d for d in s if d['type'] == 'step' and d['pid'] == pid]
     mean = lambda k: sum(d['phases'][k] for d in st) / len(st)
@@ -74,5 +76,6 @@ for m in re.finditer(r'done rank=(\d+) pid=(\d+) .*compute_ns_mean=(\d+) read_ns
             f"rank {r} {name}: rankscope {got/1e6:.2f} ms vs workload {want/1e6:.2f} ms"
     print(f"rank {r}: compute+sleep {own/1e6:.2f}/{(compute+sleep)/1e6:.2f} ms, "
           f"allreduce {comm/1e6:.2f}/{allreduce/1e6:.2f} ms (rankscope/workload)")
+assert seen == 2, f"the accuracy check compared {seen} ranks' done lines, want 2"
 PY
 pass "healthy: none over 250 steps; slow rank: compute, persistent; phases match the workload"
