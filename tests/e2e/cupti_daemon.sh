@@ -11,8 +11,10 @@ need_root
 command -v promtool >/dev/null || skip "promtool not installed (make deps installs prometheus)"
 LIB=$TOP/build/librankscope_cupti.so
 DBL=$FIX/cupti_double
+[ -e /usr/local/cuda/include/cupti.h ] ||
+	skip "no CUPTI headers (/usr/local/cuda/include/cupti.h): the library and its doubles need them"
 [ -f "$LIB" ] && [ -f "$DBL/libcupti.so" ] && [ -x "$FIX/cupti_host" ] ||
-	skip "no CUPTI library or doubles (CUPTI headers missing at build)"
+	fail "the CUPTI library or its doubles were not built: make all fixtures"
 PORT=$((20000 + RANDOM % 20000))
 URL=http://127.0.0.1:$PORT
 SOCK=$T/cupti/cupti.sock	# the daemon's default: cupti/ next to its lock file

@@ -84,7 +84,8 @@ assert time.time() - 120 < ts <= time.time() + 1, ts' "${b:-0}" "${s:-0}" "${ts:
 		fail "checkpoint series of rank $r"
 done
 
-# 3) a DDP job while the MPI job runs: a second job. Its launcher carries RANK=0 itself, as
+# 3) a DDP job while the MPI job runs: a second job. ddp_launch.sh is a stand-in launcher (a bash
+# torchrun: it sets the rank variables and starts one python per rank). It carries RANK=0 itself, as
 # Kubeflow's node rank does: taken for a rank at first, it is let go once it launches ranks.
 # Each rank runs a short-lived child (with its RANK) before it loads torch: the child takes the
 # rank's number for a moment, and the rank must get it back.

@@ -14,7 +14,9 @@ need_root
 command -v mpirun >/dev/null || skip "OpenMPI not installed (make deps)"
 LIB=$TOP/build/librankscope_cupti.so
 DBL=$FIX/cupti_double
-[ -f "$LIB" ] && [ -f "$DBL/libcupti.so" ] || skip "no CUPTI library or doubles (CUPTI headers missing at build)"
+[ -e /usr/local/cuda/include/cupti.h ] ||
+	skip "no CUPTI headers (/usr/local/cuda/include/cupti.h): the library and its doubles need them"
+[ -f "$LIB" ] && [ -f "$DBL/libcupti.so" ] || fail "the CUPTI library or its doubles were not built: make all fixtures"
 SOCK=$T/cupti.sock
 bg job mpirun --allow-run-as-root --oversubscribe -np 2 -x LD_LIBRARY_PATH="$DBL" \
 	-x RANKSCOPE_CUPTI_SOCKET="$SOCK" "$FIX/mpi_loop" --go-file "$T/go" --iters 100000 \

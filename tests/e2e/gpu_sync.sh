@@ -10,7 +10,7 @@ need_root
 command -v mpirun >/dev/null || skip "OpenMPI not installed (make deps)"
 REAL=/usr/local/cuda/lib64/libcudart.so.13
 DOUBLE=$FIX/cudart/libcudart.so.13
-[ -f "$DOUBLE" ] || skip "no libcudart double (make fixtures)"
+[ -f "$DOUBLE" ] || fail "the libcudart double was not built: make fixtures"
 
 # 1) the real runtime: probed, every call seen
 if [ -f "$REAL" ]; then

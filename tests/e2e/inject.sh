@@ -14,7 +14,9 @@
 [ "$(id -u)" = 0 ] || skip "needs root (ptrace of processes rankscope did not start)"
 [ "$(uname -m)" = x86_64 ] || skip "rankscope inject is x86-64 only"
 LIB="$TOP/build/librankscope_cupti.so"
-[ -f "$LIB" ] || skip "build/librankscope_cupti.so not built (make needs cupti.h from the CUDA toolkit)"
+[ -e /usr/local/cuda/include/cupti.h ] ||
+	skip "no CUPTI headers (/usr/local/cuda/include/cupti.h): the library and its doubles need them"
+[ -f "$LIB" ] || fail "build/librankscope_cupti.so was not built: make"
 TGT="$FIX/inject_target"
 if [ ! -x "$TGT" ]; then
 	command -v cc >/dev/null || skip "build/fixtures/inject_target not built (make fixtures)"
@@ -43,6 +45,7 @@ inject() {
 }
 # finish NAME REF: the target exits 0 and prints the reference checksum
 finish() {
+	[ -n "$2" ] || fail "$1: the reference run printed no done line"
 	wait_exit "$(eval echo "\$PID_$1")" 30 || fail "$1 exited with status $? (output: $(tail -3 "$T/$1.out"))"
 	[ "$(grep '^done ' "$T/$1.out")" = "$2" ] ||
 		fail "$1: '$(grep '^done ' "$T/$1.out")' after the injection, '$2' without"

@@ -150,7 +150,7 @@ static void open__truncated_100_bytes__error(void **state)
 	void *head;
 
 	if (access(LIBMPI, R_OK))
-		skip();
+		fail_msg("%s", "a file this test reads is missing (OpenMPI or libc): run make deps");
 	head = read_prefix(LIBMPI, 100, &got);
 	assert_int_equal(got, 100);
 	assert_int_equal(elfsym__open(tmpfile_with(head, got), &e), -ENOEXEC);
@@ -169,7 +169,7 @@ static void open__truncated_at_many_sizes__no_crash(void **state)
 	void *all;
 
 	if (stat(LIBMPI, &st))
-		skip();
+		fail_msg("%s", "a file this test reads is missing (OpenMPI or libc): run make deps");
 	all = read_prefix(LIBMPI, st.st_size, &got);
 	assert_int_equal(got, st.st_size);
 	/* cut inside the section headers, inside the last segment, one byte short */
@@ -225,7 +225,7 @@ static void find__mpi_allreduce__function_in_text(void **state)
 	int n, i, in_load = 0;
 
 	if (access(LIBMPI, R_OK))
-		skip();
+		fail_msg("%s", "a file this test reads is missing (OpenMPI or libc): run make deps");
 	assert_int_equal(elfsym__open(LIBMPI, &e), 0);
 	assert_int_equal(elfsym__find(e, "MPI_Allreduce", &vaddr, &size), 0);
 	assert_true(vaddr > 0);
@@ -273,7 +273,7 @@ static void foreach__libmpi__funcs_and_objects_then_stop(void **state)
 	struct elfsym *e;
 
 	if (access(LIBMPI, R_OK))
-		skip();
+		fail_msg("%s", "a file this test reads is missing (OpenMPI or libc): run make deps");
 	assert_int_equal(elfsym__open(LIBMPI, &e), 0);
 	assert_int_equal(elfsym__foreach(e, count_cb, &c), 0);
 	assert_true(c.funcs > 100);
@@ -293,7 +293,7 @@ static void vaddr_to_off__each_load__matches_phdrs(void **state)
 	int n, i;
 
 	if (access(LIBMPI, R_OK))
-		skip();
+		fail_msg("%s", "a file this test reads is missing (OpenMPI or libc): run make deps");
 	n = loads_of(LIBMPI, l, 16);
 	assert_true(n > 1);
 	assert_int_equal(elfsym__open(LIBMPI, &e), 0);
@@ -316,12 +316,12 @@ static void vaddr_to_off__bss_object__enoent(void **state)
 	uint64_t vaddr, off;
 
 	if (access(LIBMPI, R_OK))
-		skip();
+		fail_msg("%s", "a file this test reads is missing (OpenMPI or libc): run make deps");
 	assert_int_equal(elfsym__open(LIBMPI, &e), 0);
 	/* MPI_COMM_WORLD lives in .bss in OpenMPI 4 */
 	if (elfsym__find(e, "ompi_mpi_comm_world", &vaddr, NULL)) {
 		elfsym__free(e);
-		skip();
+		fail_msg("%s", "a file this test reads is missing (OpenMPI or libc): run make deps");
 	}
 	assert_int_equal(elfsym__vaddr_to_off(e, vaddr, &off), -ENOENT);
 	elfsym__free(e);
@@ -335,7 +335,7 @@ static void load_bias__pgoff0__start_minus_first_vaddr(void **state)
 	int n, i;
 
 	if (access(LIBMPI, R_OK))
-		skip();
+		fail_msg("%s", "a file this test reads is missing (OpenMPI or libc): run make deps");
 	n = loads_of(LIBMPI, l, 16);
 	assert_true(n > 1);
 	assert_int_equal(elfsym__open(LIBMPI, &e), 0);
@@ -387,7 +387,7 @@ static void load_bias__libc_in_this_process__symbol_address(void **state)
 	free(maps);
 	if (!path[0]) {
 		dlclose(libc);
-		skip();
+		fail_msg("%s", "a file this test reads is missing (OpenMPI or libc): run make deps");
 	}
 	assert_int_equal(elfsym__open(path, &e), 0);
 	assert_int_equal(elfsym__load_bias(e, start, pgoff, &bias), 0);
@@ -406,7 +406,7 @@ static void probe_offset__libc_getpid__after_endbr_if_any(void **state)
 	const char *libc = "/lib/x86_64-linux-gnu/libc.so.6";
 
 	if (access(libc, R_OK))
-		skip();
+		fail_msg("%s", "a file this test reads is missing (OpenMPI or libc): run make deps");
 	assert_int_equal(elfsym__open(libc, &e), 0);
 	assert_int_equal(elfsym__find(e, "getpid", &vaddr, NULL), 0);
 	assert_int_equal(elfsym__vaddr_to_off(e, vaddr, &off), 0);
@@ -459,7 +459,7 @@ static void read__bounds__erange(void **state)
 	uint8_t b[8];
 
 	if (stat(LIBMPI, &st))
-		skip();
+		fail_msg("%s", "a file this test reads is missing (OpenMPI or libc): run make deps");
 	assert_int_equal(elfsym__open(LIBMPI, &e), 0);
 	assert_int_equal(elfsym__read(e, 0, b, 4), 0);
 	assert_memory_equal(b, "\x7f" "ELF", 4);
@@ -478,7 +478,7 @@ static void ident__libmpi__stat_of_file(void **state)
 	uint64_t dev, ino;
 
 	if (stat(LIBMPI, &st))
-		skip();
+		fail_msg("%s", "a file this test reads is missing (OpenMPI or libc): run make deps");
 	assert_int_equal(elfsym__open(LIBMPI, &e), 0);
 	elfsym__ident(e, &dev, &ino);
 	assert_true(dev == st.st_dev);
