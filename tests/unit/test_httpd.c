@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/* cmocka tests for user/httpd.c over a real loopback socket: /healthz turns 503 when the loop
+ * stops publishing, and a loopback listener refuses a Host that is not a loopback name. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+#include "httpd.h"
+
+struct srv {
+	struct httpd *h;
+	unsigned int port;
+};
+
+static int setup(void **state)
+{
+	static struct srv s;
+	char addr[32], err[256];
+	int i;
+
+	srand(time(NULL) ^ getpid());
+	for (i = 0; i < 50; i++) {
+		s.port = 20000 + rand() % 30000;
+		snprintf(addr, sizeof(addr), "127.0.0.1:%u", s.port);
+		if (!httpd__start(addr, &s.h, err, sizeof(err)))
+			break;
+		s.h = NULL;
+	}
+	if (!s.h)
+		return -1;
+	*state = &s;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct srv *s = *state;
+
+	httpd__stop(s->h);
+	return 0;
+}
+
+/* GET path with the given Host header (NULL: the listener's own); returns the status code */
+static int get(const struct srv *s, const char *path, const char *host)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(s->port) };
+	char req[256], resp[512];
+	ssize_t n, got = 0;
+	int fd, code = -1;
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	if (host)
+		snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n",
+			 path, host);
+	else
+		snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: 127.0.0.1:%u\r\n"
+			 "Connection: close\r\n\r\n", path, s->port);
+	if (write(fd, req, strlen(req)) == (ssize_t)strlen(req)) {
+		while ((size_t)got < sizeof(resp) - 1 &&
+		       (n = read(fd, resp + got, sizeof(resp) - 1 - got)) > 0)
+			got += n;
+		resp[got] = '\0';
+		if (sscanf(resp, "HTTP/1.%*d %d", &code) != 1)
+			code = -1;
+	}
+	close(fd);
+	return code;
+}
+
+static void publish(const struct srv *s)
+{
+	httpd__publish(s->h, HTTPD_METRICS, "m 1\n", 4);
+}
+
+static void healthz__loop_stops_publishing__503_then_200(void **state)
+{
+	struct srv *s = *state;
+
+	httpd__set_stale(s->h, 300000000ULL);	/* 0.3 s */
+	publish(s);
+	assert_int_equal(get(s, "/healthz", NULL), 200);
+	usleep(500000);
+	assert_int_equal(get(s, "/healthz", NULL), 503);	/* nothing published since */
+	assert_int_equal(get(s, "/metrics", NULL), 200);	/* the last snapshot still served */
+	publish(s);
+	assert_int_equal(get(s, "/healthz", NULL), 200);
+	httpd__set_stale(s->h, 0);
+	usleep(400000);
+	assert_int_equal(get(s, "/healthz", NULL), 200);	/* 0: never stale */
+}
+
+static void host__not_loopback__403(void **state)
+{
+	struct srv *s = *state;
+	char host[64];
+
+	publish(s);
+	assert_int_equal(get(s, "/metrics", "rebound.example.com"), 403);
+	snprintf(host, sizeof(host), "rebound.example.com:%u", s->port);
+	assert_int_equal(get(s, "/metrics", host), 403);
+	snprintf(host, sizeof(host), "localhost:%u", s->port);
+	assert_int_equal(get(s, "/metrics", host), 200);
+	assert_int_equal(get(s, "/metrics", "[::1]"), 200);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(healthz__loop_stops_publishing__503_then_200),
+		cmocka_unit_test(host__not_loopback__403),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
