@@ -62,6 +62,24 @@ static size_t mk_batch(char *buf, uint32_t nrec, const struct rsc_rec *r)
 	return len;
 }
 
+static void rec__longer_than_an_hour__refused(void **state)
+{
+	static char buf[RSC_MSG_MAX];
+	struct rsc_rec r[3] = {
+		{ .kind = RSC_REC_KERNEL, .start_ns = 1000, .end_ns = 1000 + GPU_WIRE_REC_MAX_NS },
+		{ .kind = RSC_REC_KERNEL, .start_ns = 1000, .end_ns = 1001 + GPU_WIRE_REC_MAX_NS },
+		{ .kind = RSC_REC_KERNEL, .start_ns = 1, .end_ns = UINT64_MAX },
+	};
+	struct gpu_msg m;
+	struct rsc_rec out;
+	size_t len = mk_batch(buf, 3, r);
+
+	assert_int_equal(gpu_wire__decode(buf, len, &m), 0);
+	assert_int_equal(gpu_wire__rec(&m, 0, &out), 0);	/* an hour exactly */
+	assert_int_equal(gpu_wire__rec(&m, 1, &out), -EINVAL);
+	assert_int_equal(gpu_wire__rec(&m, 2, &out), -EINVAL);	/* would overflow the sums */
+}
+
 static void decode__batch__records_checked(void **state)
 {
 	static char buf[RSC_MSG_MAX];
@@ -185,6 +203,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(classify__nccl_kernels__mangled_or_not),
 		cmocka_unit_test(names__ids__bounded),
+		cmocka_unit_test(rec__longer_than_an_hour__refused),
 		cmocka_unit_test(decode__batch__records_checked),
 		cmocka_unit_test(decode__header__magic_version_len_type),
 		cmocka_unit_test(decode__name__length_bounds),
