@@ -84,6 +84,38 @@ assert time.time() - 120 < ts <= time.time() + 1, ts' "${b:-0}" "${s:-0}" "${ts:
 		fail "checkpoint series of rank $r"
 done
 
+# 2b) a job whose last act is a checkpoint: each rank writes 24 MiB at its last iteration and
+# exits at once. The burst is still open at the exit (it ends after 1 s of quiet), so it counts
+# only because a clean exit closes it.
+mkdir -p "$T/ckpt2"
+bg ck mpirun --allow-run-as-root --oversubscribe -np 2 "$FIX/mpi_loop" --go-file "$T/go-ck" \
+	--iters 200 --compute-us 1000 --ckpt-dir "$T/ckpt2" --ckpt-every 200 --ckpt-mb 24
+wait_lines "$T/ck.out" '^ready rank=' 2 60 || fail "the checkpoint-at-exit job did not start"
+CK_PIDS=$(ready_pids "$T/ck.out")
+for p in ${CK_PIDS//,/ }; do
+	wait_lines "$T/rsd.out" "attached to PID $p:" 1 10 || fail "the daemon did not attach to PID $p"
+done
+sleep 1.5	# its libraries' probes: the rescan after the exec
+touch "$T/go-ck"
+wait_exit "$PID_ck" 60 || fail "the checkpoint-at-exit job failed: $(tail -3 "$T/ck.out")"
+sleep 2
+http_get $URL/api/v1/ranks | tail -n +2 >"$T/ck_ranks.json"
+http_get $URL/metrics | tail -n +2 >"$T/ck_metrics"
+$PY - "$T/ck_ranks.json" "$T/ck_metrics" "$CK_PIDS" <<'PY' || fail "checkpoint at exit"
+import json, re, sys
+ranks = json.load(open(sys.argv[1]))
+pids = {int(p) for p in sys.argv[3].split(",")}
+jobs = {x["job"] for x in ranks if x["pid"] in pids}
+assert len(jobs) == 1, (jobs, ranks)
+job = jobs.pop()
+text = open(sys.argv[2]).read()
+for r in (0, 1):
+    m = re.search(r'^checkpoint_bytes_written_total\{job_id="%s",rank="%d"\} (\S+)$' % (re.escape(job), r),
+                  text, re.M)
+    assert m and float(m[1]) == 24 << 20, f"rank {r}: {m and m[1]} bytes, want one 24 MiB checkpoint"
+print(f"job {job}: each rank's checkpoint written just before a clean exit was counted")
+PY
+
 # 3) a DDP job while the MPI job runs: a second job. ddp_launch.sh is a stand-in launcher (a bash
 # torchrun: it sets the rank variables and starts one python per rank). It carries RANK=0 itself, as
 # Kubeflow's node rank does: taken for a rank at first, it is let go once it launches ranks.
