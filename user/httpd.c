@@ -375,7 +375,10 @@ int httpd__start(const char *addr, struct httpd **out, char *err, size_t n)
 		h->loopback = IN6_IS_ADDR_LOOPBACK(&sa.sin6_addr);
 		h->port = ntohs(sa.sin6_port);
 	}
-	h->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG |
+	/* MHD_USE_AUTO: epoll on Linux. select() (the default) cannot take an fd past 1023, and
+	 * the daemon may hold more: every CUPTI connection, and a perf-event fd per probe site
+	 * before Linux 6.6; /metrics would then refuse every client */
+	h->mhd = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG |
 				  (((struct sockaddr *)&sa)->sa_family == AF_INET6 ? MHD_USE_IPv6 : 0),
 				  0, NULL, NULL, handle, h,
 				  MHD_OPTION_SOCK_ADDR, &sa,

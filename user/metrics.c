@@ -135,8 +135,8 @@ static void self_metrics(struct prom *p, const struct self_stats *s)
 			prom__sample(p, "rankscope_cupti_records_total", LABELS("result", res[k]),
 				     s->cupti_records[k]);
 		prom__family(p, "rankscope_cupti_connections", "gauge",
-			     "CUPTI libraries connected, by their state.");
-		for (k = 1; k < RSC_ST_MAX; k++)
+			     "CUPTI libraries connected, by their state (unknown: no status yet).");
+		for (k = 0; k < RSC_ST_MAX; k++)
 			prom__sample(p, "rankscope_cupti_connections",
 				     LABELS("state", gpu_wire__state_name(k)), s->cupti_conns[k]);
 	}

@@ -108,6 +108,54 @@ echo "a non-rank client's names and records: ${bad:-0} refused"
 [ "${bad:-0}" -ge 201 ] 2>/dev/null ||
 	fail "names and records of a non-rank client were taken (invalid ${bad:-0}, want >= 201)"
 
+# a flood: a client that is no rank holds every connection the daemon takes (1024); a rank's
+# library that connects then still gets in (one of the flood's is closed to make room) and records
+ulimit -n 4096 2>/dev/null
+cat >"$T/flood.py" <<'PY'
+import select, socket, sys, time
+# holds as many connections as the daemon keeps, and replaces each one it closes at once: a
+# slot that frees goes to the flood, never to a library that retries with a backoff
+def conn():
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.setblocking(False)
+    try:
+        s.connect(sys.argv[1])
+    except BlockingIOError:
+        pass
+    return s
+live = {}
+for _ in range(1100):
+    s = conn()
+    live[s.fileno()] = s
+open(sys.argv[2], "w").write(f"{len(live)}\n")
+p = select.poll()
+for fd in live:
+    p.register(fd, select.POLLIN)
+end = time.time() + 120
+while time.time() < end:
+    for fd, ev in p.poll(100):
+        s = live.pop(fd)
+        p.unregister(fd)
+        s.close()
+        s = conn()
+        live[s.fileno()] = s
+        p.register(s.fileno(), select.POLLIN)
+    time.sleep(0.01)	# still far quicker than the library's reconnect backoff (0.1-5 s)
+PY
+bg flood $PY "$T/flood.py" "$SOCK" "$T/flood.ready"
+for _ in $(seq 100); do [ -s "$T/flood.ready" ] && break; sleep 0.1; done
+[ -s "$T/flood.ready" ] || fail "the flood client did not connect: $(tail -3 "$T/flood.out")"
+sleep 1
+full=$(http_get $URL/metrics | tail -n +2 | grep '^rankscope_cupti_connections' | awk '{s += $2} END {print s + 0}')
+echo "flood: $(cat "$T/flood.ready") connects, the daemon holds ${full} connections"
+[ "$full" -ge 1024 ] || fail "the flood did not fill the daemon's connections (${full})"
+host gpu3 RANK=0 WORLD_SIZE=1 TORCHELASTIC_RUN_ID=gpu3-$$ -- --steps 100000 --idle-us 2000 \
+	--linger-ms 0
+wait_lines "$T/rsd.out" "job 'gpu3-$$'.*GPU timing: recording" 1 30 ||
+	fail "a rank's library was kept out by a flood of non-rank connections: $(grep -v libbpf "$T/rsd.out" | tail -3)"
+kill -TERM "$PID_gpu3" "$PID_flood" 2>/dev/null
+wait_exit "$PID_gpu3" 30
+
 # the daemon restarts: the library reconnects (backoff up to 5 s) and records again
 host gpu2 RANK=0 WORLD_SIZE=1 TORCHELASTIC_RUN_ID=gpu2-$$ -- --steps 100000 --idle-us 2000 \
 	--linger-ms 0
