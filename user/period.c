@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
-/* Period detection over collective signatures; pure, unit-tested on synthetic sequences. */
+/* Period detection over collective signatures and the pauses between them; pure, unit-tested
+ * on synthetic sequences. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include "period.h"
@@ -58,12 +60,273 @@ static int phase_gap(const uint64_t *gap, int n, int p, int *phase, uint64_t *pa
 	return 0;
 }
 
+static int cmp_dbl(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* m[i] = max of v over [i - r, i] (clipped at 0), for all i: O(n) whatever r (van Herk). */
+static void window_max(const uint64_t *v, int n, int r, uint64_t *m, uint64_t *pre, uint64_t *suf)
+{
+	int w = r + 1, i, lo;
+
+	for (i = 0; i < n; i++)
+		pre[i] = i % w && v[i] < pre[i - 1] ? pre[i - 1] : v[i];
+	for (i = n - 1; i >= 0; i--)
+		suf[i] = (i + 1) % w && i + 1 < n && v[i] < suf[i + 1] ? suf[i + 1] : v[i];
+	for (i = 0; i < n; i++) {
+		lo = i - r < 0 ? 0 : i - r;
+		/* [lo, i] spans at most two blocks of w: the tail of one, the head of the next */
+		m[i] = lo / w == i / w ? pre[i] : (suf[lo] > pre[i] ? suf[lo] : pre[i]);
+		if (lo / w == i / w && lo % w) {	/* clipped at 0 inside the first block */
+			int k;
+
+			for (m[i] = 0, k = lo; k <= i; k++)
+				if (v[k] > m[i])
+					m[i] = v[k];
+		}
+	}
+}
+
+/*
+ * The period the pauses show, a multiple of p0 (2..limit): steps of d end at their longest
+ * pause (the longest of d in a row), and the distance from one such pause to the next is d
+ * in most cases. Local, so it holds when step lengths vary 2x from batch to batch, and an
+ * inserted eval collective shifts the positions after it but not the distances. Returns d,
+ * 0 for none; *phase: the position (mod d) of most of those pauses, *pause their median.
+ */
+static int gap_period(const uint64_t *gap, int n, int p0, int limit, int *phase_out,
+		      uint64_t *pause_out, double *share_out)
+{
+	uint64_t *m = NULL, *pre = NULL, *suf = NULL, *b = NULL;
+	double *ratio = NULL;
+	int *res = NULL, d, i, nsp, hit, strict, nb, k, best = 0;
+	bool *is = NULL;
+	double share;
+
+	*phase_out = 0;
+	*pause_out = 0;
+	*share_out = 0;
+	if (!gap || n < 2 * PERIOD_MIN_REPEATS || p0 < 1)
+		return 0;
+	m = malloc(sizeof(*m) * n);
+	pre = malloc(sizeof(*pre) * n);
+	suf = malloc(sizeof(*suf) * n);
+	b = malloc(sizeof(*b) * n);
+	res = calloc(limit + 1, sizeof(*res));
+	is = calloc(n, sizeof(*is));
+	ratio = malloc(sizeof(*ratio) * n);
+	if (!m || !pre || !suf || !b || !res || !is || !ratio)
+		goto out;
+	for (d = p0 < 2 ? 2 : p0; d <= limit && !best; d += d % p0 ? p0 - d % p0 : p0) {
+		/* the longest of the d - 1 pauses before each */
+		window_max(gap, n, d - 2, m, pre, suf);
+		memset(res, 0, sizeof(*res) * (limit + 1));
+		/* a step's end: clearly the longest of its pauses, and a step or two after another
+		 * one (a preemption inside one step takes its place, but not the next one's) */
+		for (nsp = hit = strict = nb = 0, i = 0; i < n; i++) {
+			is[i] = i && gap[i] > PERIOD_GAP_FLOOR_NS &&
+				gap[i] >= PERIOD_GAP_CONTRAST * (double)(m[i - 1] > PERIOD_GAP_FLOOR_NS ?
+									 m[i - 1] : PERIOD_GAP_FLOOR_NS);
+			if (!is[i])
+				continue;
+			if (i >= 2 * d) {
+				nsp++;
+				strict += is[i - d];
+				hit += is[i - d] || is[i - 2 * d];
+			}
+			b[nb] = gap[i];
+			ratio[nb++] = gap[i] / (double)(m[i - 1] ? m[i - 1] : 1);
+			res[i % d]++;
+		}
+		/* most steps must show their end, or a few coincidences would do */
+		if (nsp < PERIOD_MIN_REPEATS - 1 || nb * 2 < n / d)
+			continue;
+		share = (double)hit / nsp;
+		/* ... and one step apart far more often than ends fall anywhere by chance, and
+		 * clearly longer, typically, than jitter makes one pause over its neighbours */
+		if (share < PERIOD_GAP_CONSISTENT || strict < nsp * PERIOD_GAP_STRICT ||
+		    (double)strict / nsp < PERIOD_GAP_LIFT * nb / n)
+			continue;
+		qsort(ratio, nb, sizeof(*ratio), cmp_dbl);
+		if (ratio[nb / 2] < PERIOD_GAP_END_RATIO)
+			continue;
+		best = d;
+		*share_out = share;
+		for (k = 0, i = 1; i < d; i++)
+			if (res[i] > res[k])
+				k = i;
+		*phase_out = k;
+		qsort(b, nb, sizeof(*b), cmp_u64);
+		*pause_out = b[nb / 2];
+	}
+out:
+	free(m);
+	free(pre);
+	free(suf);
+	free(b);
+	free(res);
+	free(is);
+	free(ratio);
+	return best;
+}
+
+/*
+ * The period of the runs of equal signatures: FSDP's K all-gathers then K reduce-scatters are
+ * two runs a step, whatever K, where position by position the period of 1 scores (2K - 2) /
+ * 2K. The first and last runs may be cut, so they are left out. Returns the step's length in
+ * collectives, 0 when the runs do not repeat (or all are one run).
+ */
+static int run_period(const uint64_t *sig, int n, int limit)
+{
+	uint64_t *h = NULL;
+	int *len = NULL, nr = 0, i, q, same, best = 0, first, sum;
+
+	h = malloc(sizeof(*h) * n);
+	len = malloc(sizeof(*len) * n);
+	if (!h || !len)
+		goto out;
+	for (i = 0; i < n; i++) {
+		if (i && sig[i] == sig[i - 1]) {
+			len[nr - 1]++;
+			continue;
+		}
+		h[nr] = sig[i];
+		len[nr++] = 1;
+	}
+	if (nr < 3 * PERIOD_MIN_REPEATS)
+		goto out;
+	for (i = 1; i < nr - 1; i++)
+		h[i] = period__sig(len[i], h[i], 0x52554e53);	/* "RUNS" */
+	first = 1;
+	for (q = 1; q <= (nr - 2) / PERIOD_MIN_REPEATS && !best; q++) {
+		for (same = 0, i = first + q; i < nr - 1; i++)
+			same += h[i] == h[i - q];
+		if ((double)same / (nr - 2 - q) < PERIOD_THRESHOLD)
+			continue;
+		for (sum = 0, i = first; i < first + q; i++)
+			sum += len[i];
+		best = sum <= limit ? sum : 0;
+		if (!best)
+			break;
+	}
+out:
+	free(h);
+	free(len);
+	return best;
+}
+
+/* The share of the pause time in pauses over PERIOD_BIG_PAUSE times med. */
+static double big_share(const uint64_t *gap, int n, uint64_t med)
+{
+	uint64_t big = 0, all = 0;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		all += gap[i];
+		if (gap[i] > PERIOD_BIG_PAUSE * med)
+			big += gap[i];
+	}
+	return all ? (double)big / all : 0;
+}
+
+/* The median pause, and how many pauses are over PERIOD_BIG_PAUSE times it. */
+static int big_pauses(const uint64_t *gap, int n, uint64_t *median)
+{
+	uint64_t *t, med;
+	int i, nbig = 0;
+
+	*median = 0;
+	if (!gap || n < 1)
+		return 0;
+	t = malloc(sizeof(*t) * n);
+	if (!t)
+		return 0;
+	memcpy(t, gap, sizeof(*t) * n);
+	qsort(t, n, sizeof(*t), cmp_u64);
+	med = t[n / 2] > PERIOD_GAP_FLOOR_NS ? t[n / 2] : PERIOD_GAP_FLOOR_NS;
+	for (i = 0; i < n; i++)
+		nbig += t[i] > PERIOD_BIG_PAUSE * med;
+	free(t);
+	*median = med;
+	return nbig;
+}
+
+/*
+ * The step among the periods 1..limit (scores in s[]): the period of the runs of equal
+ * signatures, else the smallest period that repeats about as well as any, or the smallest
+ * over PERIOD_THRESHOLD (a multiple of the step repeats as well as the step; an extra
+ * collective hurts long periods more). Equal buckets repeat at every period, so the pauses
+ * decide: when steps of a multiple of that period end at their longest pause, that is the
+ * step. Then a divisor that repeats fairly well and ends at pauses as long wins back
+ * (periodic eval collectives make a longer cycle score best).
+ */
+static int choose(const double *s, int limit, const uint64_t *sig, const uint64_t *gap, int n,
+		  int *phase_out, double *conf, uint64_t *long_ns)
+{
+	double best = -1, want, share;
+	uint64_t pause = 0, d_pause, g_pause;
+	int p, best_p = 0, phase = 0, d_phase, gp, g_phase;
+
+	*long_ns = 0;
+	for (p = 1; p <= limit; p++)
+		if (s[p] > best + 1e-9)
+			best = s[p];
+	if (best < PERIOD_FLOOR) {
+		*conf = best;
+		return 0;
+	}
+	best_p = run_period(sig, n, limit);
+	if (best_p && s[best_p] < PERIOD_DIVISOR_MIN)
+		best_p = 0;
+	want = best - PERIOD_NEAR < PERIOD_THRESHOLD ? best - PERIOD_NEAR : PERIOD_THRESHOLD;
+	for (p = 1; p <= limit && !best_p; p++)
+		if (s[p] >= want - 1e-9)
+			best_p = p;
+	gp = gap_period(gap, n - 1, best_p, limit, &g_phase, &g_pause, &share);
+	if (gp && s[gp] >= PERIOD_DIVISOR_MIN) {
+		/* the pauses only confirm the signatures' step, or they made it */
+		*conf = gp == best_p || s[gp] < share ? s[gp] : share;
+		*long_ns = g_pause ? g_pause : 1;
+		*phase_out = g_phase;
+		return gp;
+	}
+	if (phase_gap(gap, n, best_p, &phase, &pause))
+		return 0;
+	/* a shorter step than the signatures' cycle, with ends as long: equal buckets and a
+	 * logged loss every few steps make a cycle of several steps */
+	gp = best_p > 2 ? gap_period(gap, n - 1, 1, best_p - 1, &g_phase, &g_pause, &share) : 0;
+	if (gp && s[gp] >= PERIOD_DIVISOR_MIN && g_pause * 10 >= pause * 7) {
+		*conf = s[gp] < share ? s[gp] : share;
+		*long_ns = g_pause ? g_pause : 1;
+		*phase_out = g_phase;
+		return gp;
+	}
+	*conf = s[best_p];
+	for (p = 1; gap && p < best_p; p++) {
+		if (best_p % p || s[p] < PERIOD_DIVISOR_MIN)
+			continue;
+		if (phase_gap(gap, n, p, &d_phase, &d_pause))
+			break;
+		if (d_pause * 10 >= pause * 7) {
+			best_p = p;
+			*conf = s[p];
+			phase = d_phase;
+			break;
+		}
+	}
+	*phase_out = phase;
+	return best_p;
+}
+
 int period__detect(const uint64_t *sig, const uint64_t *gap, int n, int max_period,
 		   struct period_result *out)
 {
-	int p, best_p = 0, limit, phase, d_phase, err;
-	double s, best = -1;
-	uint64_t pause, d_pause;
+	double *s = NULL, conf = 0;
+	int p, limit, phase = 0, err = 0;
+	uint64_t long_ns = 0;
 
 	memset(out, 0, sizeof(*out));
 	if (n < PERIOD_MIN_REPEATS)
@@ -71,57 +334,48 @@ int period__detect(const uint64_t *sig, const uint64_t *gap, int n, int max_peri
 	limit = n / PERIOD_MIN_REPEATS;
 	if (limit > max_period)
 		limit = max_period;
-	/* The smallest period that repeats well enough (multiples of it score as well), unless
-	 * a multiple of it repeats clearly better: 16 equal buckets and one optimizer
-	 * all-reduce are one step of 17, not 17 steps of 1. */
-	for (p = 1; p <= limit; p++) {
-		s = score(sig, n, p);
-		if (s >= PERIOD_THRESHOLD) {
-			best_p = p;
-			best = s;
-			break;
-		}
-		if (s > best + 1e-9) {
-			best = s;
-			best_p = p;
-		}
-	}
-	if (!best_p)
+	if (limit < 1)
 		return -EINVAL;
-	if (best < PERIOD_FLOOR) {
-		out->confidence = best;
-		return 0;	/* nothing repeats: period 0 */
-	}
-	for (p = 2 * best_p; best >= PERIOD_THRESHOLD && p <= limit; p += best_p) {
-		s = score(sig, n, p);
-		if (s >= best + PERIOD_MARGIN) {
-			best_p = p;
-			best = s;
-			break;
-		}
-	}
-	err = phase_gap(gap, n, best_p, &phase, &pause);
-	if (err)
-		return err;
+	s = calloc(limit + 1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	for (p = 1; p <= limit; p++)
+		s[p] = score(sig, n, p);
+	p = choose(s, limit, sig, gap, n, &phase, &conf, &long_ns);
 	/*
-	 * A divisor that repeats fairly well and still ends at pauses as long is the real step:
-	 * periodic eval collectives made the longer cycle score better. The grad-accumulation
-	 * case fails this test: period 1 there ends mostly at the short pauses between buckets.
+	 * One or two pauses far longer than the rest, not where the chosen steps end: steps may
+	 * be longer than the sequence seen so far (25 equal buckets in 48 collectives); wait for
+	 * them to repeat, or for PERIOD_WAIT_MAX collectives (a rare stall in a simple loop).
 	 */
-	for (p = 1; gap && p < best_p; p++) {
-		if (best_p % p || (s = score(sig, n, p)) < PERIOD_DIVISOR_MIN)
-			continue;
-		if (phase_gap(gap, n, p, &d_phase, &d_pause))
-			break;
-		if (d_pause * 10 >= pause * 7) {
-			best_p = p;
-			best = s;
-			phase = d_phase;
-			break;
+	/* every collective alike and no pause structure found: one collective a step, if the
+	 * pauses are alike too; else the structure may need more steps to show */
+	if (p == 1 && s[1] >= 1.0 && gap && n < PERIOD_WAIT_ALIKE) {
+		uint64_t med, mx = 0;
+		int i;
+
+		big_pauses(gap, n - 1, &med);
+		for (i = 0; i < n - 1; i++)
+			mx = gap[i] > mx ? gap[i] : mx;
+		if (mx >= PERIOD_ALIKE * med) {
+			free(s);
+			return -EAGAIN;
 		}
 	}
-	out->period = best_p;
-	out->confidence = best;
-	out->phase = phase;
-	return 0;
+	if (p && n < PERIOD_WAIT_MAX) {
+		uint64_t med, pause;
+		int nbig = big_pauses(gap, n - 1, &med), ph;
+
+		if (nbig && nbig < PERIOD_MIN_REPEATS && !long_ns &&
+		    !phase_gap(gap, n, p, &ph, &pause) && pause <= PERIOD_BIG_PAUSE * med &&
+		    (s[p] < 1.0 || big_share(gap, n - 1, med) * 3 >= 1)) {
+			free(s);
+			return -EAGAIN;
+		}
+	}
+	out->period = p;
+	out->phase = p ? phase : 0;
+	out->confidence = conf;
+	out->long_ns = p ? long_ns : 0;
+	free(s);
+	return err;
 }

@@ -11,22 +11,42 @@
 #define PERIOD_MARGIN		0.10	/* a multiple must repeat this much better to win */
 #define PERIOD_FLOOR		0.50	/* below this best score nothing repeats */
 #define PERIOD_DIVISOR_MIN	0.60	/* a divisor must repeat this well to replace the period */
+#define PERIOD_NEAR		0.05	/* a period this close to the best score repeats as well */
+#define PERIOD_GAP_FLOOR_NS	20000	/* pauses under 20 us are all alike (probe jitter) */
+#define PERIOD_GAP_CONSISTENT	0.60	/* steps' end pauses this often one or two steps apart */
+#define PERIOD_GAP_STRICT	0.50	/* ... and this often exactly one step apart */
+#define PERIOD_GAP_LIFT		1.5	/* ... which is this many times the share of such pauses */
+#define PERIOD_GAP_END_RATIO	1.25	/* ... and typically this much over the others of the step */
+#define PERIOD_GAP_CONTRAST	1.15	/* a step's end pause over the longest other in its step */
+#define PERIOD_BIG_PAUSE	5	/* a pause this many times the median stands out */
+#define PERIOD_WAIT_MAX		512	/* wait no longer than this for standing-out pauses to recur */
+#define PERIOD_ALIKE		2	/* pauses within this factor of the median are alike */
+#define PERIOD_WAIT_ALIKE	128	/* equal signatures, unlike pauses: wait this long for a step */
 
 struct period_result {
 	int period;		/* collectives per step; 0 when nothing repeats */
 	int phase;		/* steps end after the collective at index phase (mod period) */
 	double confidence;	/* fraction of positions i with sig[i] == sig[i - period] */
+	uint64_t long_ns;	/* steps found from pauses: a pause at least this long ends one;
+				 * 0: from signatures alone */
 };
 
-/* Find the period p (1..max_period, at most n / PERIOD_MIN_REPEATS) of the signatures: the
- * smallest scoring PERIOD_THRESHOLD, or a multiple of it scoring PERIOD_MARGIN better, else
- * the best-scoring one; period 0 if even the best is under PERIOD_FLOOR. Then a divisor of it
- * that repeats PERIOD_DIVISOR_MIN and ends at pauses at least 70% as long replaces it (eval
- * collectives every few steps make the eval cycle score best). An extra or missing collective
- * costs about a period's worth of positions. The phase is the
+/* Find the step period p (1..max_period, at most n / PERIOD_MIN_REPEATS) of the signatures:
+ * the smallest scoring PERIOD_THRESHOLD or within PERIOD_NEAR of the best; period 0 if even
+ * the best is under PERIOD_FLOOR. Signatures alone cannot split N equal buckets into steps, so
+ * when the long pauses (over a split between short and long, tried at the PERIOD_GAP_TRIES
+ * largest jumps of the sorted pauses) are one multiple of that period apart in
+ * PERIOD_GAP_CONSISTENT of the cases, that multiple is the step (long_ns is then the split).
+ * Otherwise a divisor of it that repeats PERIOD_DIVISOR_MIN and ends at pauses at least 70%
+ * as long replaces it (eval collectives every few steps make the eval cycle score best). An
+ * extra or missing collective costs about a period's worth of positions. The phase is the
  * position whose following gap (gap[i]: exit of i to entry of i + 1, n - 1 values) has the
  * largest median over the periods: the step boundary is the longest recurring pause.
- * Returns 0, or -EINVAL when n is too small to see any period. */
+ * Returns 0; -EAGAIN when one or two pauses stand out that the steps found do not end at
+ * (steps longer than n / PERIOD_MIN_REPEATS may be coming: call again with more), or when
+ * every signature is alike, no step shows in the pauses, and the pauses are not alike
+ * either, before PERIOD_WAIT_ALIKE collectives; -EINVAL
+ * when n is too small to see any period. */
 int period__detect(const uint64_t *sig, const uint64_t *gap, int n, int max_period,
 		   struct period_result *out);
 

@@ -344,6 +344,269 @@ static void detect__period_needs_three_repeats__not_found_in_two(void **state)
 	free(q);
 }
 
+
+/* ---- training structures with jittery timing (a fixed PRNG, so runs repeat) ---- */
+
+static uint64_t rnd_state = 88172645463325252ULL;
+
+static uint64_t rnd(void)
+{
+	rnd_state ^= rnd_state << 13;
+	rnd_state ^= rnd_state >> 7;
+	rnd_state ^= rnd_state << 17;
+	return rnd_state;
+}
+
+static int preempt_every = 40;
+
+/* v +- frac, and now and then (1 in preempt_every) a preemption of 0.5-1.5 ms */
+static uint64_t jit(uint64_t v, double frac, bool preempt)
+{
+	double f = 1 + frac * ((double)(rnd() % 2001) / 1000.0 - 1);
+	uint64_t r = (uint64_t)(v * f);
+
+	if (preempt && rnd() % preempt_every == 0)
+		r += 500 * US + rnd() % (1000 * US);
+	return r;
+}
+
+#define OP_AR 0
+#define OP_AG 1
+#define OP_RS 2
+#define OP_SEND 3
+#define OP_RECV 4
+
+/* n equal buckets; back to back, or each after a slice of the backward (overlap); the step's
+ * pause holds the optimizer, the next input and the forward. last: the last bucket's size. */
+static void build_buckets(struct seq *q, int steps, int n, uint64_t last, bool overlap,
+			  double len_skew)
+{
+	uint64_t compute = 2300 * US, slice, scale;
+	int s, k;
+
+	q->n = 0;
+	for (s = 0; s < steps; s++) {
+		scale = len_skew > 0 ? 1000 + (uint64_t)((s * 7919 % 1000) * len_skew) : 1000;
+		slice = compute * scale / 1000 / n;
+		for (k = 0; k < n; k++) {
+			uint64_t bytes = k == n - 1 && last ? last : 256 << 10, g;
+
+			if (k < n - 1)
+				g = overlap ? slice : 8 * US;
+			else
+				g = 300 * US + 40 * US + (overlap ? slice : compute * scale / 1000);
+			push(q, period__sig(OP_AR, bytes, 1), jit(g, 0.1, true));
+		}
+	}
+}
+
+static void expect_step(struct seq *q, int period, int phase)
+{
+	struct period_result r;
+	int err = period__detect(q->sig, q->gap, q->n, PERIOD_MAX, &r);
+
+	if (err || r.period != period || r.phase != phase)
+		print_error("n=%d: err %d period %d phase %d (want %d, %d) conf %.2f\n", q->n, err,
+			    r.period, r.phase, period, phase, r.confidence);
+	assert_int_equal(err, 0);
+	assert_int_equal(r.period, period);
+	assert_int_equal(r.phase, phase);
+}
+
+static void detect__equal_buckets__step_from_pauses(void **state)
+{
+	static const int ns[] = { 2, 3, 8, 25 };
+	struct seq *q = new_seq();
+	struct period_result r;
+	int i;
+
+	for (i = 0; i < 4; i++) {
+		build_buckets(q, 12, ns[i], 0, false, 0);
+		expect_step(q, ns[i], ns[i] - 1);
+		/* a backward overlapped with 25 buckets pauses 0.1 ms between them: a 1 ms
+		 * preemption in most steps would hide their ends; keep it to one in 16 steps */
+		preempt_every = ns[i] > 8 ? 400 : 40;
+		/* two buckets and a backward overlapped with them: the step's end pause is only
+		 * 1.3x the other, about what jitter makes; not split (README: pass --steps) */
+		if (ns[i] > 2) {
+			build_buckets(q, 40, ns[i], 0, true, 0);
+			expect_step(q, ns[i], ns[i] - 1);
+		}
+		/* the last bucket smaller: signatures alone say it */
+		build_buckets(q, 12, ns[i], 4096, false, 0);
+		expect_step(q, ns[i], ns[i] - 1);
+		/* sequence lengths that vary 2x from batch to batch */
+		build_buckets(q, 12, ns[i], 0, false, 1.0);
+		expect_step(q, ns[i], ns[i] - 1);
+		if (ns[i] > 2) {
+			build_buckets(q, 40, ns[i], 0, true, 1.0);
+			expect_step(q, ns[i], ns[i] - 1);
+		}
+		preempt_every = 40;
+	}
+	/* 25 buckets, 48 collectives seen: not every bucket a step; wait for more */
+	build_buckets(q, 2, 25, 0, false, 0);
+	q->n = 48;
+	assert_int_equal(period__detect(q->sig, q->gap, q->n, PERIOD_MAX, &r), -EAGAIN);
+	free(q);
+}
+
+static void detect__one_allreduce_a_step__period_one(void **state)
+{
+	struct seq *q = new_seq();
+	int s;
+
+	q->n = 0;
+	for (s = 0; s < 64; s++)
+		push(q, period__sig(OP_AR, 1 << 20, 1), jit(2600 * US, 0.2, true));
+	expect_step(q, 1, 0);
+	/* a stall: one pause 20x the others may end a long step; wait for it to repeat, or for
+	 * PERIOD_WAIT_ALIKE collectives */
+	q->gap[5] = 60 * MS;
+	assert_int_equal(period__detect(q->sig, q->gap, q->n, PERIOD_MAX, &(struct period_result){}),
+			 -EAGAIN);
+	for (s = 64; s < PERIOD_WAIT_ALIKE; s++)
+		push(q, period__sig(OP_AR, 1 << 20, 1), jit(2600 * US, 0.2, true));
+	expect_step(q, 1, 0);
+	free(q);
+}
+
+/* FSDP: k all-gathers in the forward, k reduce-scatters in the backward, a layer's compute
+ * before each */
+static void build_fsdp(struct seq *q, int steps, int k)
+{
+	uint64_t slice = 2300 * US / (2 * k);
+	int s, i;
+
+	q->n = 0;
+	for (s = 0; s < steps; s++) {
+		for (i = 0; i < k; i++)
+			push(q, period__sig(OP_AG, 1 << 20, 1), jit(slice, 0.1, true));
+		for (i = 0; i < k; i++)
+			push(q, period__sig(OP_RS, 1 << 20, 1),
+			     jit(i < k - 1 ? slice : slice + 340 * US, 0.1, true));
+	}
+}
+
+static void detect__fsdp__all_gathers_then_reduce_scatters(void **state)
+{
+	static const int ks[] = { 2, 4, 8, 25 };
+	struct seq *q = new_seq();
+	int i;
+
+	for (i = 0; i < 4; i++) {
+		build_fsdp(q, 8, ks[i]);
+		expect_step(q, 2 * ks[i], 2 * ks[i] - 1);
+	}
+	free(q);
+}
+
+/* tensor + data parallel, one thread's collectives: l small all-reduces on the TP
+ * communicator in the forward and l in the backward, then the gradient bucket on DP */
+static void build_tp_dp(struct seq *q, int steps, int l)
+{
+	uint64_t slice = 2300 * US / (2 * l);
+	int s, i;
+
+	q->n = 0;
+	for (s = 0; s < steps; s++) {
+		for (i = 0; i < 2 * l; i++)
+			push(q, period__sig(OP_AR, 64 << 10, 2), jit(i < 2 * l - 1 ? slice : 30 * US,
+								      0.1, true));
+		push(q, period__sig(OP_AR, 4 << 20, 3), jit(340 * US + slice, 0.1, true));
+	}
+}
+
+static void detect__tensor_and_data_parallel__step_ends_after_dp(void **state)
+{
+	static const int ls[] = { 1, 3, 12 };
+	struct seq *q = new_seq();
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		build_tp_dp(q, 10, ls[i]);
+		expect_step(q, 2 * ls[i] + 1, 2 * ls[i]);
+	}
+	free(q);
+}
+
+/* pipeline stage 0 (GPipe): m sends of activations, m receives of gradients, then the DP
+ * all-reduce on another communicator (not in this sequence) */
+static void build_pipeline(struct seq *q, int steps, int m)
+{
+	uint64_t slice = 2300 * US / (2 * m);
+	int s, i;
+
+	q->n = 0;
+	for (s = 0; s < steps; s++) {
+		/* after the last send, the bubble: the next stage's forward and backward of the
+		 * last micro-batch; after the last receive, this stage's backward, the DP
+		 * all-reduce, the optimizer, the next input and forward */
+		for (i = 0; i < m; i++)
+			push(q, period__sig(OP_SEND, 1 << 18, 4), jit(i < m - 1 ? slice : 2 * slice,
+								       0.1, true));
+		for (i = 0; i < m; i++)
+			push(q, period__sig(OP_RECV, 1 << 18, 4),
+			     jit(i < m - 1 ? slice : 2 * slice + 680 * US, 0.1, true));
+	}
+}
+
+static void detect__pipeline_sends_and_receives__micro_batches_in_one_step(void **state)
+{
+	static const int ms[] = { 2, 4, 8 };
+	struct seq *q = new_seq();
+	struct period_result r;
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		build_pipeline(q, 10, ms[i]);
+		expect_step(q, 2 * ms[i], 2 * ms[i] - 1);
+	}
+	/* one micro-batch: the bubble is about as long as the step's own pause, so either may
+	 * end the step; the period is sure */
+	build_pipeline(q, 10, 1);
+	assert_int_equal(period__detect(q->sig, q->gap, q->n, PERIOD_MAX, &r), 0);
+	assert_int_equal(r.period, 2);
+	free(q);
+}
+
+static void detect__equal_buckets_and_periodic_eval__training_step(void **state)
+{
+	struct seq *q = new_seq();
+	struct period_result r;
+	int s, k;
+
+	/* 3 equal buckets a step; every 5th step also logs its loss (an 8-byte all-reduce) */
+	q->n = 0;
+	for (s = 0; s < 40; s++) {
+		for (k = 0; k < 3; k++)
+			push(q, period__sig(OP_AR, 256 << 10, 1),
+			     jit(k < 2 ? 8 * US : (s % 5 == 4 ? 300 * US : 2640 * US), 0.1, true));
+		if (s % 5 == 4)
+			push(q, period__sig(OP_AR, 8, 1), jit(2340 * US, 0.1, true));
+	}
+	/* each logged loss shifts the positions after it: the phase is any, the period sure */
+	assert_int_equal(period__detect(q->sig, q->gap, q->n, PERIOD_MAX, &r), 0);
+	assert_int_equal(r.period, 3);
+	assert_true(r.long_ns > 2 * MS);
+	free(q);
+}
+
+static void detect__grad_accumulation_equal_buckets_at_the_end__step(void **state)
+{
+	struct seq *q = new_seq();
+	int s, k;
+
+	/* 4 micro-batches of input and compute, then 3 equal buckets once */
+	q->n = 0;
+	for (s = 0; s < 12; s++)
+		for (k = 0; k < 3; k++)
+			push(q, period__sig(OP_AR, 256 << 10, 1),
+			     jit(k < 2 ? 8 * US : 4 * 2400 * US, 0.1, true));
+	expect_step(q, 3, 2);
+	free(q);
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -422,6 +685,13 @@ int main(void)
 		cmocka_unit_test(detect__periodic_eval_steps__training_period),
 		cmocka_unit_test(detect__periodic_eval_steps_long_run__training_period),
 		cmocka_unit_test(detect__all_different__low_confidence_no_period),
+		cmocka_unit_test(detect__equal_buckets__step_from_pauses),
+		cmocka_unit_test(detect__one_allreduce_a_step__period_one),
+		cmocka_unit_test(detect__fsdp__all_gathers_then_reduce_scatters),
+		cmocka_unit_test(detect__tensor_and_data_parallel__step_ends_after_dp),
+		cmocka_unit_test(detect__pipeline_sends_and_receives__micro_batches_in_one_step),
+		cmocka_unit_test(detect__equal_buckets_and_periodic_eval__training_step),
+		cmocka_unit_test(detect__grad_accumulation_equal_buckets_at_the_end__step),
 		cmocka_unit_test(detect__n_too_small__einval),
 		cmocka_unit_test(detect__period_needs_three_repeats__not_found_in_two),
 		cmocka_unit_test(sig__same_inputs__same_signature),
