@@ -104,9 +104,6 @@ static uint64_t get_arrival(const struct step_obs *o, int arg)
 
 static uint64_t get_phase(const struct step_obs *o, int ph)
 {
-	/* host time not explained elsewhere is the rank's own work */
-	if (ph == PH_COMPUTE)
-		return o->ph.ns[PH_COMPUTE] + o->ph.ns[PH_OTHER];
 	return o->ph.ns[ph];
 }
 
@@ -153,7 +150,7 @@ void detect__split_comm(struct step_obs *row, int nranks)
 int detect__window(const struct step_obs *obs, int nsteps, int nranks, struct verdict *v)
 {
 	static const enum phase cand[] = { PH_INPUT_WAIT, PH_IO, PH_COMPUTE, PH_SCHED_DELAY,
-					   PH_GPU_WAIT };
+					   PH_GPU_WAIT, PH_OTHER };
 	uint64_t *tmp = NULL, *durs = NULL, *posts = NULL, *mine = NULL, *peer = NULL, last;
 	int64_t *skews = NULL, *exc = NULL, best_skew = INT64_MIN, e, best_e;
 	int s, r, m, nrows = 0, np = 0, c, late = -1, err = 0;
@@ -268,6 +265,16 @@ int detect__window(const struct step_obs *obs, int nsteps, int nranks, struct ve
 	}
 	v->late_phase_ns = detect__median(mine, m);
 	v->peer_phase_ns = detect__median(peer, m);
+	/* off CPU for another reason: what it was blocked in, most often over the window */
+	v->other_nr = -1;
+	for (s = nsteps - 1; s >= 0 && v->phase == PH_OTHER; s--) {
+		const struct step_obs *o = &obs[s * nranks + late];
+
+		if (o->present && o->ph.other_nr_ns) {
+			v->other_nr = o->ph.other_nr;
+			break;
+		}
+	}
 	switch (v->phase) {
 	case PH_INPUT_WAIT: v->cls = V_INPUT; break;
 	case PH_IO: v->cls = V_STORAGE; break;

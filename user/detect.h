@@ -45,7 +45,9 @@ struct verdict {
 	enum vclass cls;
 	int rank;		/* index of the late rank in the window's columns; -1: none */
 	int64_t skew_ns;	/* its arrival minus the peers' median arrival (median over steps) */
-	enum phase phase;	/* the phase that explains the skew */
+	enum phase phase;	/* the phase that explains the skew, as the step lines show it;
+				 * compute, other and gpu_wait make a compute verdict */
+	int32_t other_nr;	/* phase other: the syscall it was blocked in (-1 unknown) */
 	int64_t phase_excess_ns;/* that phase minus the peers' median (median over steps) */
 	uint64_t late_phase_ns;	/* the late rank's median time in it */
 	uint64_t peer_phase_ns;	/* the peers' median time in it */

@@ -42,11 +42,19 @@ struct job_rank {
 	int walk_j;		/* position in the template; -1 while searching */
 	uint64_t walk_k;	/* boundaries found */
 	uint64_t *hist;		/* the last period's signatures, while searching */
+	uint64_t *hgap;		/* and the pause after each */
 	int nhist;
 	int miss;		/* mismatches in a row */
+	uint64_t step_gmax;	/* the longest pause inside the current step so far */
+	int bad_ends;		/* template ends in a row not at a step's longest pause */
+	int64_t search_from;	/* aligned seq where the walk last began searching */
+	int search_locks;	/* steps in a row found only by searching again */
+	int64_t lost_from;	/* where the first of them began searching */
+	bool locked_once;	/* the walk has found a step since the template was learned */
 	uint64_t *bwd;		/* DDP finalize_backward entries */
 	int nbwd;
 	int64_t seq_off;	/* aligned seq = seq + seq_off */
+	int64_t mark_off;	/* marker steps: step number = marker seq + mark_off */
 	bool aligned;
 	bool exited;
 	uint64_t exit_ns;
@@ -64,6 +72,10 @@ struct job {
 	bool markers;		/* steps come from markers */
 	struct period_result per;
 	bool have_period;
+	int relearns;		/* templates learned again after the pattern changed */
+	int64_t learn_from;	/* learn from the reference rank's collectives from this aligned seq */
+	bool have_learn_from;
+	char rule_note[160];	/* what changed, for on_rule */
 	bool walk;		/* period/every steps: boundaries from the template walk */
 	uint64_t *tmpl;		/* one step's signatures, the boundary collective last */
 	int64_t s0;		/* every rank walks from this aligned seq */
@@ -135,6 +147,7 @@ void job__free(struct job *j)
 		free(j->r[i].io);
 		free(j->r[i].mark);
 		free(j->r[i].hist);
+		free(j->r[i].hgap);
 		free(j->r[i].bwd);
 		free(j->r[i].gpu);
 		free(j->r[i].sync);
@@ -315,9 +328,12 @@ static void pick_main_comm(struct job *j)
 }
 
 /* Same (comm, seq) across ranks is the same collective; seqs count from each rank's attach,
- * so line them up by time: one collective's returns on all ranks are close together, the
- * next one's are a compute phase away. Score each candidate offset over a run of returns. */
-#define ALIGN_RUN 8
+ * so line them up by time: one collective's returns on all ranks are close together. Ranks
+ * are attached one after another, so their counts may differ by hundreds of back-to-back
+ * buckets: the candidate offsets are those that pair each returned collective of the
+ * reference run with the nearest return on the other rank, and the one whose returns are
+ * closest over the whole run (same op and size) wins. */
+#define ALIGN_RUN 24
 
 static int main_index(const struct job *j, const struct job_rank *r, int *idx, int max)
 {
@@ -329,43 +345,64 @@ static int main_index(const struct job *j, const struct job_rank *r, int *idx, i
 	return n;
 }
 
+static uint64_t run_cost(const struct job_rank *ref, const int *ri, const struct job_rank *r,
+			 const int *ci, int nc, int off)
+{
+	uint64_t cost = 0, a, b;
+	int k;
+
+	for (k = ALIGN_RUN; k < 2 * ALIGN_RUN; k++) {
+		if (k + off < 0 || k + off >= nc)
+			return UINT64_MAX;
+		/* the same collective has the same op and size everywhere */
+		if (ref->coll[ri[k]].op != r->coll[ci[k + off]].op ||
+		    ref->coll[ri[k]].bytes != r->coll[ci[k + off]].bytes)
+			return UINT64_MAX;
+		a = ref->coll[ri[k]].exit;
+		b = r->coll[ci[k + off]].exit;
+		cost += a > b ? a - b : b - a;
+	}
+	return cost;
+}
+
 static void align(struct job *j)
 {
 	const struct job_rank *ref = &j->r[0];
-	int ri[3 * ALIGN_RUN], ci[3 * ALIGN_RUN], nr, nc, c, off, k, best_off = 0;
-	uint64_t cost, best_cost, d, a, b;
+	int ri[3 * ALIGN_RUN], *ci, nr, nc, c, k, i, near, off, best_off = 0;
+	uint64_t cost, best_cost, d, dn;
 
 	nr = main_index(j, ref, ri, 3 * ALIGN_RUN);
 	if (nr < 2 * ALIGN_RUN)
 		return;
 	j->r[0].aligned = true;
+	ci = malloc(sizeof(*ci) * JOB_MAX_COLL);
+	if (!ci)
+		return;
 	for (c = 1; c < j->n; c++) {
 		struct job_rank *r = &j->r[c];
 
 		if (r->aligned)
 			continue;
-		nc = main_index(j, r, ci, 3 * ALIGN_RUN);
-		if (nc < 2 * ALIGN_RUN)
+		nc = main_index(j, r, ci, JOB_MAX_COLL);
+		if (nc < ALIGN_RUN)
 			continue;
 		best_cost = UINT64_MAX;
-		/* ref's collectives ALIGN_RUN .. 2*ALIGN_RUN-1 against r's, shifted by off */
-		for (off = -ALIGN_RUN; off <= ALIGN_RUN; off++) {
-			for (cost = 0, k = ALIGN_RUN; k < 2 * ALIGN_RUN; k++) {
-				if (k + off < 0 || k + off >= nc) {
-					cost = UINT64_MAX;
-					break;
+		for (k = ALIGN_RUN; k < 2 * ALIGN_RUN; k++) {
+			uint64_t t = ref->coll[ri[k]].exit;
+
+			for (near = -1, dn = UINT64_MAX, i = 0; i < nc; i++) {
+				uint64_t e = r->coll[ci[i]].exit;
+
+				d = e > t ? e - t : t - e;
+				if (d < dn) {
+					dn = d;
+					near = i;
 				}
-				/* the same collective has the same op and size everywhere */
-				if (ref->coll[ri[k]].op != r->coll[ci[k + off]].op ||
-				    ref->coll[ri[k]].bytes != r->coll[ci[k + off]].bytes) {
-					cost = UINT64_MAX;
-					break;
-				}
-				a = ref->coll[ri[k]].exit;
-				b = r->coll[ci[k + off]].exit;
-				d = a > b ? a - b : b - a;
-				cost += d;
 			}
+			if (near < 0)
+				continue;
+			off = near - k;
+			cost = run_cost(ref, ri, r, ci, nc, off);
 			if (cost < best_cost) {
 				best_cost = cost;
 				best_off = off;
@@ -377,13 +414,163 @@ static void align(struct job *j)
 			     (int64_t)r->coll[ci[ALIGN_RUN + best_off]].seq;
 		r->aligned = true;
 	}
+	free(ci);
 }
 
+/*
+ * When step [s, e) of rank r finished its gradient all-reduces: the end of its wait after
+ * DDP's finalize_backward (a chain of off-CPU intervals, each starting within 0.2 ms of the
+ * last), or the entry itself when it did not wait (it was the last to arrive). 0: no entry.
+ */
+static uint64_t ddp_done(const struct job_rank *r, uint64_t s, uint64_t e)
+{
+	uint64_t b = 0, t;
+	int i;
+
+	for (i = 0; i < r->nbwd && !b; i++)
+		if (r->bwd[i] >= s && r->bwd[i] < e)
+			b = r->bwd[i];
+	if (!b)
+		return 0;
+	for (t = b, i = 0; i < r->noff; i++) {
+		if (r->off[i].start + 200 * 1000ULL < t || r->off[i].end <= t)
+			continue;
+		if (r->off[i].start > t + 200 * 1000ULL || r->off[i].start >= e)
+			break;
+		t = r->off[i].end;
+	}
+	return t;
+}
+
+/* The start of marker seq s of rank r and the next marker's, if both are there. */
+static bool mark_step(const struct job_rank *r, int64_t s, uint64_t *start, uint64_t *end)
+{
+	int i;
+
+	for (i = 0; i + 1 < r->nmark; i++)
+		if ((int64_t)r->mark[i].seq == s && r->mark[i + 1].seq == r->mark[i].seq + 1) {
+			*start = r->mark[i].t;
+			*end = r->mark[i + 1].t;
+			return true;
+		}
+	return false;
+}
+
+/*
+ * Marker steps (DDP's prepare_for_forward) count from each rank's attach, so the same step
+ * may have different numbers on two ranks attached a step apart. Nearest starts cannot line
+ * them up: a rank starved of input starts each step most of a step after its peers. Their
+ * ends can: the gradient all-reduces finish at once on every rank, and each rank's wait in
+ * finalize_backward ends then. The offset whose steps finish closest together (median over
+ * the steps both ranks have) wins.
+ */
+static void align_markers(struct job *j)
+{
+	const struct job_rank *ref = &j->r[0];
+	uint64_t rs, re, ts, te, a, b, *d, best, med;
+	int c, i, o, best_o, pairs;
+
+	j->r[0].aligned = true;
+	d = malloc(sizeof(*d) * JOB_MAX_MARK);
+	if (!d)
+		return;
+	for (c = 1; c < j->n; c++) {
+		struct job_rank *r = &j->r[c];
+		bool any = false;
+
+		if (r->aligned || r->nmark < JOB_MARK_ALIGN || ref->nmark < JOB_MARK_ALIGN)
+			continue;
+		best = UINT64_MAX;
+		best_o = 0;
+		for (o = 0; o <= 2 * JOB_MARK_OFF; o++) {
+			int oo = o % 2 ? -(o + 1) / 2 : o / 2;	/* 0, -1, 1, -2, 2, ... */
+
+			for (pairs = 0, i = 0; i + 1 < r->nmark; i++) {
+				if (r->mark[i + 1].seq != r->mark[i].seq + 1)
+					continue;
+				rs = r->mark[i].t;
+				re = r->mark[i + 1].t;
+				if (!mark_step(ref, (int64_t)r->mark[i].seq + oo, &ts, &te))
+					continue;
+				a = ddp_done(r, rs, re);
+				b = ddp_done(ref, ts, te);
+				if (!a || !b)
+					continue;
+				d[pairs++] = a > b ? a - b : b - a;
+			}
+			if (pairs < JOB_MARK_ALIGN / 2)
+				continue;
+			any = true;
+			med = detect__median(d, pairs);
+			if (med < best) {
+				best = med;
+				best_o = oo;
+			}
+		}
+		if (!any && r->nmark < 2 * JOB_MARK_ALIGN)
+			continue;	/* no backward seen yet: wait a little */
+		r->mark_off = best_o;
+		r->aligned = true;
+	}
+	free(d);
+}
+
+static int64_t aseq(const struct job_rank *r, const struct tl_coll *c);
+
+/* The template: one step's signatures ending with its boundary collective, the step seen most
+ * often (an inserted collective shifts the windows after it, so take the majority). */
+static int learn_template(struct job *j, const uint64_t *sig, int n)
+{
+	int p = j->per.period, b, b2, same, best_b = -1, best_n = 0, k;
+	uint64_t *t;
+
+	for (b = p - 1; b < n; b++) {
+		if (b % p != j->per.phase)
+			continue;
+		for (same = 0, b2 = p - 1; b2 < n; b2++)
+			same += b2 % p == j->per.phase &&
+				!memcmp(sig + b - p + 1, sig + b2 - p + 1, sizeof(*sig) * p);
+		if (same > best_n) {
+			best_n = same;
+			best_b = b;
+		}
+	}
+	if (best_b < 0)
+		return -EINVAL;
+	t = calloc(p, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	for (k = 0; k < j->n; k++) {
+		struct job_rank *r = &j->r[k];
+
+		free(r->hist);
+		free(r->hgap);
+		r->hist = calloc(p, sizeof(*r->hist));
+		r->hgap = calloc(p, sizeof(*r->hgap));
+		if (!r->hist || !r->hgap) {
+			free(t);
+			return -ENOMEM;
+		}
+		r->nhist = 0;
+		r->walk_j = -1;
+		r->miss = 0;
+		r->bad_ends = 0;
+		r->step_gmax = 0;
+		r->locked_once = false;
+	}
+	memcpy(t, sig + best_b - p + 1, sizeof(*t) * p);
+	free(j->tmpl);
+	j->tmpl = t;
+	return 0;
+}
+
+/* The last JOB_PERIOD_SEEN main collectives of the reference rank, learned once there are
+ * enough (more while the pauses say steps may be longer than what was seen). */
 static void detect_period(struct job *j, bool final)
 {
 	const struct job_rank *r = &j->r[0];
 	uint64_t *sig, *gap, prev_exit = 0;
-	int i, n = 0;
+	int i, n = 0, from = 0, err, old_p = j->per.period;
 
 	if (j->have_period || !j->have_main)
 		return;
@@ -396,57 +583,47 @@ static void detect_period(struct job *j, bool final)
 		j->rule = "every";
 		return;
 	}
-	sig = calloc(r->ncoll, sizeof(*sig));
-	gap = calloc(r->ncoll, sizeof(*gap));
+	for (i = r->ncoll - 1; i >= 0 && n < JOB_PERIOD_SEEN; i--)
+		if (is_main(j, &r->coll[i]) &&
+		    (!j->have_learn_from || aseq(r, &r->coll[i]) >= j->learn_from)) {
+			n++;
+			from = i;
+		}
+	/* enough repeats of the largest period we look for, or what there is at the end */
+	if (n < 48 && !(final && n >= PERIOD_MIN_REPEATS))
+		return;
+	sig = calloc(n, sizeof(*sig));
+	gap = calloc(n, sizeof(*gap));
 	if (!sig || !gap)
 		goto out;
-	for (i = 0; i < r->ncoll; i++) {
+	for (n = 0, i = from; i < r->ncoll; i++) {
 		const struct tl_coll *c = &r->coll[i];
 
-		if (!is_main(j, c))
+		if (!is_main(j, c) || (j->have_learn_from && aseq(r, c) < j->learn_from))
 			continue;
 		if (n)
 			gap[n - 1] = c->enter > prev_exit ? c->enter - prev_exit : 0;
 		sig[n++] = period__sig(c->op, c->bytes, c->comm);
 		prev_exit = c->exit;
 	}
-	/* enough repeats of the largest period we look for, or what there is at the end */
-	if (n < 48 && !(final && n >= PERIOD_MIN_REPEATS))
+	err = period__detect(sig, gap, n, PERIOD_MAX, &j->per);
+	if (err == -EAGAIN && final)
+		err = period__detect(sig, NULL, n, PERIOD_MAX, &j->per);
+	if (err || j->per.period <= 0 || learn_template(j, sig, n))
 		goto out;
-	if (!period__detect(sig, gap, n, PERIOD_MAX, &j->per) && j->per.period > 0) {
-		int p = j->per.period, b, k;
-
-		/* the template: the step seen most often, ending with its boundary collective (an
-		 * inserted collective shifts the windows after it, so take the majority) */
-		int best_b = -1, best_n = 0, b2, same;
-
-		for (b = p - 1; b < n; b++) {
-			if (b % p != j->per.phase)
-				continue;
-			for (same = 0, b2 = p - 1; b2 < n; b2++)
-				same += b2 % p == j->per.phase &&
-					!memcmp(sig + b - p + 1, sig + b2 - p + 1, sizeof(*sig) * p);
-			if (same > best_n) {
-				best_n = same;
-				best_b = b;
-			}
-		}
-		b = best_b;
-		j->tmpl = calloc(p, sizeof(*j->tmpl));
-		for (k = 0; k < j->n && j->tmpl; k++) {
-			j->r[k].hist = calloc(p, sizeof(*j->r[k].hist));
-			if (!j->r[k].hist) {
-				free(j->tmpl);
-				j->tmpl = NULL;
-			}
-		}
-		if (b >= 0 && j->tmpl) {
-			memcpy(j->tmpl, sig + b - p + 1, sizeof(*j->tmpl) * p);
-			j->have_period = true;
-			j->walk = true;
-			j->rule = "period";
-		}
-	}
+	j->have_period = true;
+	j->walk = true;
+	j->rule = "period";
+	if (j->relearns)
+		snprintf(j->rule_note, sizeof(j->rule_note),
+			 "the collective pattern changed: steps of %d collectives now, %d before",
+			 j->per.period, old_p);
+	else
+		snprintf(j->rule_note, sizeof(j->rule_note), "steps of %d collectives%s",
+			 j->per.period, j->per.long_ns ? ", ended by their longest pause" : "");
+	if (j->ops.on_rule)
+		j->ops.on_rule(j->ops.ctx, j->rule, j->per.period, j->per.confidence,
+			       j->relearns > 0, j->rule_note);
 out:
 	free(sig);
 	free(gap);
@@ -476,17 +653,39 @@ static void add_boundary(struct job_rank *r, const struct tl_coll *c, int64_t as
 	r->mark[r->nmark++] = (struct job_mark){ .t = c->exit, .seq = ++r->walk_k, .aseq = as };
 }
 
-/*
- * Follow the step template over one collective. Every rank walks the same aligned sequence
- * from the same start, so the k-th boundary is the same collective on all of them. A step's
- * boundary is its template's last collective: an extra collective (an eval, a checkpoint
- * barrier) stays inside the step it falls in, a missing one is skipped over, and after
- * a run of strangers the walk searches for a whole template again.
- */
-static void walk_one(struct job *j, struct job_rank *r, const struct tl_coll *c, int64_t as)
+/* Is a pause of after at the end of a step whose other pauses were at most inside? */
+static bool step_end(uint64_t after, uint64_t inside)
 {
-	int p = j->per.period, q;
-	uint64_t sig;
+	if (inside < PERIOD_GAP_FLOOR_NS)
+		inside = PERIOD_GAP_FLOOR_NS;
+	return after > PERIOD_GAP_FLOOR_NS && after >= PERIOD_GAP_CONTRAST * (double)inside;
+}
+
+static void start_search(struct job_rank *r, int64_t as)
+{
+	r->walk_j = -1;
+	r->nhist = 0;
+	r->miss = 0;
+	r->bad_ends = 0;
+	r->step_gmax = 0;
+	r->search_from = as;
+}
+
+/*
+ * Follow the step template over one collective of the reference rank; after: the pause that
+ * followed it. A step's boundary is its template's last collective: an extra collective (an
+ * eval, a checkpoint barrier) stays inside the step it falls in, a missing one is skipped
+ * over, and after a run of strangers the walk searches for a whole template again. When the
+ * steps were found from their pauses (equal buckets), a boundary must also be followed by the
+ * step's longest pause; two template ends in a row that are not mean the walk lost the step
+ * (a lost collective), and it searches again.
+ */
+static void walk_one(struct job *j, struct job_rank *r, const struct tl_coll *c, int64_t as,
+		     uint64_t after)
+{
+	int p = j->per.period, q, k;
+	bool gaps = j->per.long_ns != 0;
+	uint64_t sig, inside;
 
 	if (!j->tmpl) {		/* every:N counts */
 		if (++r->walk_j >= p) {
@@ -498,89 +697,161 @@ static void walk_one(struct job *j, struct job_rank *r, const struct tl_coll *c,
 	sig = period__sig(c->op, c->bytes, c->comm);
 	if (r->walk_j < 0) {	/* searching: the last p signatures must be the template */
 		memmove(r->hist, r->hist + 1, sizeof(*r->hist) * (p - 1));
+		memmove(r->hgap, r->hgap + 1, sizeof(*r->hgap) * (p - 1));
 		r->hist[p - 1] = sig;
+		r->hgap[p - 1] = after;
 		if (r->nhist < p)
 			r->nhist++;
 		if (r->nhist < p || memcmp(r->hist, j->tmpl, sizeof(*r->hist) * p))
 			return;
+		for (inside = 0, k = 0; k < p - 1; k++)
+			inside = r->hgap[k] > inside ? r->hgap[k] : inside;
+		if (gaps && !step_end(after, inside))
+			return;
 		r->walk_j = 0;
 		r->miss = 0;
+		r->bad_ends = 0;
+		r->step_gmax = 0;
+		if (r->locked_once && !r->search_locks++)
+			r->lost_from = r->search_from;
+		r->locked_once = true;
 		add_boundary(r, c, as);
 		return;
 	}
 	for (q = r->walk_j; q < p && j->tmpl[q] != sig; q++)
 		;
 	if (q == p) {		/* a stranger: it stays in this step */
-		if (++r->miss > 2 * p) {
-			r->walk_j = -1;
-			r->nhist = 0;
-		}
+		if (++r->miss > 2 * p)
+			start_search(r, as);
 		return;
 	}
 	r->miss = 0;
 	/* q > walk_j: the ones between are missing */
 	r->walk_j = q + 1;
-	if (r->walk_j == p) {
-		r->walk_j = 0;
-		add_boundary(r, c, as);
+	if (r->walk_j < p) {
+		r->step_gmax = after > r->step_gmax ? after : r->step_gmax;
+		return;
 	}
+	r->walk_j = 0;
+	if (gaps && !step_end(after, r->step_gmax)) {
+		r->step_gmax = after > r->step_gmax ? after : r->step_gmax;
+		if (++r->bad_ends >= 2) {
+			start_search(r, as);
+			return;
+		}
+	} else {
+		r->bad_ends = 0;
+		r->search_locks = 0;
+	}
+	r->step_gmax = 0;
+	add_boundary(r, c, as);
+}
+
+/* The job's pattern changed (a new model phase): the walk has searched for a template over
+ * JOB_RELEARN_STEPS periods' worth of collectives without finding one, or found the last
+ * JOB_RELEARN_STEPS steps only by searching. Learn it again. */
+static void maybe_relearn(struct job *j, int64_t as)
+{
+	struct job_rank *r = &j->r[0];
+
+	int64_t from = r->search_from;
+
+	if (!j->tmpl || !r->locked_once)
+		return;
+	/* steps found only by searching again, one after another: the template ends inside
+	 * them (equal buckets, more of them now) */
+	if (r->search_locks >= JOB_RELEARN_STEPS)
+		from = r->lost_from;
+	else if (r->walk_j >= 0 ||
+		 as - r->search_from < (int64_t)JOB_RELEARN_STEPS * j->per.period ||
+		 as - r->search_from < 48)
+		return;
+	j->have_period = false;
+	j->relearns++;
+	r->search_locks = 0;
+	j->learn_from = from;
+	j->have_learn_from = true;
+	/* the walk goes on from here with the new template; step numbers go on too */
 }
 
 static void walk(struct job *j)
 {
-	int c, i;
+	struct job_rank *r = &j->r[0];
+	int c, i, i2;
 
 	if (!j->have_s0) {
 		/* a common start: after every rank's first main collective */
 		int64_t s0 = INT64_MIN;
 
 		for (c = 0; c < j->n; c++) {
-			const struct job_rank *r = &j->r[c];
+			const struct job_rank *q = &j->r[c];
 			bool any = false;
 
-			if (!r->aligned && !r->exited)
+			if (!q->aligned && !q->exited)
 				return;
-			for (i = 0; i < r->ncoll && !any; i++) {
-				if (!is_main(j, &r->coll[i]))
+			for (i = 0; i < q->ncoll && !any; i++) {
+				if (!is_main(j, &q->coll[i]))
 					continue;
 				any = true;
-				if ((int64_t)r->coll[i].seq + r->seq_off > s0)
-					s0 = (int64_t)r->coll[i].seq + r->seq_off;
+				if ((int64_t)q->coll[i].seq + q->seq_off > s0)
+					s0 = (int64_t)q->coll[i].seq + q->seq_off;
 			}
-			if (!any && !r->exited)
+			if (!any && !q->exited)
 				return;
 		}
 		j->s0 = s0;
 		j->have_s0 = true;
-		for (c = 0; c < j->n; c++)
-			j->r[c].walk_next = s0;
+		r->walk_next = s0;
+		r->search_from = s0;
 	}
-	for (c = 0; c < j->n; c++) {
-		struct job_rank *r = &j->r[c];
+	/* only the reference rank walks: the other ranks' boundaries are their collectives with
+	 * the same aligned seq, so every rank cuts the same logical step */
+	for (i = 0; i < r->ncoll; i++) {
+		const struct tl_coll *t = &r->coll[i];
+		int64_t as = (int64_t)t->seq + r->seq_off;
+		uint64_t after = 0;
 
-		for (i = 0; i < r->ncoll; i++) {
-			const struct tl_coll *t = &r->coll[i];
-			int64_t as = (int64_t)t->seq + r->seq_off;
-
-			if (!is_main(j, t) || as < r->walk_next)
-				continue;
-			r->walk_next = as + 1;
-			walk_one(j, r, t, as);
-		}
+		if (!is_main(j, t) || as < r->walk_next)
+			continue;
+		/* the pause after it: wait for the next collective, unless it has gone */
+		for (i2 = i + 1; i2 < r->ncoll && !is_main(j, &r->coll[i2]); i2++)
+			;
+		if (i2 < r->ncoll)
+			after = r->coll[i2].enter > t->exit ? r->coll[i2].enter - t->exit : 0;
+		else if (!r->exited && j->per.long_ns)
+			break;
+		r->walk_next = as + 1;
+		walk_one(j, r, t, as, after);
+		maybe_relearn(j, as);
+		if (!j->have_period)
+			break;
 	}
 }
 
 /* ---- step assembly ---- */
 
-/* Boundaries of step k of rank r: [*start, *end). Returns false if not known (yet). */
-static bool bounds(const struct job *j, const struct job_rank *r, uint64_t k, uint64_t *start,
-		   uint64_t *end)
+/* The latest aligned seq rank r has reached on the main communicator. */
+static int64_t reached(const struct job *j, const struct job_rank *r)
+{
+	int i;
+
+	for (i = r->ncoll - 1; i >= 0; i--)
+		if (is_main(j, &r->coll[i]))
+			return aseq(r, &r->coll[i]);
+	return INT64_MIN;
+}
+
+/* Boundaries of step k of rank r: [*start, *end). Returns 1, 0 if not known yet, -1 if it
+ * never will be (the rank went past a boundary collective it has no record of: a drop). */
+static int bounds(const struct job *j, const struct job_rank *r, uint64_t k, uint64_t *start,
+		  uint64_t *end)
 {
 	const struct tl_coll *a, *b;
+	const struct job_rank *ref = &j->r[0];
 	int i, ia = -1, ib = -1;
 
-	if (j->markers || j->walk) {
-		int64_t off = j->markers ? r->seq_off : 0;
+	if (j->markers || r == ref) {
+		int64_t off = j->markers ? r->mark_off : 0;
 
 		for (i = 0; i < r->nmark; i++) {
 			if ((int64_t)r->mark[i].seq + off == (int64_t)k)
@@ -589,18 +860,27 @@ static bool bounds(const struct job *j, const struct job_rank *r, uint64_t k, ui
 				ib = i;
 		}
 		if (ia < 0 || ib < 0)
-			return false;
+			return 0;
 		*start = r->mark[ia].t;
 		*end = r->mark[ib].t;
-		return *end > *start;
+		return *end > *start ? 1 : -1;
 	}
-	a = find_seq(j, r, j->per.phase + (int64_t)(k - 1) * j->per.period);
-	b = find_seq(j, r, j->per.phase + (int64_t)k * j->per.period);
+	/* the reference rank's boundary collectives, on this rank */
+	for (i = 0; i < ref->nmark; i++) {
+		if (ref->mark[i].seq == k)
+			ia = i;
+		if (ref->mark[i].seq == k + 1)
+			ib = i;
+	}
+	if (ia < 0 || ib < 0)
+		return 0;
+	a = find_seq(j, r, ref->mark[ia].aseq);
+	b = find_seq(j, r, ref->mark[ib].aseq);
 	if (!a || !b)
-		return false;
+		return reached(j, r) > (int64_t)ref->mark[ib].aseq ? -1 : 0;
 	*start = a->exit;
 	*end = b->exit;
-	return *end > *start;
+	return *end > *start ? 1 : -1;
 }
 
 static uint64_t overlap(uint64_t s, uint64_t e, uint64_t a, uint64_t b)
@@ -736,13 +1016,14 @@ static bool first_k(struct job *j)
 	int c, i;
 	bool any;
 
-	for (c = 0; c < j->n; c++) {
+	/* period steps: the reference rank's boundaries are every rank's */
+	for (c = 0; c < (j->markers ? j->n : 1); c++) {
 		const struct job_rank *r = &j->r[c];
 
 		any = false;
 		mine = 0;
 		for (i = 0; i < r->nmark; i++) {
-			k = r->mark[i].seq + (j->markers ? r->seq_off : 0);
+			k = r->mark[i].seq + (j->markers ? r->mark_off : 0);
 			if (!any || k < mine)
 				mine = k;
 			any = true;
@@ -791,6 +1072,10 @@ static void judge(struct job *j, uint64_t k)
 	jv.cls = jv.v.cls;
 	jv.col = jv.v.rank;
 	jv.step = k;
+	if (jv.col >= 0 && jv.v.phase == PH_OTHER)
+		snprintf(jv.detail, sizeof(jv.detail), "off CPU, blocked in %s: not waiting for "
+			 "input, storage, a collective or a CPU", jv.v.other_nr >= 0 ?
+			 decode__syscall_name(jv.v.other_nr) : "an unknown call");
 	jv.t_ns = j->now;
 	jv.first = k + 1 - m;
 	jv.last = k;
@@ -897,7 +1182,7 @@ static void assemble(struct job *j, uint64_t now, bool final)
 	struct step_obs *row;
 	struct job_step *st;
 	uint64_t s, e;
-	int c, guard;
+	int c, guard, b;
 
 	if (!j->have_next && !first_k(j))
 		return;
@@ -910,7 +1195,10 @@ static void assemble(struct job *j, uint64_t now, bool final)
 		for (c = 0; c < j->n; c++) {
 			const struct job_rank *r = &j->r[c];
 
-			if (!bounds(j, r, j->next_k, &s, &e)) {
+			b = bounds(j, r, j->next_k, &s, &e);
+			if (b < 0)
+				continue;	/* never: absent from this row */
+			if (!b) {
 				if (r->exited)
 					continue;	/* absent from this row */
 				goto done;
@@ -1069,8 +1357,13 @@ void job__advance(struct job *j, uint64_t now, bool final)
 			goto checks;
 		walk(j);
 	} else {
+		int c;
+
 		j->rule = j->cfg.mode == STEPS_MARKER ? "marker" : "ddp_marker";
-		j->r[0].aligned = true;
+		align_markers(j);
+		for (c = 0; c < j->n && !final; c++)
+			if (!j->r[c].aligned && !j->r[c].exited)
+				goto checks;
 	}
 	assemble(j, now, final);
 checks:

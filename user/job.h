@@ -31,6 +31,10 @@ struct job_cfg {
 #define JOB_MAX_GPU	65536	/* GPU kernels and copies per rank (only ranks with CUPTI data);
 				 * trimmed as steps are built, so this bounds one step's worth */
 #define JOB_ROWS	64	/* completed steps kept for windows */
+#define JOB_PERIOD_SEEN	1024	/* the step period is learned from this many collectives at most */
+#define JOB_MARK_ALIGN	6	/* marker steps seen on two ranks before their numbers are lined up */
+#define JOB_MARK_OFF	3	/* ... within this many steps of each other */
+#define JOB_RELEARN_STEPS 4	/* no step found for this many periods: learn the pattern again */
 #define JOB_SETTLE_NS	200000000ULL	/* wait this long after a step ends for its events */
 #define JOB_GPU_SETTLE_NS 2000000000ULL	/* and up to this long for its GPU records (CUPTI) */
 #define JOB_GPU_SLACK_NS 200000ULL	/* an NCCL kernel may seem to start this much before the
@@ -74,6 +78,9 @@ struct job_probe_ops {
 	void (*state)(void *ctx, int col, char *buf, size_t n);
 	void (*on_step)(void *ctx, const struct job_step *st, const char *rule);
 	void (*on_verdict)(void *ctx, const struct job_verdict *v);
+	/* How steps are found, once learned, and again when the pattern changed (changed). */
+	void (*on_rule)(void *ctx, const char *rule, int period, double confidence, bool changed,
+			const char *note);
 	/* With job__set_detail(): each run of one phase inside a step, as it is built. */
 	void (*on_phase)(void *ctx, int col, enum phase ph, uint64_t start, uint64_t end);
 	void *ctx;

@@ -386,6 +386,21 @@ void report__step(struct json *j, const char *job, int rank, pid_t pid, const st
 	json__obj_end(j);
 }
 
+void report__rule(struct json *j, const char *job, const char *rule, int period,
+		  double confidence, bool changed, const char *note)
+{
+	json__obj_begin(j);
+	json__kstr(j, "type", "rule");
+	json__kstr(j, "job", job);
+	json__kstr(j, "rule", rule);
+	json__kint(j, "period", period);
+	json__kdouble(j, "confidence", confidence);
+	json__key(j, "changed");
+	json__bool(j, changed);
+	json__kstr(j, "note", note);
+	json__obj_end(j);
+}
+
 void report__verdict(struct json *j, const struct job_verdict *v, const char *job, int rank,
 		     pid_t pid)
 {
@@ -448,13 +463,14 @@ void report__verdict_text(FILE *f, const struct job_verdict *v, int rank, char *
 		break;
 	default:
 		snprintf(buf, n, "verdict: %s on rank %d%s: it arrives %s after its peers' median; its "
-			 "%s is %s vs the peers' %s (+%s); collectives take %s after the last arrival",
-			 detect__class_name(v->cls), rank, v->persistent ? " (persistent)" : "",
+			 "%s is %s vs the peers' %s (+%s); collectives take %s after the last arrival"
+			 "%s%s", detect__class_name(v->cls), rank, v->persistent ? " (persistent)" : "",
 			 report__dur(v->v.skew_ns, a, sizeof(a)), steps__phase_name(v->v.phase),
 			 report__dur(v->v.late_phase_ns, b, sizeof(b)),
 			 report__dur(v->v.peer_phase_ns, c, sizeof(c)),
 			 report__dur(v->v.phase_excess_ns, d, sizeof(d)),
-			 report__dur(v->v.post_arrival_ns, e, sizeof(e)));
+			 report__dur(v->v.post_arrival_ns, e, sizeof(e)), v->detail[0] ? "; " : "",
+			 v->detail);
 		break;
 	}
 	fprintf(f, "%s\n", buf);

@@ -68,6 +68,10 @@ void report__step(struct json *j, const char *job, int rank, pid_t pid, const st
 		  const char *rule, double confidence);
 
 /* {"type":"verdict",...} */
+/* How steps are found: {"type":"rule",...}, once learned and again when the pattern changed. */
+void report__rule(struct json *j, const char *job, const char *rule, int period,
+		  double confidence, bool changed, const char *note);
+
 void report__verdict(struct json *j, const struct job_verdict *v, const char *job, int rank,
 		     pid_t pid);
 

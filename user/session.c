@@ -978,6 +978,20 @@ static void job_on_step(void *ctx, const struct job_step *st, const char *rule)
 		json__reset(&s->j);
 }
 
+static void job_on_rule(void *ctx, const char *rule, int period, double confidence,
+			bool changed, const char *note)
+{
+	struct sjob *j = ctx;
+	struct session *s = j->s;
+
+	if (changed)
+		pr_info("%s: job '%s': %s", verb(s), j->id, note);
+	if (!s->o.json)
+		return;
+	report__rule(&s->j, j->id, rule, period, confidence, changed, note);
+	emit(s);
+}
+
 static void job_on_phase(void *ctx, int col, enum phase ph, uint64_t start, uint64_t end)
 {
 	struct sjob *j = ctx;
@@ -1095,7 +1109,7 @@ int session__build_jobs(struct session *s)
 {
 	struct job_probe_ops ops = {
 		.inflight = job_inflight, .state = job_state, .on_step = job_on_step,
-		.on_verdict = job_on_verdict, .on_phase = job_on_phase,
+		.on_verdict = job_on_verdict, .on_phase = job_on_phase, .on_rule = job_on_rule,
 	};
 	int k, c;
 

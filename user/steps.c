@@ -50,10 +50,12 @@ bool steps__input_syscall(int32_t nr)
 }
 
 static enum phase classify(uint64_t t, const struct tl_coll *c, int nc, const struct tl_off *o,
-			   int no, const struct tl_io *io, int nio, uint64_t comm_from)
+			   int no, const struct tl_io *io, int nio, uint64_t comm_from, int32_t *nr)
 {
 	bool input = false, off = false, runq = false, waits = false, futex = false, gpu = false;
 	int i;
+
+	*nr = -1;
 
 	for (i = 0; i < nc; i++) {
 		if (!c[i].exit || t < c[i].enter || t >= c[i].exit)
@@ -78,6 +80,7 @@ static enum phase classify(uint64_t t, const struct tl_coll *c, int nc, const st
 		if (t < o[i].start || t >= o[i].end)
 			continue;
 		off = true;
+		*nr = o[i].syscall;
 		if (t >= o[i].end - (o[i].runq < o[i].end - o[i].start ? o[i].runq :
 								       o[i].end - o[i].start))
 			runq = true;
@@ -96,6 +99,27 @@ static enum phase classify(uint64_t t, const struct tl_coll *c, int nc, const st
 	return PH_COMPUTE;
 }
 
+/* Time in `other` by syscall: a few kinds a step (the first OTHER_NRS seen). */
+#define OTHER_NRS 4
+
+struct other_acc {
+	int32_t nr;
+	uint64_t ns;
+};
+
+static void add_other(struct other_acc *a, int *n, int32_t nr, uint64_t ns)
+{
+	int i;
+
+	for (i = 0; i < *n; i++)
+		if (a[i].nr == nr) {
+			a[i].ns += ns;
+			return;
+		}
+	if (*n < OTHER_NRS)
+		a[(*n)++] = (struct other_acc){ .nr = nr, .ns = ns };
+}
+
 void steps__partition(uint64_t start, uint64_t end, const struct tl_coll *c, int nc,
 		      const struct tl_off *o, int no, const struct tl_io *io, int nio,
 		      uint64_t comm_from, struct phases *out)
@@ -111,9 +135,12 @@ void steps__partition_cb(uint64_t start, uint64_t end, const struct tl_coll *c, 
 	enum phase ph, cur = PH_MAX;
 	uint64_t from = start;
 	uint64_t *pts;
-	int n = 0, i;
+	struct other_acc other[OTHER_NRS];
+	int n = 0, i, nother = 0;
+	int32_t nr;
 
 	memset(out, 0, sizeof(*out));
+	out->other_nr = -1;
 	if (end <= start)
 		return;
 	pts = malloc(sizeof(*pts) * (2 + 2 * nc + 3 * no + 2 * nio + 1));
@@ -141,8 +168,10 @@ void steps__partition_cb(uint64_t start, uint64_t end, const struct tl_coll *c, 
 	for (i = 0; i + 1 < n; i++) {
 		if (pts[i + 1] <= pts[i])
 			continue;
-		ph = classify(pts[i], c, nc, o, no, io, nio, comm_from);
+		ph = classify(pts[i], c, nc, o, no, io, nio, comm_from, &nr);
 		out->ns[ph] += pts[i + 1] - pts[i];
+		if (ph == PH_OTHER)
+			add_other(other, &nother, nr, pts[i + 1] - pts[i]);
 		if (run && ph != cur) {	/* a run of one phase ends where another begins */
 			if (cur != PH_MAX)
 				run(ctx, cur, from, pts[i]);
@@ -152,5 +181,10 @@ void steps__partition_cb(uint64_t start, uint64_t end, const struct tl_coll *c, 
 	}
 	if (run && cur != PH_MAX)
 		run(ctx, cur, from, end);
+	for (i = 0; i < nother; i++)
+		if (other[i].ns > out->other_nr_ns) {
+			out->other_nr = other[i].nr;
+			out->other_nr_ns = other[i].ns;
+		}
 	free(pts);
 }

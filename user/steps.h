@@ -22,6 +22,8 @@ struct phases {
 	uint64_t ns[PH_MAX];	/* sums to the step duration */
 	uint64_t comm_wait;	/* comm = comm_wait + comm_transfer, once ranks are joined */
 	uint64_t comm_transfer;
+	int32_t other_nr;	/* the syscall most of `other` was blocked in; -1 unknown */
+	uint64_t other_nr_ns;	/* and how long */
 };
 
 /* Main-thread intervals, CLOCK_MONOTONIC ns, [start, end). */

@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/* job: steps and verdicts from synthetic per-rank timelines shaped like real jobs (equal
+ * buckets, DDP markers of ranks attached a step apart, a pattern that changes mid-run). */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include "collectives.h"
+#include "io.h"
+#include "job.h"
+
+#define US 1000ULL
+#define MS 1000000ULL
+#define MAXV 4096
+
+struct seen {
+	struct job_verdict v[MAXV];
+	int nv;
+	int steps[4];			/* steps per column */
+	uint32_t colls[4][8];		/* steps by collectives in them (capped at 7) */
+	uint64_t dur[4];		/* summed step time */
+	uint64_t ph[4][PH_MAX];		/* summed phases */
+	int rules, changed;
+	int last_period;
+};
+
+static void on_step(void *ctx, const struct job_step *st, const char *rule)
+{
+	struct seen *s = ctx;
+	int p;
+
+	s->steps[st->col]++;
+	s->colls[st->col][st->collectives < 7 ? st->collectives : 7]++;
+	s->dur[st->col] += st->dur_ns;
+	for (p = 0; p < PH_MAX; p++)
+		s->ph[st->col][p] += st->ph.ns[p];
+}
+
+static void on_verdict(void *ctx, const struct job_verdict *v)
+{
+	struct seen *s = ctx;
+
+	if (s->nv < MAXV)
+		s->v[s->nv++] = *v;
+}
+
+static void on_rule(void *ctx, const char *rule, int period, double confidence, bool changed,
+		    const char *note)
+{
+	struct seen *s = ctx;
+
+	s->rules++;
+	s->changed += changed;
+	s->last_period = period;
+}
+
+static struct job *new_job(struct seen *s, int n, enum steps_mode mode)
+{
+	struct job_cfg cfg = { .mode = mode, .hang_timeout_ns = 60000 * MS, .window = 8 };
+	struct job_probe_ops ops = {
+		.on_step = on_step, .on_verdict = on_verdict, .on_rule = on_rule, .ctx = s,
+	};
+	struct job *j;
+	int c;
+
+	memset(s, 0, sizeof(*s));
+	j = job__new(&cfg, n, &ops);
+	assert_non_null(j);
+	for (c = 0; c < n; c++)
+		job__set_rank(j, c, c, 100 + c);
+	return j;
+}
+
+/* The verdicts after the first settled window: all of class cls on column col, and some. */
+static void expect_verdicts(const struct seen *s, enum vclass cls, int col)
+{
+	int i, right = 0;
+
+	for (i = 0; i < s->nv; i++) {
+		if (s->v[i].cls == V_NONE)
+			continue;
+		if (s->v[i].cls != cls || s->v[i].col != col)
+			print_error("verdict %d: class %d col %d (want %d, %d)\n", i, s->v[i].cls,
+				    s->v[i].col, cls, col);
+		assert_int_equal(s->v[i].cls, cls);
+		assert_int_equal(s->v[i].col, col);
+		right++;
+	}
+	assert_true(right > 0);
+}
+
+/* An MPI job's generator state: each column's seq and the time reached. */
+struct gen {
+	uint64_t seq[4];
+	int k;			/* collectives so far, for skip */
+	uint64_t t;
+};
+
+/*
+ * An MPI loop with nb equal buckets a step: read (0.1 ms), compute (2.3 ms, + extra on the
+ * slow column), buckets back to back, optimizer (0.3 ms). Column c was attached after
+ * skip[c] collectives: its seqs count from there.
+ */
+static void mpi_buckets(struct job *j, int n, int steps, int nb, int slow, uint64_t extra,
+			const int *skip, struct gen *g)
+{
+	uint64_t arrive[4], done, e;
+	int s, b, c;
+
+	for (s = 0; s < steps; s++) {
+		for (c = 0; c < n; c++)	/* each rank's input and compute */
+			arrive[c] = g->t + 100 * US + 2300 * US + (c == slow ? extra : 0);
+		for (b = 0; b < nb; b++, g->k++) {
+			done = 0;
+			for (c = 0; c < n; c++)
+				done = arrive[c] > done ? arrive[c] : done;
+			done += 60 * US;
+			for (c = 0; c < n; c++) {
+				if (g->k >= skip[c])
+					job__on_coll(j, c, 100 + c, RS_OP_ALLREDUCE, RS_LIB_MPI, 7,
+						     ++g->seq[c], 256 << 10, arrive[c], done + c * US);
+				arrive[c] = done + c * US + 5 * US;
+			}
+		}
+		e = arrive[0] + 300 * US;
+		for (c = 1; c < n; c++)
+			e = arrive[c] + 300 * US > e ? arrive[c] + 300 * US : e;
+		g->t = e;
+		job__advance(j, g->t, false);
+	}
+}
+
+static void equal_buckets__slow_rank__compute_on_it(void **state)
+{
+	static const int nbs[] = { 3, 8 };
+	static const int skip[] = { 0, 7, 2, 11 };
+	static struct seen s;
+	struct job *j;
+	struct gen g;
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		j = new_job(&s, 4, STEPS_AUTO);
+		g = (struct gen){ .t = 1000 * MS };
+		mpi_buckets(j, 4, 120, nbs[i], 2, 4 * MS, skip, &g);
+		job__advance(j, g.t + 1000 * MS, true);
+		/* steps of nb collectives, not of one */
+		assert_true(s.steps[0] > 60);
+		assert_true(s.colls[0][nbs[i] < 7 ? nbs[i] : 7] >= (uint32_t)s.steps[0] - 2);
+		assert_int_equal(s.last_period, nbs[i]);
+		expect_verdicts(&s, V_COMPUTE, 2);
+		job__free(j);
+	}
+}
+
+static void equal_buckets__healthy__no_verdict(void **state)
+{
+	static const int skip[] = { 0, 3, 5, 1 };
+	static struct seen s;
+	struct job *j;
+	struct gen g = { .t = 1000 * MS };
+	int i;
+
+	j = new_job(&s, 4, STEPS_AUTO);
+	mpi_buckets(j, 4, 200, 3, -1, 0, skip, &g);
+	job__advance(j, g.t + 1000 * MS, true);
+	assert_true(s.steps[0] > 150);
+	for (i = 0; i < s.nv; i++)
+		assert_int_equal(s.v[i].cls, V_NONE);
+	assert_true(s.nv > 0);
+	job__free(j);
+}
+
+static void pattern_change__relearned_and_reported(void **state)
+{
+	static const int skip[] = { 0, 4 };
+	static struct seen s;
+	struct job *j;
+	struct gen g = { .t = 1000 * MS };
+	int before;
+
+	j = new_job(&s, 2, STEPS_AUTO);
+	mpi_buckets(j, 2, 60, 3, -1, 0, skip, &g);
+	assert_int_equal(s.last_period, 3);
+	assert_int_equal(s.changed, 0);
+	before = s.steps[0];
+	/* a new phase of the model: 5 buckets a step from here, and rank 1 slow in it */
+	mpi_buckets(j, 2, 80, 5, 1, 4 * MS, skip, &g);
+	job__advance(j, g.t + 1000 * MS, true);
+	assert_int_equal(s.changed, 1);
+	assert_int_equal(s.last_period, 5);
+	assert_true(s.colls[0][5] > 40);
+	assert_true(s.steps[0] > before + 40);
+	assert_true(s.nv > 0 && s.v[s.nv - 1].cls == V_COMPUTE && s.v[s.nv - 1].col == 1);
+	job__free(j);
+}
+
+/*
+ * DDP (gloo): each rank's step is its input (rank 1 starved: 58 ms in a pipe read), forward
+ * (prepare_for_forward marks the step), backward, finalize_backward (the wait for the bucket
+ * all-reduces on gloo's thread, entry-only), optimizer. Rank 1 was attached a step before
+ * rank 0, so its marker numbers run one ahead.
+ */
+static void ddp_attached_a_step_apart__starved_rank_named(void **state)
+{
+	static struct seen s;
+	struct job *j = new_job(&s, 2, STEPS_AUTO);
+	uint64_t t = 1000 * MS, fwd[2], bwd[2], done, in0, in1;
+	int k;
+
+	for (k = 0; k < 80; k++) {
+		in0 = 2 * MS;
+		in1 = 58 * MS;
+		fwd[0] = t + in0;
+		fwd[1] = t + in1;
+		bwd[0] = fwd[0] + 20 * MS;
+		bwd[1] = fwd[1] + 20 * MS;
+		done = (bwd[0] > bwd[1] ? bwd[0] : bwd[1]) + 3 * MS;
+		/* the input: rank 0 reads a ready batch, rank 1 waits in the pipe read */
+		job__on_io(j, 0, 100, false, RS_FD_PIPE, t, t + in0, 4096);
+		job__on_io(j, 1, 101, false, RS_FD_PIPE, t, t + in1, 4096);
+		job__on_coll(j, 0, 100, RS_OP_STEP_FORWARD, RS_LIB_TORCH, 9, k + 1, 0, fwd[0], 0);
+		job__on_coll(j, 1, 101, RS_OP_STEP_FORWARD, RS_LIB_TORCH, 9, k + 2, 0, fwd[1], 0);
+		/* gloo's bucket all-reduces, entered from its worker thread during backward */
+		job__on_coll(j, 0, 200, RS_OP_ALLREDUCE, RS_LIB_GLOO, 5, 2 * k + 1, 0,
+			     bwd[0] - 5 * MS, 0);
+		job__on_coll(j, 0, 200, RS_OP_ALLREDUCE, RS_LIB_GLOO, 5, 2 * k + 2, 0,
+			     bwd[0] - 1 * MS, 0);
+		job__on_coll(j, 1, 201, RS_OP_ALLREDUCE, RS_LIB_GLOO, 5, 2 * k + 3, 0,
+			     bwd[1] - 5 * MS, 0);
+		job__on_coll(j, 1, 201, RS_OP_ALLREDUCE, RS_LIB_GLOO, 5, 2 * k + 4, 0,
+			     bwd[1] - 1 * MS, 0);
+		job__on_coll(j, 0, 100, RS_OP_STEP_BACKWARD, RS_LIB_TORCH, 9, k + 1, 0, bwd[0], 0);
+		job__on_coll(j, 1, 101, RS_OP_STEP_BACKWARD, RS_LIB_TORCH, 9, k + 2, 0, bwd[1], 0);
+		/* the wait for the buckets: a futex after finalize_backward */
+		job__on_off(j, 0, 100, bwd[0] + 10 * US, done, 5 * US, 202);
+		if (done > bwd[1] + 200 * US)
+			job__on_off(j, 1, 101, bwd[1] + 10 * US, done, 5 * US, 202);
+		t = done + 2 * MS;	/* the optimizer */
+		job__advance(j, t, false);
+	}
+	job__advance(j, t + 1000 * MS, true);
+	assert_true(s.steps[0] > 60);
+	assert_true(s.steps[1] > 60);
+	expect_verdicts(&s, V_INPUT, 1);
+	job__free(j);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(equal_buckets__slow_rank__compute_on_it),
+		cmocka_unit_test(equal_buckets__healthy__no_verdict),
+		cmocka_unit_test(pattern_change__relearned_and_reported),
+		cmocka_unit_test(ddp_attached_a_step_apart__starved_rank_named),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
