@@ -53,6 +53,8 @@ struct job_rank {
 	bool locked_once;	/* the walk has found a step since the template was learned */
 	uint64_t *bwd;		/* DDP finalize_backward entries */
 	int nbwd;
+	uint64_t main_comm;	/* its busiest communicator: a TP or DP group's differs by rank */
+	bool have_main;
 	int64_t seq_off;	/* aligned seq = seq + seq_off */
 	int64_t mark_off;	/* marker steps: step number = marker seq + mark_off */
 	bool aligned;
@@ -67,8 +69,7 @@ struct job {
 	struct job_probe_ops ops;
 	int n;
 	struct job_rank *r;
-	uint64_t main_comm;
-	bool have_main;
+	bool have_main;		/* the reference rank knows its main communicator */
 	bool markers;		/* steps come from markers */
 	struct period_result per;
 	bool have_period;
@@ -298,33 +299,39 @@ const struct job_verdict *job__last_verdict(const struct job *j)
 
 /* ---- the main communicator, its alignment and period ---- */
 
-static bool is_main(const struct job *j, const struct tl_coll *c)
+static bool is_main(const struct job_rank *r, const struct tl_coll *c)
 {
-	return j->have_main && c->comm == j->main_comm && c->exit;
+	return r->have_main && c->comm == r->main_comm && c->exit;
 }
 
+/* Each rank's main communicator: the one most of its first returned collectives are on. Ranks
+ * in different tensor- or pipeline-parallel groups have different ones, with the same shape. */
 static void pick_main_comm(struct job *j)
 {
-	const struct job_rank *r = &j->r[0];
-	uint64_t best = 0;
-	int i, k, cnt, best_cnt = 0;
+	uint64_t best;
+	int c, i, k, cnt, best_cnt;
 
-	if (j->have_main || r->ncoll < 8)
-		return;
-	for (i = 0; i < r->ncoll && i < 256; i++) {
-		if (!r->coll[i].exit)
+	for (c = 0; c < j->n; c++) {
+		struct job_rank *r = &j->r[c];
+
+		if (r->have_main || r->ncoll < 8)
 			continue;
-		for (cnt = 0, k = 0; k < r->ncoll && k < 256; k++)
-			cnt += r->coll[k].comm == r->coll[i].comm && r->coll[k].exit;
-		if (cnt > best_cnt) {
-			best_cnt = cnt;
-			best = r->coll[i].comm;
+		for (best = 0, best_cnt = 0, i = 0; i < r->ncoll && i < 256; i++) {
+			if (!r->coll[i].exit)
+				continue;
+			for (cnt = 0, k = 0; k < r->ncoll && k < 256; k++)
+				cnt += r->coll[k].comm == r->coll[i].comm && r->coll[k].exit;
+			if (cnt > best_cnt) {
+				best_cnt = cnt;
+				best = r->coll[i].comm;
+			}
+		}
+		if (best_cnt) {
+			r->main_comm = best;
+			r->have_main = true;
 		}
 	}
-	if (best_cnt) {
-		j->main_comm = best;
-		j->have_main = true;
-	}
+	j->have_main = j->r[0].have_main;
 }
 
 /* Same (comm, seq) across ranks is the same collective; seqs count from each rank's attach,
@@ -340,7 +347,7 @@ static int main_index(const struct job *j, const struct job_rank *r, int *idx, i
 	int i, n = 0;
 
 	for (i = 0; i < r->ncoll && n < max; i++)
-		if (is_main(j, &r->coll[i]))
+		if (is_main(r, &r->coll[i]))
 			idx[n++] = i;
 	return n;
 }
@@ -584,7 +591,7 @@ static void detect_period(struct job *j, bool final)
 		return;
 	}
 	for (i = r->ncoll - 1; i >= 0 && n < JOB_PERIOD_SEEN; i--)
-		if (is_main(j, &r->coll[i]) &&
+		if (is_main(r, &r->coll[i]) &&
 		    (!j->have_learn_from || aseq(r, &r->coll[i]) >= j->learn_from)) {
 			n++;
 			from = i;
@@ -599,7 +606,7 @@ static void detect_period(struct job *j, bool final)
 	for (n = 0, i = from; i < r->ncoll; i++) {
 		const struct tl_coll *c = &r->coll[i];
 
-		if (!is_main(j, c) || (j->have_learn_from && aseq(r, c) < j->learn_from))
+		if (!is_main(r, c) || (j->have_learn_from && aseq(r, c) < j->learn_from))
 			continue;
 		if (n)
 			gap[n - 1] = c->enter > prev_exit ? c->enter - prev_exit : 0;
@@ -639,7 +646,7 @@ static const struct tl_coll *find_seq(const struct job *j, const struct job_rank
 	int i;
 
 	for (i = r->ncoll - 1; i >= 0; i--)
-		if (is_main(j, &r->coll[i]) && aseq(r, &r->coll[i]) == s)
+		if (is_main(r, &r->coll[i]) && aseq(r, &r->coll[i]) == s)
 			return &r->coll[i];
 	return NULL;
 }
@@ -790,7 +797,7 @@ static void walk(struct job *j)
 			if (!q->aligned && !q->exited)
 				return;
 			for (i = 0; i < q->ncoll && !any; i++) {
-				if (!is_main(j, &q->coll[i]))
+				if (!is_main(q, &q->coll[i]))
 					continue;
 				any = true;
 				if ((int64_t)q->coll[i].seq + q->seq_off > s0)
@@ -811,10 +818,10 @@ static void walk(struct job *j)
 		int64_t as = (int64_t)t->seq + r->seq_off;
 		uint64_t after = 0;
 
-		if (!is_main(j, t) || as < r->walk_next)
+		if (!is_main(r, t) || as < r->walk_next)
 			continue;
 		/* the pause after it: wait for the next collective, unless it has gone */
-		for (i2 = i + 1; i2 < r->ncoll && !is_main(j, &r->coll[i2]); i2++)
+		for (i2 = i + 1; i2 < r->ncoll && !is_main(r, &r->coll[i2]); i2++)
 			;
 		if (i2 < r->ncoll)
 			after = r->coll[i2].enter > t->exit ? r->coll[i2].enter - t->exit : 0;
@@ -836,7 +843,7 @@ static int64_t reached(const struct job *j, const struct job_rank *r)
 	int i;
 
 	for (i = r->ncoll - 1; i >= 0; i--)
-		if (is_main(j, &r->coll[i]))
+		if (is_main(r, &r->coll[i]))
 			return aseq(r, &r->coll[i]);
 	return INT64_MIN;
 }
