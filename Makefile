@@ -85,7 +85,8 @@ $(OBJ)/bpf $(OBJ)/user $(OBJ)/cupti $(OUTPUT)/tests $(OUTPUT)/fuzz:
 include tests/fixtures/fixtures.mk
 include tests/fixtures/cupti_double/double.mk
 include tests/bench/bench.mk
-fixtures: $(FIXTURES_BIN) $(CUPTI_FIXTURES)
+include tests/workloads/workloads.mk
+fixtures: $(FIXTURES_BIN) $(CUPTI_FIXTURES) $(WORKLOADS_BIN)
 
 # Every Debian package the build, the tests, the demo and the bench need; fast when present.
 DEB_PKGS := clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev pkg-config \

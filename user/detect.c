@@ -255,6 +255,13 @@ int detect__window(const struct step_obs *obs, int nsteps, int nranks, struct ve
 		}
 	}
 	v->phase_excess_ns = best_e;
+	/* late, but not by its own time in any phase: it left the last collective late (it was
+	 * preempted inside it, on a shared host), and its peers will catch that up; no verdict */
+	if (best_e < (int64_t)(best_skew * DETECT_EXPLAINED)) {
+		v->rank = -1;
+		v->cls = V_NONE;
+		goto out;
+	}
 	for (m = 0, s = 0; s < nsteps; s++) {
 		const struct step_obs *row = &obs[s * nranks];
 

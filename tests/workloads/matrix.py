@@ -1,0 +1,429 @@
+#!/usr/bin/env python3
+"""matrix.py - rankscope's accuracy matrix: workload structure x fault x attach -> verdict.
+
+Each cell runs a real job from the workload zoo (tests/workloads/zoo_mpi.c on OpenMPI, or
+zoo_ddp.py on PyTorch DDP with gloo) with one fault on one rank, attaches `rankscope
+diagnose --json` before the job starts or while it runs, and scores what rankscope says
+against the truth the workload measured itself:
+
+  - verdict: the first verdict that is not "none" must name the fault's class and rank, and
+    most of the later ones too; a healthy job must get none at all;
+  - steps to detection: the verdict's step minus the first step rankscope saw with the fault
+    (hang, rank_exited and divergent: seconds from the fault to the verdict);
+  - phases: per rank, the mean of each of rankscope's phases over the steps both saw, against
+    the workload's own clock (input, io, sleep -> other, comm, compute; and the step). An
+    error counts when it is over 10% of the phase and over 5% of the step.
+
+Usage: matrix.py [--subset check|full] [--only REGEX] [--out DIR] [--md FILE] [--json FILE]
+Exit 0 when every cell run is right (its verdict, detection within 10 steps, and phases).
+Needs root (eBPF), OpenMPI, and PyTorch for the DDP cells (skipped without: exit 77 if all).
+"""
+
+import argparse
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.dirname(os.path.dirname(HERE))
+RS = os.path.join(TOP, "build", "rankscope")
+ZOO = os.path.join(TOP, "build", "workloads", "zoo_mpi")
+DDP = os.path.join(HERE, "zoo_ddp_launch.sh")
+sys.path.insert(0, HERE)
+import check_truth  # noqa: E402
+import zoo_ddp_check  # noqa: E402
+
+DETECT_STEPS = 10       # a verdict within this many steps of the fault
+PHASE_REL = 0.10        # a phase error counts over 10% of the phase ...
+PHASE_STEP = 0.05       # ... and over 5% of the step
+HANG_TIMEOUT = 2        # rankscope --hang-timeout in hang cells
+
+
+def cell(name, kind="mpi", np=4, args=(), fault=None, attach="before", steps=100,
+         expect=None, check=False):
+    return dict(name=name, kind=kind, np=np, args=list(args), fault=fault, attach=attach,
+                steps=steps, expect=expect, check=check)
+
+
+# Structures of a step (zoo_mpi options) and the faults, each as (name, args, fault, class).
+STRUCTS = [
+    ("single", []),
+    ("buckets3", ["--buckets", "3"]),
+    ("buckets8", ["--buckets", "8"]),
+    ("buckets25", ["--buckets", "25", "--bucket-bytes", "16384"]),
+    ("lastdiff3", ["--buckets", "3", "--last-bytes", "4096"]),
+    ("overlap3", ["--buckets", "3", "--overlap"]),
+    ("fsdp4", ["--fsdp", "4"]),
+    ("tp3", ["--tp", "3", "--buckets", "2"]),
+    ("pp4", ["--pp", "4"]),
+    ("accum4", ["--accum", "4", "--buckets", "2", "--compute-us", "1200"]),
+    ("eval5", ["--buckets", "3", "--eval-every", "5"]),
+    ("lenskew", ["--buckets", "3", "--len-skew"]),
+    ("change", ["--buckets", "3", "--change-at", "60"]),
+]
+FAULTS = [
+    ("compute", ["--fault", "compute:{r}:4000"], "compute"),
+    ("sleep", ["--fault", "sleep:{r}:4000"], "compute"),
+    ("pipe", ["--loader", "--fault", "pipe:{r}:4000"], "input"),
+    ("storage", ["--fault", "storage:{r}:2048"], "storage"),
+    ("quota", ["--fault", "quota:{r}:20"], "cpu_contention"),
+    ("workerquota", ["--loader", "--loader-us", "1500", "--fault", "workerquota:{r}:10"],
+     "input"),
+    ("seqskew", ["--fault", "seqskew:{r}"], "compute"),
+    ("sigstop", ["--fault", "sigstop:{r}:40"], "hang"),
+    ("kill", ["--fault", "kill:{r}:40"], "rank_exited"),
+    ("divergent", ["--fault", "divergent:{r}:40"], "divergent"),
+]
+
+
+def cells():
+    out = []
+    check_structs = {"buckets3", "fsdp4", "tp3", "buckets25"}
+    check_faults = {"compute", "pipe", "quota", "sleep"}
+    for sname, sargs in STRUCTS:
+        out.append(cell(f"{sname}/none", args=sargs, steps=300, expect=("none", None),
+                        check=sname in {"buckets3", "buckets25"}))
+        for fname, fargs, cls in FAULTS:
+            if sname != "buckets3" and fname in ("sigstop", "kill", "divergent", "storage",
+                                                 "seqskew", "workerquota"):
+                continue        # the lifecycle and input faults on one structure
+            r = 2 if sname not in ("pp4",) else 3
+            out.append(cell(f"{sname}/{fname}", args=sargs,
+                            fault=[a.format(r=r) for a in fargs], expect=(cls, r),
+                            check=sname in check_structs and fname in check_faults and
+                            (sname, fname) != ("buckets25", "quota")))
+    # attached while running (the job started 3 s before)
+    for sname, sargs in (("buckets3", ["--buckets", "3"]), ("fsdp4", ["--fsdp", "4"])):
+        out.append(cell(f"{sname}/compute/mid", args=sargs, attach="mid", steps=1500,
+                        fault=["--fault", "compute:1:4000"], expect=("compute", 1),
+                        check=sname == "buckets3"))
+        out.append(cell(f"{sname}/none/mid", args=sargs, attach="mid", steps=1500,
+                        expect=("none", None)))
+    # PyTorch DDP (gloo): its own steps (prepare_for_forward), buckets and loader worker
+    out.append(cell("ddp/none", kind="ddp", np=2, steps=300, expect=("none", None)))
+    out.append(cell("ddp-buckets3/slowdata", kind="ddp", np=2, args=["--buckets", "3"],
+                    fault=["--fault", "slowdata:1:30"], expect=("input", 1)))
+    out.append(cell("ddp/workerquota/mid", kind="ddp", np=2, attach="mid", steps=400,
+                    fault=["--fault", "workerquota:1:3"], expect=("input", 1), check=True))
+    out.append(cell("ddp/sleep", kind="ddp", np=2, fault=["--fault", "sleep:1:20"],
+                    expect=("compute", 1)))
+    out.append(cell("ddp/compute/mid", kind="ddp", np=2, attach="mid", steps=400,
+                    fault=["--fault", "compute:0:20"], expect=("compute", 0), check=True))
+    return out
+
+
+def wait_for(pred, timeout, step=0.1):
+    end = time.time() + timeout
+    while time.time() < end:
+        if pred():
+            return True
+        time.sleep(step)
+    return False
+
+
+def count(path, regex):
+    try:
+        with open(path, errors="replace") as f:
+            return sum(1 for line in f if re.search(regex, line))
+    except OSError:
+        return 0
+
+
+def ready_pids(path, n):
+    pids = {}
+    with open(path, errors="replace") as f:
+        for line in f:
+            m = re.match(r"ready rank=(\d+) pid=(\d+)", line)
+            if m:
+                pids[int(m[1])] = int(m[2])
+    return [pids[r] for r in sorted(pids)][:n]
+
+
+def killpg(p, sig):
+    try:
+        os.killpg(p.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def run_cell(c, d):
+    """Run one cell in directory d; returns (job output path, rankscope output path, error)."""
+    job_out, rs_out, go = (os.path.join(d, c["name"].replace("/", "_") + s)
+                           for s in (".job", ".rs", ".go"))
+    if c["kind"] == "mpi":
+        cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(c["np"]), ZOO,
+               "--go-file", go, "--steps", str(c["steps"])]
+    else:
+        cmd = [DDP, str(c["np"]), "--go-file", go, "--steps", str(c["steps"])]
+    cmd += c["args"] + (c["fault"] or [])
+    jf = open(job_out, "w")
+    job = subprocess.Popen(cmd, stdout=jf, stderr=subprocess.STDOUT, start_new_session=True)
+    rs = None
+    try:
+        if not wait_for(lambda: count(job_out, r"^ready rank=") >= c["np"] or
+                        job.poll() is not None, 180):
+            return job_out, rs_out, "the job did not start"
+        if job.poll() is not None:
+            return job_out, rs_out, f"the job exited {job.returncode} before ready"
+        pids = ready_pids(job_out, c["np"])
+        rs_cmd = [RS, "diagnose", "-p", ",".join(map(str, pids)), "--json"]
+        if c["expect"][0] == "hang":
+            rs_cmd += ["--hang-timeout", str(HANG_TIMEOUT)]
+        if c["attach"] == "mid":
+            open(go, "w").close()
+            if not wait_for(lambda: job.poll() is not None, 3):
+                pass
+        rf = open(rs_out, "w")
+        rs = subprocess.Popen(rs_cmd, stdout=rf, stderr=subprocess.STDOUT,
+                              start_new_session=True)
+        if not wait_for(lambda: count(rs_out, r'"type":"rank"') >= c["np"] or
+                        rs.poll() is not None, 60):
+            return job_out, rs_out, "rankscope did not attach"
+        if c["attach"] == "before":
+            open(go, "w").close()
+        if c["expect"][0] == "hang":
+            # the stopped rank never resumes: wait for the verdict, then end the job
+            wait_for(lambda: count(rs_out, r'"class":"hang"') > 0, 60)
+            time.sleep(0.5)
+            killpg(job, signal.SIGCONT)
+            killpg(job, signal.SIGKILL)
+        if not wait_for(lambda: job.poll() is not None, 300):
+            killpg(job, signal.SIGKILL)
+            return job_out, rs_out, "the job did not finish in 300 s"
+        if not wait_for(lambda: rs.poll() is not None, 60):
+            killpg(rs, signal.SIGINT)
+            wait_for(lambda: rs.poll() is not None, 10)
+            return job_out, rs_out, "rankscope did not exit after the job"
+        return job_out, rs_out, None
+    finally:
+        for p in (job, rs):
+            if p is not None and p.poll() is None:
+                killpg(p, signal.SIGKILL)
+                p.wait()
+        jf.close()
+
+
+def rs_lines(path):
+    out = []
+    with open(path, errors="replace") as f:
+        for line in f:
+            if line.startswith("{"):
+                try:
+                    out.append(json.loads(line))
+                except ValueError:
+                    pass
+    return out
+
+
+def mean(xs):
+    return sum(xs) / len(xs) if xs else 0.0
+
+
+def phase_errors(c, truth, steps, rank_of_pid):
+    """Per rank: {phase: (rankscope mean ms, truth mean ms, counts as an error)}."""
+    out = {}
+    by_rank = {}
+    for s in steps:
+        r = rank_of_pid.get(s["pid"], s["rank"])
+        by_rank.setdefault(r, []).append(s)
+    for r, st in by_rank.items():
+        st = sorted(st, key=lambda s: s["start_ns"])[2:-2]
+        tr = truth.get(r, [])
+        if len(st) < 8 or not tr:
+            continue
+        lo, hi = st[0]["start_ns"], st[-1]["start_ns"] + st[-1]["dur_ns"]
+        tr = [t for t in tr if t["start_ns"] >= lo and t["start_ns"] + t["step_ns"] <= hi and
+              t["step"] >= 0]
+        if len(tr) < 8:
+            continue
+        ph = lambda k: mean([s["phases"][k] for s in st]) / 1e6  # noqa: E731
+        tm = lambda k: mean([t.get(k, 0) for t in tr]) / 1e6     # noqa: E731
+        step_rs, step_tr = mean([s["dur_ns"] for s in st]) / 1e6, tm("step_ns")
+        if c["kind"] == "mpi":
+            pairs = {
+                "input": (ph("input_wait"), tm("input_ns")),
+                "io": (ph("io"), tm("io_ns")),
+                "sleep": (ph("other"), tm("sleep_ns")),
+                "comm": (ph("comm"), tm("comm_ns")),
+                "compute": (ph("compute") + ph("sched_delay"), tm("compute_ns") + tm("log_ns")),
+            }
+        else:
+            pairs = {
+                "input": (ph("input_wait") + ph("io"), tm("input_ns")),
+                "train": (ph("compute") + ph("sched_delay") + ph("comm") + ph("other") +
+                          ph("gpu_wait"),
+                          tm("fwd_ns") + tm("bwd_ns") + tm("opt_ns") + tm("extra_ns") +
+                          tm("sleep_ns") + tm("eval_ns") + tm("other_ns")),
+            }
+        pairs["step"] = (step_rs, step_tr)
+        res = {}
+        for k, (a, b) in pairs.items():
+            err = abs(a - b)
+            res[k] = (round(a, 3), round(b, 3), err > PHASE_REL * b and err > PHASE_STEP * step_tr)
+        out[r] = res
+    return out
+
+
+def score(c, job_out, rs_out, err):
+    res = dict(name=c["name"], kind=c["kind"], attach=c["attach"],
+               expect=f"{c['expect'][0]}" + (f"@{c['expect'][1]}" if c["expect"][1] is not None
+                                             else ""),
+               verdict="-", right=False, detect=None, phase_ok=None, note=err or "")
+    if err:
+        return res
+    try:
+        if c["kind"] == "mpi":
+            workload, truth = check_truth.load(job_out)
+        else:
+            workload, truth = zoo_ddp_check.load(job_out, complete=False)
+    except (ValueError, OSError) as e:
+        res["note"] = f"truth: {e}"
+        return res
+    lines = rs_lines(rs_out)
+    rank_of_pid = {d["pid"]: d["rank"] for d in lines if d["type"] == "rank"}
+    steps = [d for d in lines if d["type"] == "step"]
+    verdicts = [d for d in lines if d["type"] == "verdict"]
+    rules = [d for d in lines if d["type"] == "rule"]
+    hits = [v for v in verdicts if v["class"] != "none"]
+    cls, rank = c["expect"]
+    res["steps"] = len(steps)
+    res["rule"] = f"{rules[-1]['rule']}/{rules[-1]['period']}" if rules else (
+        steps[-1]["rule"] if steps else "-")
+    if hits:
+        h = hits[0]
+        res["verdict"] = f"{h['class']}@{h['rank']}" + (f" ({h['phase']})" if h.get("phase")
+                                                         else "")
+    elif verdicts:
+        res["verdict"] = "none"
+    if cls == "none":
+        res["right"] = bool(verdicts) and not hits
+        res["false_positives"] = len(hits)
+        res["verdict_lines"] = len(verdicts)
+    else:
+        good = [v for v in hits if v["class"] == cls and v["rank"] == rank]
+        res["right"] = bool(good) and hits[0] is good[0] and len(good) * 2 >= len(hits)
+        res["wrong"] = len(hits) - len(good)
+        if good:
+            g = good[0]
+            tr = truth.get(rank, [])
+            ffrom = next((f.get("from_step", 0) for f in workload.get("faults", [])), 0)
+            if cls in ("hang", "rank_exited", "divergent"):
+                at = next((f.get("arg") for f in workload.get("faults", [])), None)
+                t0 = next((t["start_ns"] for t in tr if t["step"] == at), None)
+                if t0 is None and tr:
+                    t0 = tr[-1]["start_ns"] + tr[-1]["step_ns"]
+                if t0:
+                    res["detect"] = f"{(g['t_ns'] - t0) / 1e9:.1f} s"
+            else:
+                t0 = next((t["start_ns"] for t in tr if t["step"] >= ffrom), None)
+                mine = sorted((s for s in steps if rank_of_pid.get(s["pid"]) == rank),
+                              key=lambda s: s["step"])
+                first = next((s["step"] for s in mine if t0 is None or
+                              s["start_ns"] + s["dur_ns"] > t0), None)
+                if first is not None:
+                    res["detect"] = g["step"] - first + 1
+    if cls not in ("hang", "rank_exited"):
+        pe = phase_errors(c, truth, steps, rank_of_pid)
+        res["phases"] = pe
+        res["phase_ok"] = bool(pe) and not any(v[2] for r in pe.values() for v in r.values())
+        worst = 0.0
+        for r in pe.values():
+            for k, (a, b, _) in r.items():
+                st = r["step"][1] or 1
+                worst = max(worst, abs(a - b) / st * 100)
+        res["phase_worst_pct_of_step"] = round(worst, 1)
+    return res
+
+
+def cell_ok(r):
+    if not r["right"]:
+        return False
+    if isinstance(r.get("detect"), int) and r["detect"] > DETECT_STEPS:
+        return False
+    return r["phase_ok"] is not False
+
+
+def md_table(results):
+    head = ("| cell | attach | expected | first verdict | right | steps to detect | "
+            "phases within 10% | worst phase error (% of step) | rule | note |\n"
+            "|---|---|---|---|---|---|---|---|---|---|\n")
+    rows = []
+    for r in results:
+        rows.append("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
+            r["name"], r["attach"], r["expect"], r["verdict"],
+            "yes" if r["right"] else "**no**", r.get("detect") if r.get("detect") is not None
+            else "-", {True: "yes", False: "**no**", None: "-"}[r["phase_ok"]],
+            r.get("phase_worst_pct_of_step", "-"), r.get("rule", "-"),
+            (r.get("note") or "").replace("|", "/")[:80]))
+    n = len(results)
+    ok = sum(1 for r in results if cell_ok(r))
+    healthy = [r for r in results if r["expect"] == "none"]
+    fp = sum(1 for r in healthy if not r["right"])
+    tail = (f"\n{ok} of {n} cells right (verdict, detection within {DETECT_STEPS} steps, "
+            f"phases). Healthy runs with a false verdict: {fp} of {len(healthy)}.\n")
+    return head + "\n".join(rows) + "\n" + tail
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--subset", choices=("check", "full"), default="check")
+    ap.add_argument("--only", help="run the cells whose name matches this regex")
+    ap.add_argument("--out", help="keep the job and rankscope outputs here")
+    ap.add_argument("--md", help="write the table here (markdown)")
+    ap.add_argument("--json", help="write the results here")
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        print("SKIP: needs root (eBPF attach)")
+        return 77
+    for p in (RS, ZOO):
+        if not os.access(p, os.X_OK):
+            print(f"matrix: {p} is missing; run make all fixtures")
+            return 1
+    have_torch = subprocess.run(["/usr/bin/python3", "-c", "import torch"],
+                                capture_output=True).returncode == 0
+    todo = [c for c in cells() if (a.subset == "full" or c["check"]) and
+            (not a.only or re.search(a.only, c["name"]))]
+    skipped = [c["name"] for c in todo if c["kind"] == "ddp" and not have_torch]
+    todo = [c for c in todo if c["name"] not in skipped]
+    if not todo:
+        print("SKIP: no cell can run here" + (" (no PyTorch)" if skipped else ""))
+        return 77
+    d = a.out or tempfile.mkdtemp(prefix="rankscope-matrix.")
+    os.makedirs(d, exist_ok=True)
+    results = []
+    for i, c in enumerate(todo, 1):
+        t = time.time()
+        job_out, rs_out, err = run_cell(c, d)
+        r = score(c, job_out, rs_out, err)
+        r["seconds"] = round(time.time() - t, 1)
+        results.append(r)
+        print(f"[{i}/{len(todo)}] {c['name']:28s} {c['attach']:6s} expect {r['expect']:18s} "
+              f"got {r['verdict']:30s} {'ok' if cell_ok(r) else 'WRONG'} "
+              f"detect={r.get('detect')} phases={r['phase_ok']} "
+              f"worst={r.get('phase_worst_pct_of_step')}% rule={r.get('rule')} "
+              f"{r['seconds']}s {r['note']}", flush=True)
+        if not cell_ok(r) and r.get("phases"):
+            for rank, ph in sorted(r["phases"].items()):
+                bad = {k: v[:2] for k, v in ph.items() if v[2]}
+                if bad:
+                    print(f"      rank {rank} phase errors (rankscope ms, truth ms): {bad}")
+    if skipped:
+        print("skipped (no PyTorch): " + ", ".join(skipped))
+    table = md_table(results)
+    print(table)
+    if a.md:
+        with open(a.md, "w") as f:
+            f.write(table)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(results, f, indent=1)
+    return 0 if all(cell_ok(r) for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
