@@ -102,6 +102,15 @@ static uint64_t get_arrival(const struct step_obs *o, int arg)
 	return o->arrival_ns;
 }
 
+/* How late column r is in this step: summed over its collectives when known, else at the
+ * step's first collective. */
+static int64_t lateness(const struct step_obs *row, int nranks, int r, uint64_t *tmp)
+{
+	if (row[r].has_late)
+		return row[r].late_ns;
+	return (int64_t)row[r].arrival_ns - (int64_t)peers_median(row, nranks, r, tmp, get_arrival, 0);
+}
+
 static uint64_t get_phase(const struct step_obs *o, int ph)
 {
 	return o->ph.ns[ph];
@@ -139,7 +148,10 @@ void detect__split_comm(struct step_obs *row, int nranks)
 		if (!row[r].present)
 			continue;
 		inside = gpu ? row[r].done_ns - row[r].arrival_ns : row[r].ph.ns[PH_COMM];
-		wait = row[r].arrival_ns ? last - row[r].arrival_ns : 0;
+		if (!gpu && row[r].has_late)
+			wait = row[r].wait_ns;
+		else
+			wait = row[r].arrival_ns ? last - row[r].arrival_ns : 0;
 		if (wait > inside)
 			wait = inside;
 		row[r].ph.comm_wait = wait;
@@ -202,8 +214,7 @@ int detect__window(const struct step_obs *obs, int nsteps, int nranks, struct ve
 
 			if (!row_complete(row, nranks))
 				continue;
-			skews[m++] = (int64_t)row[r].arrival_ns -
-				     (int64_t)peers_median(row, nranks, r, tmp, get_arrival, 0);
+			skews[m++] = lateness(row, nranks, r, tmp);
 		}
 		e = median_i64(skews, m);
 		if (e > best_skew) {
@@ -223,9 +234,7 @@ int detect__window(const struct step_obs *obs, int nsteps, int nranks, struct ve
 			if (!row_complete(row, nranks))
 				continue;
 			m++;
-			c += (int64_t)row[late].arrival_ns -
-			     (int64_t)peers_median(row, nranks, late, tmp, get_arrival, 0) >=
-			     (int64_t)threshold / 2;
+			c += lateness(row, nranks, late, tmp) >= (int64_t)threshold / 2;
 		}
 		consistent = c >= m * DETECT_CONSISTENT;
 	}

@@ -40,12 +40,18 @@ struct step_obs {
 	uint64_t done_ns;	/* return from it; 0: unknown */
 	uint64_t gpu_arrival_ns;/* start of its NCCL kernel (CUPTI); 0: none */
 	uint64_t gpu_done_ns;	/* end of it */
+	/* Over every collective of the step that all ranks returned from (not only the first):
+	 * a backward overlapped with its buckets spreads a straggler's lateness over them. */
+	bool has_late;
+	int64_t late_ns;	/* sum of (own entry - the peers' median entry) */
+	uint64_t wait_ns;	/* sum of (last entry - own entry), each clamped to the time inside */
 };
 
 struct verdict {
 	enum vclass cls;
 	int rank;		/* index of the late rank in the window's columns; -1: none */
-	int64_t skew_ns;	/* its arrival minus the peers' median arrival (median over steps) */
+	int64_t skew_ns;	/* its lateness: its arrivals minus the peers' median arrivals, summed
+				 * over the step's collectives (median over steps) */
 	enum phase phase;	/* the phase that explains the skew, as the step lines show it;
 				 * compute, other and gpu_wait make a compute verdict */
 	int32_t other_nr;	/* phase other: the syscall it was blocked in (-1 unknown) */

@@ -1016,6 +1016,92 @@ static void build_step(const struct job *j, const struct job_rank *r, uint64_t k
 	o->ph = st->ph;
 }
 
+/*
+ * Lateness over the whole step: at each collective of step k (the reference rank's boundaries,
+ * point-to-point ops left out) that every present rank entered and left, each rank's entry
+ * against its peers' median entry, and its wait for the last one. After each collective all
+ * ranks leave together, so the sum is the time a rank spent on its own work beyond its peers.
+ */
+static void step_lateness(const struct job *j, uint64_t k, struct step_obs *row)
+{
+	const struct job_rank *ref = &j->r[0];
+	const struct tl_coll **at;
+	uint64_t *tmp, last, in;
+	int64_t lo = INT64_MIN, hi = INT64_MIN, s;
+	int c, i, m, n = 0;
+	bool p2p = false;
+
+	if (j->markers || !j->walk)
+		return;
+	for (i = 0; i < ref->nmark; i++) {
+		if (ref->mark[i].seq == k)
+			lo = (int64_t)ref->mark[i].aseq + 1;
+		if (ref->mark[i].seq == k + 1)
+			hi = (int64_t)ref->mark[i].aseq;
+	}
+	if (lo == INT64_MIN || hi == INT64_MIN)
+		return;
+	at = calloc(j->n, sizeof(*at));
+	tmp = calloc(j->n, sizeof(*tmp));
+	if (!at || !tmp)
+		goto out;
+	for (s = lo; s <= hi; s++) {
+		for (last = 0, m = 0, c = 0; c < j->n; c++) {
+			at[c] = row[c].present ? find_seq(j, &j->r[c], s) : NULL;
+			if (at[c] && (at[c]->op == RS_OP_SEND || at[c]->op == RS_OP_RECV))
+				p2p = true;
+			if (row[c].present && (!at[c] || at[c]->op == RS_OP_SEND ||
+					       at[c]->op == RS_OP_RECV))
+				break;
+			if (at[c]) {
+				m++;
+				last = at[c]->enter > last ? at[c]->enter : last;
+			}
+		}
+		if (c < j->n || m < 2)
+			continue;
+		n++;
+		for (c = 0; c < j->n; c++) {
+			int p = 0;
+
+			if (!at[c])
+				continue;
+			for (i = 0; i < j->n; i++)
+				if (i != c && at[i])
+					tmp[p++] = at[i]->enter;
+			row[c].late_ns += (int64_t)at[c]->enter - (int64_t)detect__median(tmp, p);
+			in = at[c]->exit - at[c]->enter;
+			row[c].wait_ns += last - at[c]->enter < in ? last - at[c]->enter : in;
+		}
+	}
+	/*
+	 * Only point-to-point in the step (a pipeline stage's sends and receives): entries do not
+	 * pair up across ranks, but waiting does: a rank blocked in a receive waits for its
+	 * peer's work. Lateness is how much less than its peers a rank waited.
+	 */
+	if (!n && p2p) {
+		for (c = 0; c < j->n; c++) {
+			int p = 0;
+
+			if (!row[c].present)
+				continue;
+			for (i = 0; i < j->n; i++)
+				if (i != c && row[i].present)
+					tmp[p++] = row[i].ph.ns[PH_COMM];
+			if (!p)
+				continue;
+			row[c].late_ns = (int64_t)detect__median(tmp, p) - (int64_t)row[c].ph.ns[PH_COMM];
+			row[c].wait_ns = row[c].ph.ns[PH_COMM];
+			n++;
+		}
+	}
+	for (c = 0; n && c < j->n; c++)
+		row[c].has_late = row[c].present;
+out:
+	free(at);
+	free(tmp);
+}
+
 /* The first step index every live rank can have: after all of them were attached. */
 static bool first_k(struct job *j)
 {
@@ -1136,7 +1222,8 @@ static void check_divergence(struct job *j, uint64_t k)
 				best = c;
 			}
 		}
-		if (best < 0)
+		/* point-to-point: a pipeline's stages send and receive at the same seq */
+		if (best < 0 || at[best]->op == RS_OP_SEND || at[best]->op == RS_OP_RECV)
 			continue;
 		for (odd = -1, c = 0; c < j->n && odd < 0; c++)
 			if (at[c] && (at[c]->op != at[best]->op || at[c]->bytes != at[best]->bytes))
@@ -1219,6 +1306,7 @@ static void assemble(struct job *j, uint64_t now, bool final)
 			build_step(j, r, j->next_k, s, e, &row[c], &st[c]);
 			st[c].col = c;
 		}
+		step_lateness(j, j->next_k, row);
 		detect__split_comm(row, j->n);
 		for (c = 0; c < j->n; c++) {
 			if (!row[c].present)
