@@ -89,6 +89,8 @@ struct job {
 	uint64_t *row_k;
 	int nrows;
 	struct persist persist;
+	enum vclass cand_cls;	/* a new verdict seen, not yet confirmed */
+	int cand_col, cand_n;
 	struct job_verdict last;
 	bool emitted;
 	uint64_t last_emit_k;
@@ -1172,6 +1174,20 @@ static void judge(struct job *j, uint64_t k)
 	jv.t_ns = j->now;
 	jv.first = k + 1 - m;
 	jv.last = k;
+	/* a new story must hold for JOB_CONFIRM windows in a row: one burst of contention on a
+	 * shared host moves one window's medians, a straggler moves every window's */
+	if (jv.cls != V_NONE && !(j->emitted && jv.cls == j->last.cls && jv.col == j->last.col)) {
+		if (jv.cls == j->cand_cls && jv.col == j->cand_col) {
+			j->cand_n++;
+		} else {
+			j->cand_cls = jv.cls;
+			j->cand_col = jv.col;
+			j->cand_n = 1;
+		}
+		if (j->cand_n < JOB_CONFIRM)
+			return;
+	}
+	j->cand_n = 0;
 	jv.persistent = detect__persistent(&j->persist, jv.col);
 	/* a line when the story changes, and once a window while it does not */
 	if (j->emitted && jv.cls == j->last.cls && jv.col == j->last.col &&

@@ -10,6 +10,8 @@
 #      alternating runs; overhead in %.
 #   5. the same job with rankscope attached vs recording a capture (every syscall and off-CPU
 #      interval, phase runs) for the whole run; overhead of a capture in %.
+#   6. the accuracy matrix (tests/workloads/matrix.py --subset full): every workload structure
+#      x fault x attach time, verdict and phases scored against the workload's own clock.
 #
 # Knobs (environment): BENCH_ROUNDS, BENCH_CALLS, BENCH_COUNT, BENCH_RUNS, BENCH_NP,
 # BENCH_ITERS, BENCH_COMPUTE_US, BENCH_RUN_TIMEOUT (s), BENCH_RESULTS (markdown output),
@@ -35,7 +37,7 @@ ITERS=${BENCH_ITERS:-400}
 COMPUTE_US=${BENCH_COMPUTE_US:-1000}
 RUN_TIMEOUT=${BENCH_RUN_TIMEOUT:-90}
 RESULTS=${BENCH_RESULTS:-tests/bench/results.md}
-PARTS=${BENCH_PARTS:-12345}
+PARTS=${BENCH_PARTS:-123456}
 read -r -a RS_ARGS <<<"${BENCH_RS_ARGS:-}"
 
 RS=build/rankscope
@@ -452,6 +454,14 @@ if [[ $PARTS == *4* ]]; then
 	done
 fi
 
+if [[ $PARTS == *6* ]]; then
+	P6_START=$(date +%s)
+	log "part 6: the accuracy matrix (tests/workloads/matrix.py --subset full; a few minutes)"
+	"$PY" tests/workloads/matrix.py --subset full --out "$T/matrix" --md "$T/matrix.md" \
+		--json "$T/matrix.json" 2>&1 | tee "$T/matrix.log" | grep -E '^\[' >&2
+	log "part 6 took $(( $(date +%s) - P6_START ))s"
+fi
+
 LOAD1=$(cut -d' ' -f1-3 /proc/loadavg)
 ELAPSED=$(( $(date +%s) - START ))
 log "part 2 took $((ELAPSED - P1_S))s"
@@ -468,5 +478,22 @@ git diff --quiet HEAD 2>/dev/null || REV="$REV+dirty"
 	--calls "$CALLS" --count "$COUNT" --rounds "$ROUNDS" \
 	--np "$NP" --iters "$ITERS" --compute-us "$COMPUTE_US" --runs "$RUNS" \
 	--out "$RESULTS" || die "failed to summarize $SAMPLES"
+if [ -s "$T/matrix.md" ]; then
+	cat >>"$RESULTS" <<'EOT'
+
+## 6. Accuracy matrix: structure x fault x attach
+
+Each cell is a real job from `tests/workloads/` (`zoo_mpi` on OpenMPI with 2 ranks, 4 where
+marked np4; `zoo_ddp.py` on PyTorch DDP with gloo), one fault on one rank, and
+`rankscope diagnose --json` attached before the job starts or 3 s into it (mid). *Right*: the
+expected class and rank, and no other verdict but at most one transient one (reported in the
+note). *Steps to detect*: from the first step rankscope saw with the fault to the verdict's step
+(seconds for hang, rank_exited and divergent). *Phases*: each rank's mean phases against the
+workload's own clock; an error counts over 10% of the phase and 5% of the step. Healthy runs
+(`none`) are 300 steps (1500 when attached mid-run) and must get no verdict at all.
+
+EOT
+	cat "$T/matrix.md" >>"$RESULTS"
+fi
 cat "$RESULTS"
 log "wrote $RESULTS in ${ELAPSED}s"
