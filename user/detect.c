@@ -140,6 +140,8 @@ void detect__split_comm(struct step_obs *row, int nranks)
 			continue;
 		row[r].arrival_ns = row[r].gpu_arrival_ns;
 		row[r].done_ns = row[r].gpu_done_ns;
+		/* the host's entries are only enqueues: lateness is the device's */
+		row[r].has_late = false;
 	}
 	for (r = 0; r < nranks; r++)
 		if (row[r].present && row[r].arrival_ns > last)

@@ -57,6 +57,26 @@ void report__rank(struct json *j, const struct rank_state *rs, const char *const
 		json__obj_end(j);
 	}
 	json__obj_end(j);
+	/* each communicator it used: size from its init (-1: unknown: MPI's sub-communicators),
+	 * ranks of this job seen on it, and its collectives */
+	json__key(j, "communicators");
+	json__arr_begin(j);
+	for (i = 0; i < rs->ncomms; i++) {
+		const struct comm_use *u = &rs->comms[i];
+
+		json__obj_begin(j);
+		json__kstr(j, "name", u->name);
+		json__kstr(j, "lib", decode__lib_name(u->lib));
+		json__kint(j, "size", u->size);
+		json__kint(j, "members_seen", u->members);
+		json__kuint(j, "ops", u->ops);
+		json__kuint(j, "bytes", u->bytes);
+		json__kuint(j, "inside_ns", u->inside_ns);
+		json__obj_end(j);
+	}
+	json__arr_end(j);
+	if (rs->comms_other)
+		json__kuint(j, "communicators_other_ops", rs->comms_other);
 	if (rs->gpu && rs->gpu->have_status) {
 		json__key(j, "gpu");
 		json__obj_begin(j);

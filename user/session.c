@@ -76,10 +76,20 @@ static struct rank_state *col_rank(struct sjob *j, int col)
 	return rank_of(j->s, j->slots[col]);
 }
 
-static void emit_rank(struct session *s, struct rank_state *rs)
+static bool rank_uses(const struct rank_state *rs, const char *name)
+{
+	int k;
+
+	for (k = 0; k < rs->ncomms; k++)
+		if (!strcmp(rs->comms[k].name, name))
+			return true;
+	return false;
+}
+
+/* Render rs's rank line into s->j. */
+static void rank_line(struct session *s, const struct rank_state *rs)
 {
 	const char *fams[RS_FAM_MAX];
-	char safe[64];
 	int f, n = 0;
 
 	for (f = 0; f < RS_FAM_MAX; f++) {
@@ -90,6 +100,34 @@ static void emit_rank(struct session *s, struct rank_state *rs)
 		fams[n++] = decode__family_name(f);
 	}
 	report__rank(&s->j, rs, fams, n);
+}
+
+/* How many ranks of each rank's job use each of its communicators (same global name). */
+static void comm_members(struct session *s)
+{
+	struct rank_state *a, *b;
+	int i, k, o, m;
+
+	for (i = 0; i < s->nranks; i++) {
+		a = &s->ranks[i];
+		if (!a->used)
+			continue;
+		for (k = 0; k < a->ncomms; k++) {
+			for (m = 0, o = 0; o < s->nranks; o++) {
+				b = &s->ranks[o];
+				if (b->used && b->job == a->job && rank_uses(b, a->comms[k].name))
+					m++;
+			}
+			a->comms[k].members = m;
+		}
+	}
+}
+
+static void emit_rank(struct session *s, struct rank_state *rs)
+{
+	char safe[64];
+
+	rank_line(s, rs);
 	if (s->httpd && !s->j.err) {
 		free(rs->json);
 		rs->json = strdup(s->j.buf);
@@ -134,8 +172,29 @@ static void cap_add(struct session *s, const struct rank_state *rs, struct trace
 	capture__add(&s->cap, &e);
 }
 
+/* The entry of communicator name in rs's table, added when new; NULL when the table is full.
+ * /api/v1/ranks shows the table as it is at each publish. */
+static struct comm_use *comm_use(struct session *s, struct rank_state *rs, const char *name,
+				 unsigned int lib)
+{
+	struct comm_use *u;
+	int i;
+
+	for (i = 0; i < rs->ncomms; i++)
+		if (!strcmp(rs->comms[i].name, name))
+			return &rs->comms[i];
+	if (rs->ncomms >= RANK_COMMS_MAX)
+		return NULL;
+	u = &rs->comms[rs->ncomms++];
+	snprintf(u->name, sizeof(u->name), "%s", name);
+	u->lib = lib;
+	u->size = -1;
+	return u;
+}
+
 static void on_coll(struct session *s, struct rank_state *rs, const struct rs_ev_coll *e)
 {
+	struct comm_use *u;
 	char comm[COMM_NAME_MAX + 24];
 	uint64_t esize = 0;
 
@@ -145,6 +204,16 @@ static void on_coll(struct session *s, struct rank_state *rs, const struct rs_ev
 	else if (e->lib == RS_LIB_MPI)
 		esize = comms__dtype_size(&s->comms, rs->pid, e->dtype);
 	comms__name(&s->comms, rs->pid, e->lib, e->comm, comm, sizeof(comm));
+	if (e->op < RS_OP_GROUP_START) {
+		u = comm_use(s, rs, comm, e->lib);
+		if (u) {
+			u->ops++;
+			u->bytes += esize * e->count;
+			u->inside_ns += e->exit_ns > e->enter_ns ? e->exit_ns - e->enter_ns : 0;
+		} else {
+			rs->comms_other++;
+		}
+	}
 	if (rs->acc)
 		metrics__on_coll(rs->acc, e->lib, e->op, esize * e->count,
 				 e->exit_ns > e->enter_ns ? e->exit_ns - e->enter_ns : 0);
@@ -191,8 +260,15 @@ static void on_init(struct session *s, struct rank_state *rs, const struct rs_ev
 {
 	char comm[COMM_NAME_MAX + 24];
 
-	if (e->ret == 0 && e->comm)
+	if (e->ret == 0 && e->comm) {
+		struct comm_use *u;
+
 		comms__set_nccl(&s->comms, rs->pid, e->comm, e->unique_id, sizeof(e->unique_id));
+		comms__name(&s->comms, rs->pid, e->lib, e->comm, comm, sizeof(comm));
+		u = comm_use(s, rs, comm, e->lib);
+		if (u && e->nranks > 0)
+			u->size = e->nranks;
+	}
 	/* The environ had no rank: the communicator knows it. Sub-communicators (tensor or
 	 * pipeline groups) come later and are smaller: only the widest one names the rank. */
 	if (e->ret == 0 && e->rank >= 0 && e->rank < RANK_MAX && e->nranks > e->rank &&
@@ -833,9 +909,15 @@ static void publish(struct session *s, uint64_t t)
 		httpd__publish(s->httpd, HTTPD_METRICS, s->prom.buf, s->prom.len);
 	json__init(&j);
 	json__arr_begin(&j);
-	for (i = 0; i < s->nranks; i++)
-		if (s->ranks[i].used && s->ranks[i].json)
-			json__raw(&j, s->ranks[i].json);	/* already rendered by report__rank */
+	comm_members(s);
+	for (i = 0; i < s->nranks; i++) {
+		if (!s->ranks[i].used || !s->ranks[i].json)
+			continue;
+		/* again, for the communicators' current counts */
+		rank_line(s, &s->ranks[i]);
+		json__raw(&j, s->j.err ? s->ranks[i].json : s->j.buf);
+		json__reset(&s->j);
+	}
 	json__arr_end(&j);
 	if (!j.err)
 		httpd__publish(s->httpd, HTTPD_RANKS, j.buf, j.len);

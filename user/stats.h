@@ -21,6 +21,18 @@ struct op_acc {
 struct metrics_acc;
 struct gpu_acc;
 
+/* A communicator a rank used: its global name, size when its init was seen, and use. */
+#define RANK_COMMS_MAX	8	/* per rank; more are counted in comms_other */
+#define RANK_COMM_NAME	72
+
+struct comm_use {
+	char name[RANK_COMM_NAME];
+	uint8_t lib;
+	int32_t size;			/* nranks from its init call; -1 unknown */
+	int32_t members;		/* ranks of the job seen using it (set when published) */
+	uint64_t ops, bytes, inside_ns;
+};
+
 struct rank_state {
 	bool used;			/* this slot holds a rank */
 	int job;			/* index in the session's jobs */
@@ -46,6 +58,9 @@ struct rank_state {
 	int exit_code;
 	uint64_t workers;		/* forked processes seen */
 	int markers;			/* --steps marker/usdt probes attached */
+	struct comm_use comms[RANK_COMMS_MAX];
+	int ncomms;
+	uint64_t comms_other;		/* collectives on communicators past RANK_COMMS_MAX */
 	struct op_acc ops[RS_OP_MAX];	/* cumulative, from collective events */
 	struct op_acc prev_ops[RS_OP_MAX];
 	struct slot_snapshot prev;

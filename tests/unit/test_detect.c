@@ -107,6 +107,28 @@ static void judge(struct window *x, struct verdict *v)
 	assert_int_equal(detect__window(x->obs, NSTEPS, NRANKS, v), 0);
 }
 
+/* The window, with the step-wide lateness the job model sums over a step's collectives: rank
+ * late is late_ns over the step, but only 1 ms at its first collective. */
+static void judge_late(struct window *x, struct verdict *v, int late, uint64_t late_ns)
+{
+	int s, r;
+
+	build(x);
+	for (s = 0; s < NSTEPS; s++) {
+		uint64_t first = x->obs[s * NRANKS].arrival_ns;
+
+		for (r = 0; r < NRANKS; r++) {
+			struct step_obs *o = &x->obs[s * NRANKS + r];
+
+			o->arrival_ns = first + (r == late ? 1 * MS : 0);
+			o->has_late = true;
+			o->late_ns = r == late ? (int64_t)late_ns : 0;
+		}
+	}
+	memset(v, 0xa5, sizeof(*v));
+	assert_int_equal(detect__window(x->obs, NSTEPS, NRANKS, v), 0);
+}
+
 static void window__late_rank_input_wait__input(void **state)
 {
 	struct window *x = healthy();
@@ -633,6 +655,48 @@ static void split_comm__nccl_kernels_on_every_rank__device_times(void **state)
 	assert_int_equal(row[0].ph.comm_wait, 1 * MS);	/* clamped to the host's 1 ms inside */
 }
 
+static void split_comm__lateness_over_the_step__summed_waits(void **state)
+{
+	/* three buckets; the step-wide waits were summed by the job model: they win over the
+	 * first collective's arrivals, clamped to the time inside */
+	struct step_obs row[2] = { arrive(100, 110), arrive(101, 110) };
+
+	row[0].has_late = row[1].has_late = true;
+	row[0].wait_ns = 4 * MS;
+	row[1].wait_ns = 0;
+	row[0].ph.ns[PH_COMM] = 5 * MS;
+	detect__split_comm(row, 2);
+	assert_int_equal(row[0].ph.comm_wait, 4 * MS);
+	assert_int_equal(row[0].ph.comm_transfer, 1 * MS);
+	assert_int_equal(row[1].ph.comm_wait, 0);
+	/* with every rank's NCCL kernel, the device's arrivals win: host entries are enqueues */
+	row[0].gpu_arrival_ns = 200 * MS;
+	row[1].gpu_arrival_ns = 230 * MS;
+	row[0].gpu_done_ns = row[1].gpu_done_ns = 240 * MS;
+	row[0].has_late = row[1].has_late = true;
+	detect__split_comm(row, 2);
+	assert_false(row[0].has_late);
+	assert_int_equal(row[0].ph.comm_wait, 30 * MS);
+}
+
+static void window__lateness_spread_over_buckets__late_rank_found(void **state)
+{
+	struct window *x = healthy();
+	struct verdict v;
+	int s;
+
+	/* rank 2 is only 1 ms late at the step's first bucket, 100 ms over all of them (a
+	 * backward overlapped with its buckets): the step-wide lateness names it */
+	for (s = 0; s < NSTEPS; s++)
+		x->w[s][2].compute += 100 * MS;
+	add_jitter(x);
+	judge_late(x, &v, 2, 100 * MS);
+	assert_int_equal(v.cls, V_COMPUTE);
+	assert_int_equal(v.rank, 2);
+	assert_int_equal(v.skew_ns, 100 * MS);
+	free(x);
+}
+
 static void split_comm__absent_or_no_arrival__not_last_untouched(void **state)
 {
 	struct step_obs row[4] = { arrive(200, 300), arrive(280, 300), arrive(900, 950),
@@ -813,6 +877,8 @@ int main(void)
 		cmocka_unit_test(split_comm__wait_longer_than_time_inside__clamped),
 		cmocka_unit_test(split_comm__absent_or_no_arrival__not_last_untouched),
 		cmocka_unit_test(split_comm__nccl_kernels_on_every_rank__device_times),
+		cmocka_unit_test(split_comm__lateness_over_the_step__summed_waits),
+		cmocka_unit_test(window__lateness_spread_over_buckets__late_rank_found),
 		cmocka_unit_test(persistent__late_in_6_of_12__true),
 		cmocka_unit_test(persistent__late_in_5_of_12__false),
 		cmocka_unit_test(persistent__rotating_ranks__false),
