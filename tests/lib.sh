@@ -30,6 +30,11 @@ need_root() {
 	[ -r /sys/kernel/btf/vmlinux ] || skip "kernel has no BTF"
 }
 
+# free_port: a loopback TCP port nothing uses now (a random pick can meet an ephemeral one)
+free_port() {
+	$PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
 # bg NAME CMD...: run CMD in its own process group, output to $T/NAME.out
 bg() {
 	local name=$1

@@ -1144,6 +1144,7 @@ static void emit_verdict(struct job *j, struct job_verdict *jv)
 static void judge(struct job *j, uint64_t k)
 {
 	struct step_obs *win;
+	uint64_t thr;
 	struct job_verdict jv = {};
 	int w = j->cfg.window, m, i, base;
 
@@ -1174,9 +1175,14 @@ static void judge(struct job *j, uint64_t k)
 	jv.t_ns = j->now;
 	jv.first = k + 1 - m;
 	jv.last = k;
-	/* a new story must hold for JOB_CONFIRM windows in a row: one burst of contention on a
-	 * shared host moves one window's medians, a straggler moves every window's */
-	if (jv.cls != V_NONE && !(j->emitted && jv.cls == j->last.cls && jv.col == j->last.col)) {
+	/* a new story told by a lateness near the threshold must hold for JOB_CONFIRM windows in
+	 * a row: one burst of contention on a shared host moves one window's medians just past
+	 * it, a straggler moves every window's */
+	thr = jv.v.step_ns * DETECT_SKEW_FRAC;
+	if (thr < DETECT_SKEW_MIN_NS)
+		thr = DETECT_SKEW_MIN_NS;
+	if (jv.cls != V_NONE && jv.v.skew_ns < 2 * (int64_t)thr &&
+	    !(j->emitted && jv.cls == j->last.cls && jv.col == j->last.col)) {
 		if (jv.cls == j->cand_cls && jv.col == j->cand_col) {
 			j->cand_n++;
 		} else {

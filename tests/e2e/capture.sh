@@ -17,7 +17,7 @@ need_root
 command -v mpirun >/dev/null || skip "OpenMPI not installed (make deps)"
 $PY -c 'import torch' 2>/dev/null || skip "python3-torch not installed (make deps)"
 CHECK="$PY $TOP/tests/capture_check.py"
-PORT=$((20000 + RANDOM % 20000))
+PORT=$(free_port)
 URL=http://127.0.0.1:$PORT
 code() { http_get "$@" | sed -n 1p; }
 

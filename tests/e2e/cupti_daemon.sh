@@ -15,7 +15,7 @@ DBL=$FIX/cupti_double
 	skip "no CUPTI headers (/usr/local/cuda/include/cupti.h): the library and its doubles need them"
 [ -f "$LIB" ] && [ -f "$DBL/libcupti.so" ] && [ -x "$FIX/cupti_host" ] ||
 	fail "the CUPTI library or its doubles were not built: make all fixtures"
-PORT=$((20000 + RANDOM % 20000))
+PORT=$(free_port)
 URL=http://127.0.0.1:$PORT
 SOCK=$T/cupti/cupti.sock	# the daemon's default: cupti/ next to its lock file
 host() {	# host NAME ENV... -- ARGS...: cupti_host on the doubles, in the background

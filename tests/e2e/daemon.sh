@@ -19,7 +19,7 @@ command -v mpirun >/dev/null || skip "OpenMPI not installed (make deps)"
 command -v promtool >/dev/null || skip "promtool not installed (make deps installs prometheus)"
 command -v bpftool >/dev/null || skip "bpftool not installed (make deps)"
 $PY -c 'import torch' 2>/dev/null || skip "python3-torch not installed (make deps)"
-PORT=$((20000 + RANDOM % 20000))
+PORT=$(free_port)
 URL=http://127.0.0.1:$PORT
 LOCK=$T/daemon.lock
 metric() {	# metric REGEX: the value of the first /metrics line matching REGEX

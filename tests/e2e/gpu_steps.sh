@@ -22,7 +22,7 @@ bg job mpirun --allow-run-as-root --oversubscribe -np 2 -x LD_LIBRARY_PATH="$DBL
 	-x RANKSCOPE_CUPTI_SOCKET="$SOCK" "$FIX/mpi_loop" --go-file "$T/go" --iters 100000 \
 	--compute-us 1000 --slow-rank 1 --slow-us 3000 --cupti "$LIB" --gpu-lag-us 2000
 wait_lines "$T/job.out" '^ready rank=' 2 60 || fail "MPI job did not start: $(tail -3 "$T/job.out")"
-PORT=$((20000 + RANDOM % 20000))
+PORT=$(free_port)
 bg rs "$RS" diagnose -p "$(ready_pids "$T/job.out")" --json --cupti-socket "$SOCK" --duration 7 \
 	--listen 127.0.0.1:$PORT
 wait_lines "$T/rs.out" 'GPU timing: recording' 2 20 ||

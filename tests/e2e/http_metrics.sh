@@ -11,8 +11,9 @@
 need_root
 command -v mpirun >/dev/null || skip "OpenMPI not installed (make deps)"
 command -v promtool >/dev/null || skip "promtool not installed (make deps installs prometheus)"
-PORT=$((20000 + RANDOM % 20000))
-PPORT=$((PORT + 1))
+PORT=$(free_port)
+PPORT=$(free_port)
+[ "$PPORT" != "$PORT" ] || PPORT=$(free_port)
 URL=http://127.0.0.1:$PORT
 get() { http_get "$@"; }
 

@@ -55,7 +55,7 @@ loaded_re() { echo "^rankscope: inject: loaded $LIB into PID $1 \(handle 0x[0-9a
 # 1, with a daemon listening where the target's library will connect
 DAEMON=0
 if [ -r /sys/kernel/btf/vmlinux ]; then
-	bg rsd "$RS" daemon --listen 127.0.0.1:$((20000 + RANDOM % 20000)) --lock-file "$T/daemon.lock"
+	bg rsd "$RS" daemon --listen 127.0.0.1:$(free_port) --lock-file "$T/daemon.lock"
 	wait_lines "$T/rsd.out" 'watching for training processes' 1 30 || fail "daemon did not start"
 	DAEMON=1
 fi

@@ -13,7 +13,7 @@
 need_root
 command -v mpirun >/dev/null || skip "OpenMPI not installed (make deps)"
 command -v chromium >/dev/null || skip "chromium not installed (make deps; Debian package chromium)"
-PORT=$((20000 + RANDOM % 20000))
+PORT=$(free_port)
 HPORT=$((PORT + 2))	# the proxy's hostile answers
 URL=http://127.0.0.1:$PORT
 PAGE="$TOP/user/view.html"

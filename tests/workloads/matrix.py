@@ -42,6 +42,7 @@ DETECT_STEPS = 10       # a verdict within this many steps of the fault
 PHASE_REL = 0.10        # a phase error counts over 10% of the phase ...
 PHASE_STEP = 0.05       # ... and over 5% of the step
 HANG_TIMEOUT = 2        # rankscope --hang-timeout in hang cells
+DDP_ARGS = ["--seq-len", "3"]
 
 
 def cell(name, kind="mpi", np=2, args=(), fault=None, attach="before", steps=100,
@@ -112,18 +113,23 @@ def cells():
                         check=sname == "buckets3"))
         out.append(cell(f"{sname}/none/mid", np=2, args=sargs, attach="mid", steps=1500,
                         expect=("none", None)))
-    # PyTorch DDP (gloo): its own steps (prepare_for_forward), buckets and loader worker
-    out.append(cell("ddp/none", kind="ddp", np=2, steps=300, expect=("none", None)))
-    out.append(cell("ddp-buckets3/slowdata", kind="ddp", np=2, args=["--buckets", "3"],
+    # PyTorch DDP (gloo): its own steps (prepare_for_forward), buckets and loader worker. Each
+    # sample goes through the model 3 times (--seq-len 3). Two ranks, their loader workers and
+    # gloo's threads on two vCPUs are not balanced by themselves: the workload's own clock shows
+    # one rank 2-5 ms slower a step for tens of steps at a time, so the healthy DDP run is in
+    # the full matrix (make bench), not in make check's subset
+    out.append(cell("ddp/none", kind="ddp", np=2, steps=300, expect=("none", None),
+                    args=DDP_ARGS))
+    out.append(cell("ddp-buckets3/slowdata", kind="ddp", np=2, args=DDP_ARGS + ["--buckets", "3"],
                     fault=["--fault", "slowdata:1:30"], expect=("input", 1)))
     # the loader worker of rank 1 held to 3% of a CPU (100 ms and more a step), attached 3 s in
-    out.append(cell("ddp/workerquota3/mid", kind="ddp", np=2, attach="mid", steps=300,
+    out.append(cell("ddp/workerquota3/mid", kind="ddp", np=2, attach="mid", steps=300, args=DDP_ARGS,
                     fault=["--fault", "workerquota:1:3"], expect=("input", 1)))
-    out.append(cell("ddp/workerquota/mid", kind="ddp", np=2, attach="mid", steps=150,
+    out.append(cell("ddp/workerquota/mid", kind="ddp", np=2, attach="mid", steps=150, args=DDP_ARGS,
                     fault=["--fault", "workerquota:1:10"], expect=("input", 1), check=True))
-    out.append(cell("ddp/sleep", kind="ddp", np=2, fault=["--fault", "sleep:1:20"],
+    out.append(cell("ddp/sleep", kind="ddp", np=2, args=DDP_ARGS, fault=["--fault", "sleep:1:20"],
                     expect=("compute", 1)))
-    out.append(cell("ddp/compute/mid", kind="ddp", np=2, attach="mid", steps=400,
+    out.append(cell("ddp/compute/mid", kind="ddp", np=2, attach="mid", steps=400, args=DDP_ARGS,
                     fault=["--fault", "compute:0:20"], expect=("compute", 0), check=True))
     return out
 
@@ -260,16 +266,18 @@ def phase_errors(c, truth, steps, rank_of_pid):
         step_rs, step_tr = mean([s["dur_ns"] for s in st]) / 1e6, tm("step_ns")
         if c["kind"] == "mpi":
             # the workload's clocks include the time it was preempted wherever it fell (its
-            # loader waking on its CPU preempts it in the input): rankscope's sched_delay is
-            # given to input up to the truth's input, the rest to compute
+            # loader waking on its CPU preempts it in the input, a quota throttles it as a
+            # read returns): rankscope's sched_delay is given to input, then io, up to the
+            # truth's, the rest to compute
             sched = ph("sched_delay")
             x = min(max(tm("input_ns") - ph("input_wait"), 0.0), sched)
+            y = min(max(tm("io_ns") - ph("io"), 0.0), sched - x)
             pairs = {
                 "input": (ph("input_wait") + x, tm("input_ns")),
-                "io": (ph("io"), tm("io_ns")),
+                "io": (ph("io") + y, tm("io_ns")),
                 "sleep": (ph("other"), tm("sleep_ns")),
                 "comm": (ph("comm"), tm("comm_ns")),
-                "compute": (ph("compute") + sched - x, tm("compute_ns") + tm("log_ns")),
+                "compute": (ph("compute") + sched - x - y, tm("compute_ns") + tm("log_ns")),
             }
         else:
             # DDP's input_ns is the time in the DataLoader iterator, which also unpickles the
