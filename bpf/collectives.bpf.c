@@ -92,7 +92,7 @@ static __always_inline void fill_frame(struct pt_regs *ctx, struct rs_frames *fr
 	f->recvbuf = arg_n(ctx, RS_CK_RECVBUF(ck));
 	f->redop = RS_CK_REDOP(ck) ? (__s32)arg_n(ctx, RS_CK_REDOP(ck)) : -1;
 	f->seq = RS_SEQ_NONE;
-	if (fr && (flags & RS_CKF_INIT)) {
+	if (fr && (flags & RS_CKF_INIT) && RS_CK_LIB(ck) != RS_LIB_MPI) {
 		/* ncclUniqueId is passed by value: 128 bytes in memory right above the return address. */
 		bpf_probe_read_user(fr->unique_id, sizeof(fr->unique_id),
 				    (void *)(PT_REGS_SP(ctx) + 8));
@@ -184,7 +184,16 @@ static __always_inline void emit_init(struct pt_regs *ctx, struct rs_track *tr, 
 	e = rs_reserve(RS_FAM_COLL, sizeof(*e), RS_EV_COMM_INIT, tr, tgid, tid);
 	if (!e)
 		return;
-	bpf_probe_read_user(&comm, sizeof(comm), (void *)f->arg1);
+	/* NCCL: *arg1 is the new communicator; MPI_Comm_split & co.: the out-pointer sits in the
+	 * stream slot, and the parent communicator goes where NCCL's unique id would */
+	if (RS_CK_LIB(f->cookie) == RS_LIB_MPI) {
+		bpf_probe_read_user(&comm, sizeof(comm), (void *)f->stream);
+		__builtin_memset(e->unique_id, 0, sizeof(e->unique_id));
+		__builtin_memcpy(e->unique_id, &f->comm, sizeof(f->comm));
+	} else {
+		bpf_probe_read_user(&comm, sizeof(comm), (void *)f->arg1);
+		__builtin_memcpy(e->unique_id, fr->unique_id, sizeof(e->unique_id));
+	}
 	e->enter_ns = f->enter_ns;
 	e->exit_ns = now;
 	e->comm = comm;
@@ -193,7 +202,6 @@ static __always_inline void emit_init(struct pt_regs *ctx, struct rs_track *tr, 
 	e->rank = (__s32)f->count;	/* and rank in the count slot */
 	e->lib = RS_CK_LIB(f->cookie);
 	__builtin_memset(e->pad, 0, sizeof(e->pad));
-	__builtin_memcpy(e->unique_id, fr->unique_id, sizeof(e->unique_id));
 	rs_submit(e);
 }
 

@@ -56,7 +56,9 @@ enum rs_op {
 #define RS_CK_RECVBUF(ck)	(((ck) >> 48) & 0xf)
 
 #define RS_CKF_SEQ	0x1	/* a real collective: takes the next sequence number of its comm */
-#define RS_CKF_INIT	0x2	/* communicator init: arg1 is ncclComm_t*, the unique id is on the stack */
+#define RS_CKF_INIT	0x2	/* communicator init: arg1 is ncclComm_t*, the unique id is on the stack;
+				 * MPI (split, split_type, dup): the stream slot is the MPI_Comm* out,
+				 * the count slot the color, and the parent goes in unique_id[0..8) */
 #define RS_CKF_ENTRY	0x4	/* entry only: a uretprobe would turn a C++ exception thrown through
 				 * the function into std::terminate (the unwinder cannot pass the
 				 * return trampoline); recorded at entry with exit_ns 0 */
@@ -105,7 +107,9 @@ _Static_assert(sizeof(struct rs_ev_coll) == 120, "rs_ev_coll wire size");
 
 #define RS_UNIQUE_ID_BYTES 128	/* NCCL_UNIQUE_ID_BYTES */
 
-/* RS_EV_COMM_INIT: ncclCommInitRank(Config) returned. */
+/* RS_EV_COMM_INIT: ncclCommInitRank(Config) returned (nranks, rank), or MPI_Comm_split,
+ * MPI_Comm_split_type or MPI_Comm_dup did (rank: the color, nranks: the key; unique_id starts
+ * with the parent communicator's handle). */
 struct rs_ev_comm_init {
 	struct rs_hdr h;
 	__u64 enter_ns;

@@ -19,6 +19,7 @@
 #define NSEQ (RS_CKF_SEQ | RS_CKF_DTYPE32)		/* NCCL: ncclDataType_t is an enum */
 #define MSEQ (RS_CKF_SEQ | RS_CKF_COUNT32)		/* MPI: int count */
 #define CXX (RS_CKF_SEQ | RS_CKF_ENTRY)		/* C++ may throw through it: entry only */
+#define MINIT (RS_CKF_INIT | RS_CKF_COUNT32 | RS_CKF_DTYPE32)	/* MPI: a sub-communicator */
 
 /*
  * Argument positions from the headers: nccl.h 2.28 (checked against the real library in
@@ -65,6 +66,13 @@ const struct coll_api coll_apis[] = {
 	/* MPI_Gather/Scatter(send, scount, stype, recv, rcount, rtype, root, comm) */
 	{ RS_LIB_MPI, RS_OP_GATHER, "MPI_Gather", 2, 3, 8, 0, 7, MSEQ, 0, 1, 4 },
 	{ RS_LIB_MPI, RS_OP_SCATTER, "MPI_Scatter", 2, 3, 8, 0, 7, MSEQ, 0, 1, 4 },
+	/* Sub-communicators, named from their parent, color and creation order so that every
+	 * member calls them the same (a handle is a pointer in each process):
+	 * MPI_Comm_split(comm, color, key, MPI_Comm *newcomm), MPI_Comm_split_type(comm, type, key,
+	 * info, newcomm), MPI_Comm_dup(comm, newcomm). The out-pointer goes in the stream slot. */
+	{ RS_LIB_MPI, RS_OP_COMM_INIT, "MPI_Comm_split", 2, 3, 1, 4, 0, MINIT, 0, 0, 0 },
+	{ RS_LIB_MPI, RS_OP_COMM_INIT, "MPI_Comm_split_type", 2, 3, 1, 5, 0, MINIT, 0, 0, 0 },
+	{ RS_LIB_MPI, RS_OP_COMM_INIT, "MPI_Comm_dup", 0, 0, 1, 2, 0, MINIT, 0, 0, 0 },
 	/* MPI_Send(buf, count, dtype, dest, tag, comm); MPI_Recv(..., source, tag, comm, status).
 	 * Point-to-point is sequenced per communicator too: it is part of the job's clock. */
 	{ RS_LIB_MPI, RS_OP_SEND, "MPI_Send", 2, 3, 6, 0, 4, MSEQ, 0, 1, 0 },

@@ -142,8 +142,16 @@ void report__comm_init(struct json *j, const struct rank_state *rs,
 	json__kstr(j, "lib", decode__lib_name(e->lib));
 	json__kstr(j, "comm", comm);
 	json__kuint(j, "comm_handle", e->comm);
-	json__kint(j, "nranks", e->nranks);
-	json__kint(j, "comm_rank", e->rank);
+	if (e->lib == RS_LIB_MPI) {
+		uint64_t parent;
+
+		memcpy(&parent, e->unique_id, sizeof(parent));
+		json__kuint(j, "parent_handle", parent);
+		json__kint(j, "color", e->rank);
+	} else {
+		json__kint(j, "nranks", e->nranks);
+		json__kint(j, "comm_rank", e->rank);
+	}
 	json__kint(j, "ret", e->ret);
 	json__kuint(j, "enter_ns", e->enter_ns);
 	json__kuint(j, "exit_ns", e->exit_ns);

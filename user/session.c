@@ -256,10 +256,34 @@ static int free_rank_number(struct session *s, struct sjob *j, const struct rank
 	return -1;
 }
 
+/*
+ * An MPI sub-communicator's name: its handle is a pointer in each process, but its parent's
+ * name, the color and how many this rank made before are the same on every member (creating
+ * communicators is collective), so "mpi:sub:<hash>" is one name for the whole group.
+ */
+static void name_mpi_comm(struct session *s, struct rank_state *rs,
+			  const struct rs_ev_comm_init *e)
+{
+	char parent[COMM_NAME_MAX + 24], key[COMM_NAME_MAX + 64], name[COMM_NAME_MAX];
+	uint64_t ph;
+
+	memcpy(&ph, e->unique_id, sizeof(ph));
+	comms__name(&s->comms, rs->pid, RS_LIB_MPI, ph, parent, sizeof(parent));
+	snprintf(key, sizeof(key), "%s|%d|%u", parent, e->rank, rs->mpi_comms++);
+	snprintf(name, sizeof(name), "mpi:sub:%016llx",
+		 (unsigned long long)comms__fnv1a((const uint8_t *)key, strlen(key)));
+	comms__set(&s->comms, rs->pid, e->comm, name, 0);
+}
+
 static void on_init(struct session *s, struct rank_state *rs, const struct rs_ev_comm_init *e)
 {
 	char comm[COMM_NAME_MAX + 24];
 
+	if (e->lib == RS_LIB_MPI) {
+		if (e->ret == 0 && e->comm)
+			name_mpi_comm(s, rs, e);
+		goto events;
+	}
 	if (e->ret == 0 && e->comm) {
 		struct comm_use *u;
 
@@ -303,6 +327,7 @@ static void on_init(struct session *s, struct rank_state *rs, const struct rs_ev
 			}
 		}
 	}
+events:
 	if (!s->o.events)
 		return;
 	comms__name(&s->comms, rs->pid, e->lib, e->comm, comm, sizeof(comm));

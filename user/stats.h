@@ -61,6 +61,7 @@ struct rank_state {
 	struct comm_use comms[RANK_COMMS_MAX];
 	int ncomms;
 	uint64_t comms_other;		/* collectives on communicators past RANK_COMMS_MAX */
+	uint32_t mpi_comms;		/* MPI sub-communicators it made since attach */
 	struct op_acc ops[RS_OP_MAX];	/* cumulative, from collective events */
 	struct op_acc prev_ops[RS_OP_MAX];
 	struct slot_snapshot prev;
