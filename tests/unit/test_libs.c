@@ -444,6 +444,19 @@ static void table__mpi_rows__match_mpi_h(void **state)
 		if (!params)
 			fail_msg("%s: no prototype in %s", a->sym, MPI_H);
 		check_row(a, "comm", a->comm, param_pos(params, "MPI_Comm comm"));
+		if (a->op == RS_OP_COMM_INIT) {
+			/* a sub-communicator: color (or split type) in the count slot, key in
+			 * the dtype slot, the MPI_Comm* out in the stream slot */
+			static const char *const color[] = { "int color", "int split_type", NULL };
+
+			check_row(a, "color", a->count, first_pos(params, color));
+			check_row(a, "key", a->dtype, param_pos(params, "int key"));
+			check_row(a, "newcomm", a->stream, param_pos(params, "MPI_Comm *newcomm"));
+			assert_true(a->flags & RS_CKF_INIT);
+			free(params);
+			checked++;
+			continue;
+		}
 		check_row(a, "dtype", a->dtype, param_pos(params, "MPI_Datatype"));
 		check_row(a, "peer", a->peer, first_pos(params, peer));
 		check_row(a, "redop", a->redop, param_pos(params, "MPI_Op op"));
