@@ -1019,6 +1019,48 @@ static void build_step(const struct job *j, const struct job_rank *r, uint64_t k
 }
 
 /*
+ * Which ranks are in one collective at a seq: those on the same communicator, when names say
+ * so (two ranks share one); else, since an MPI sub-communicator made before the attach has a
+ * different handle in each process, those that left it together (returns within
+ * JOB_GROUP_GAP_NS of the previous one, in time order). grp[c] is a group number.
+ */
+static void groups(const struct tl_coll *const *at, int n, int *grp)
+{
+	bool named = false;
+	int c, i, g = 0, done;
+	uint64_t prev = 0, t;
+
+	for (c = 0; c < n && !named; c++)
+		for (i = c + 1; i < n && !named; i++)
+			named = at[c] && at[i] && at[c]->comm == at[i]->comm;
+	for (c = 0; c < n; c++)
+		grp[c] = -1;
+	if (named) {
+		for (c = 0; c < n; c++)
+			for (i = 0; at[c] && i <= c; i++)
+				if (at[i] && at[i]->comm == at[c]->comm) {
+					grp[c] = i;
+					break;
+				}
+		return;
+	}
+	/* by time: repeatedly take the earliest return not grouped yet */
+	for (done = 0; done < n; done++) {
+		for (t = UINT64_MAX, i = -1, c = 0; c < n; c++)
+			if (at[c] && grp[c] < 0 && at[c]->exit < t) {
+				t = at[c]->exit;
+				i = c;
+			}
+		if (i < 0)
+			break;
+		if (prev && t - prev > JOB_GROUP_GAP_NS)
+			g++;
+		grp[i] = g;
+		prev = t;
+	}
+}
+
+/*
  * Lateness over the whole step: at each collective of step k (the reference rank's boundaries,
  * point-to-point ops left out) that every present rank entered and left, each rank's entry
  * against its peers' median entry, and its wait for the last one. After each collective all
@@ -1030,7 +1072,7 @@ static void step_lateness(const struct job *j, uint64_t k, struct step_obs *row)
 	const struct tl_coll **at;
 	uint64_t *tmp, last, in;
 	int64_t lo = INT64_MIN, hi = INT64_MIN, s;
-	int c, i, m, n = 0;
+	int c, i, m, n = 0, *grp = NULL;
 	bool p2p = false;
 
 	if (j->markers || !j->walk)
@@ -1045,7 +1087,8 @@ static void step_lateness(const struct job *j, uint64_t k, struct step_obs *row)
 		return;
 	at = calloc(j->n, sizeof(*at));
 	tmp = calloc(j->n, sizeof(*tmp));
-	if (!at || !tmp)
+	grp = calloc(j->n, sizeof(*grp));
+	if (!at || !tmp || !grp)
 		goto out;
 	for (s = lo; s <= hi; s++) {
 		for (last = 0, m = 0, c = 0; c < j->n; c++) {
@@ -1063,14 +1106,22 @@ static void step_lateness(const struct job *j, uint64_t k, struct step_obs *row)
 		if (c < j->n || m < 2)
 			continue;
 		n++;
+		/* against the peers on the same communicator only: two tensor-parallel groups run
+		 * their own all-reduces at the same seq, at their own times */
+		groups(at, j->n, grp);
 		for (c = 0; c < j->n; c++) {
 			int p = 0;
 
 			if (!at[c])
 				continue;
-			for (i = 0; i < j->n; i++)
-				if (i != c && at[i])
-					tmp[p++] = at[i]->enter;
+			for (last = at[c]->enter, i = 0; i < j->n; i++) {
+				if (i == c || !at[i] || grp[i] != grp[c])
+					continue;
+				tmp[p++] = at[i]->enter;
+				last = at[i]->enter > last ? at[i]->enter : last;
+			}
+			if (!p)
+				continue;
 			row[c].late_ns += (int64_t)at[c]->enter - (int64_t)detect__median(tmp, p);
 			in = at[c]->exit - at[c]->enter;
 			row[c].wait_ns += last - at[c]->enter < in ? last - at[c]->enter : in;
@@ -1102,6 +1153,7 @@ static void step_lateness(const struct job *j, uint64_t k, struct step_obs *row)
 out:
 	free(at);
 	free(tmp);
+	free(grp);
 }
 
 /* The first step index every live rank can have: after all of them were attached. */
