@@ -183,6 +183,13 @@ void job__set_rank(struct job *j, int col, int rank, uint32_t tid)
 void job__on_coll(struct job *j, int col, uint32_t tid, unsigned int op, unsigned int lib,
 		  uint64_t comm, uint64_t seq, uint64_t bytes, uint64_t enter, uint64_t exit)
 {
+	job__on_coll_peer(j, col, tid, op, lib, comm, seq, bytes, enter, exit, -1);
+}
+
+void job__on_coll_peer(struct job *j, int col, uint32_t tid, unsigned int op, unsigned int lib,
+		       uint64_t comm, uint64_t seq, uint64_t bytes, uint64_t enter, uint64_t exit,
+		       int peer)
+{
 	struct job_rank *r;
 	int i;
 
@@ -218,6 +225,8 @@ void job__on_coll(struct job *j, int col, uint32_t tid, unsigned int op, unsigne
 	r->coll[i] = (struct tl_coll){
 		.enter = enter, .exit = exit, .seq = seq, .comm = comm, .bytes = bytes,
 		.tid = tid, .op = op, .lib = lib,
+		.peer = (op == RS_OP_SEND || op == RS_OP_RECV) && peer >= 0 && peer < INT16_MAX ?
+			peer : -1,
 	};
 	r->ncoll++;
 }
@@ -354,6 +363,11 @@ static int main_index(const struct job *j, const struct job_rank *r, int *idx, i
 	return n;
 }
 
+static bool is_p2p(const struct tl_coll *c)
+{
+	return c->op == RS_OP_SEND || c->op == RS_OP_RECV;
+}
+
 static uint64_t run_cost(const struct job_rank *ref, const int *ri, const struct job_rank *r,
 			 const int *ci, int nc, int off)
 {
@@ -363,8 +377,10 @@ static uint64_t run_cost(const struct job_rank *ref, const int *ri, const struct
 	for (k = ALIGN_RUN; k < 2 * ALIGN_RUN; k++) {
 		if (k + off < 0 || k + off >= nc)
 			return UINT64_MAX;
-		/* the same collective has the same op and size everywhere */
-		if (ref->coll[ri[k]].op != r->coll[ci[k + off]].op ||
+		/* the same collective has the same op and size everywhere; a message is a send on
+		 * one side and a receive on the other */
+		if ((ref->coll[ri[k]].op != r->coll[ci[k + off]].op &&
+		     !(is_p2p(&ref->coll[ri[k]]) && is_p2p(&r->coll[ci[k + off]]))) ||
 		    ref->coll[ri[k]].bytes != r->coll[ci[k + off]].bytes)
 			return UINT64_MAX;
 		a = ref->coll[ri[k]].exit;
@@ -989,6 +1005,8 @@ static void build_step(const struct job *j, const struct job_rank *r, uint64_t k
 		}
 		if (c->tid == r->main_tid && overlap(s, e, c->enter, c->exit ? c->exit : c->enter))
 			cs[nc++] = *c;
+		if (c->tid == r->main_tid && (c->op == RS_OP_SEND || c->op == RS_OP_RECV) && c->exit)
+			st->p2p_ns += overlap(s, e, c->enter, c->exit);
 	}
 	for (i = 0; cs && i < r->nsync; i++)
 		if (overlap(s, e, r->sync[i].enter, r->sync[i].exit))
@@ -1154,6 +1172,91 @@ out:
 	free(at);
 	free(tmp);
 	free(grp);
+}
+
+/* The first point-to-point call of column c's main thread in [s, e): its op and peer. */
+static const struct tl_coll *first_p2p(const struct job_rank *r, uint64_t s, uint64_t e)
+{
+	int i;
+
+	for (i = 0; i < r->ncoll; i++) {
+		const struct tl_coll *c = &r->coll[i];
+
+		if (c->tid == r->main_tid && c->enter >= s && c->enter < e &&
+		    (c->op == RS_OP_SEND || c->op == RS_OP_RECV))
+			return c;
+	}
+	return NULL;
+}
+
+/*
+ * Pipeline stages from the send/receive graph of one step: a rank whose step begins with a
+ * send is the first stage (it has its micro-batches); one that begins by receiving from rank
+ * p is one stage after p. The micro-batches are the first stage's sends before its first
+ * receive. Peers are ranks of the communicator, taken as the ranks' own numbers (the world
+ * communicator); a rank whose chain does not resolve stays -1.
+ */
+static void pipeline_stages(const struct job *j, struct job_step *st, const struct step_obs *row)
+{
+	const struct tl_coll **first;
+	int c, i, pass, changed, max = -1, micro = 0;
+
+	first = calloc(j->n, sizeof(*first));
+	if (!first)
+		return;
+	for (c = 0; c < j->n; c++) {
+		st[c].stage = -1;
+		if (row[c].present)
+			first[c] = first_p2p(&j->r[c], st[c].start_ns, st[c].start_ns + st[c].dur_ns);
+		if (first[c] && first[c]->op == RS_OP_SEND)
+			st[c].stage = 0;
+	}
+	for (pass = 0, changed = 1; changed && pass < j->n; pass++) {
+		for (changed = 0, c = 0; c < j->n; c++) {
+			if (st[c].stage >= 0 || !first[c] || first[c]->op != RS_OP_RECV)
+				continue;
+			for (i = 0; i < j->n; i++)
+				if (i != c && j->r[i].rank == first[c]->peer && st[i].stage >= 0) {
+					st[c].stage = st[i].stage + 1;
+					changed = 1;
+				}
+		}
+	}
+	for (c = 0; c < j->n; c++)
+		max = st[c].stage > max ? st[c].stage : max;
+	/* the first stage's longest run of sends, the step taken as a cycle (where it is cut
+	 * does not matter): GPipe sends its M activations in a row */
+	for (c = 0; c < j->n && max > 0 && !micro; c++) {
+		const struct job_rank *r = &j->r[c];
+		uint64_t s = st[c].start_ns, e = s + st[c].dur_ns;
+		int run = 0, head = -1, best = 0;
+
+		if (st[c].stage || !row[c].present)
+			continue;
+		for (i = 0; i < r->ncoll; i++) {
+			const struct tl_coll *x = &r->coll[i];
+
+			if (x->tid != r->main_tid || x->enter < s || x->enter >= e || !is_p2p(x))
+				continue;
+			if (x->op == RS_OP_SEND) {
+				run++;
+				continue;
+			}
+			if (head < 0)
+				head = run;	/* the sends before the first receive */
+			best = run > best ? run : best;
+			run = 0;
+		}
+		best = head >= 0 && run + head > best ? run + head : (run > best ? run : best);
+		micro = best;
+	}
+	for (c = 0; c < j->n; c++) {
+		st[c].stages = max > 0 ? max + 1 : 0;
+		st[c].micro = max > 0 ? micro : 0;
+		if (max <= 0)
+			st[c].stage = -1;
+	}
+	free(first);
 }
 
 /* The first step index every live rank can have: after all of them were attached. */
@@ -1381,6 +1484,7 @@ static void assemble(struct job *j, uint64_t now, bool final)
 			st[c].col = c;
 		}
 		step_lateness(j, j->next_k, row);
+		pipeline_stages(j, st, row);
 		detect__split_comm(row, j->n);
 		for (c = 0; c < j->n; c++) {
 			if (!row[c].present)

@@ -59,6 +59,10 @@ struct job_step {
 	bool has_gpu;		/* CUPTI records cover this rank */
 	uint64_t gpu_busy_ns;	/* union of kernels and copies on any stream, inside the step */
 	uint64_t gpu_nccl_ns;	/* of which NCCL kernels (each kernel's time, not a union) */
+	uint64_t p2p_ns;	/* main thread inside sends and receives: a pipeline's bubble */
+	int stage;		/* pipeline stage from the send/receive graph; -1: none */
+	int stages;		/* the pipeline's stages (0: no pipeline) */
+	int micro;		/* micro-batches a step (the first stage's sends) */
 };
 
 struct job_verdict {
@@ -95,6 +99,10 @@ void job__free(struct job *j);
 
 void job__on_coll(struct job *j, int col, uint32_t tid, unsigned int op, unsigned int lib,
 		  uint64_t comm, uint64_t seq, uint64_t bytes, uint64_t enter, uint64_t exit);
+/* The same, with the peer of a send or receive (its rank in the communicator; -1 none). */
+void job__on_coll_peer(struct job *j, int col, uint32_t tid, unsigned int op, unsigned int lib,
+		       uint64_t comm, uint64_t seq, uint64_t bytes, uint64_t enter, uint64_t exit,
+		       int peer);
 void job__on_off(struct job *j, int col, uint32_t tid, uint64_t start, uint64_t end,
 		 uint64_t runq, int32_t syscall);
 void job__on_io(struct job *j, int col, uint32_t tid, bool worker, unsigned int kind,

@@ -14,6 +14,8 @@
 #include "metrics.h"
 #include "procfs.h"
 
+#define LABELS(...) ((const char *const[]){ __VA_ARGS__, NULL })
+
 static void hist_add(struct rs_hist *h, uint64_t ns)
 {
 	unsigned int b = hist__bucket(ns);
@@ -62,9 +64,83 @@ void metrics__on_step(struct metrics_acc *a, const struct job_step *st)
 	a->wait_ns += st->ph.comm_wait;
 	a->transfer_ns += st->ph.comm_transfer;
 	a->inside_ns += st->inside_ns;
+	if (!st->stages || st->stage < 0)
+		return;
+	a->stage = st->stage;
+	a->stages = st->stages;
+	a->micro = st->micro;
+	a->pp_steps++;
+	/* busy: the step less its collectives' time (sends, receives and the DP all-reduce) */
+	a->pp_busy_ns += st->dur_ns > st->ph.ns[PH_COMM] ? st->dur_ns - st->ph.ns[PH_COMM] : 0;
+	a->pp_bubble_ns += st->p2p_ns;
 }
 
-#define LABELS(...) ((const char *const[]){ __VA_ARGS__, NULL })
+/*
+ * Pipeline stages, named as in the reference documents so their bubble PromQL works:
+ * pipeline_stage_seconds{phase="busy"} (a summary: _sum, _count) per rank and stage, and per
+ * job the micro-batches a step and the theoretical bubble (S - 1) / (M + S - 1).
+ */
+static void pipeline_series(struct prom *p, const struct metrics_rank *r, int n)
+{
+	char rank[16], stage[16];
+	int i, k, any = 0;
+
+	for (i = 0; i < n; i++)
+		any += r[i].acc->pp_steps > 0;
+	if (!any)
+		return;
+	prom__family(p, "pipeline_stage_seconds", "summary",
+		     "Pipeline stage busy time a step (the step less its sends, receives and "
+		     "collectives), per rank and stage from the send/receive graph.");
+	for (i = 0; i < n; i++) {
+		if (!r[i].acc->pp_steps)
+			continue;
+		snprintf(rank, sizeof(rank), "%d", r[i].rank);
+		snprintf(stage, sizeof(stage), "%d", r[i].acc->stage);
+		prom__sample(p, "pipeline_stage_seconds_sum",
+			     LABELS("job_id", r[i].job, "rank", rank, "stage", stage, "phase", "busy"),
+			     r[i].acc->pp_busy_ns / 1e9);
+		prom__sample(p, "pipeline_stage_seconds_count",
+			     LABELS("job_id", r[i].job, "rank", rank, "stage", stage, "phase", "busy"),
+			     r[i].acc->pp_steps);
+	}
+	prom__family(p, "rankscope_pipeline_bubble_seconds_total", "counter",
+		     "Main-thread time inside sends and receives: the stage waiting for its "
+		     "neighbours.");
+	for (i = 0; i < n; i++) {
+		if (!r[i].acc->pp_steps)
+			continue;
+		snprintf(rank, sizeof(rank), "%d", r[i].rank);
+		snprintf(stage, sizeof(stage), "%d", r[i].acc->stage);
+		prom__sample(p, "rankscope_pipeline_bubble_seconds_total",
+			     LABELS("job_id", r[i].job, "rank", rank, "stage", stage),
+			     r[i].acc->pp_bubble_ns / 1e9);
+	}
+	prom__family(p, "job_id_micro_batches_per_step", "gauge",
+		     "Micro-batches a step: the first pipeline stage's sends before its first "
+		     "receive.");
+	for (i = 0; i < n; i++) {
+		for (k = 0; k < i && strcmp(r[k].job, r[i].job); k++)
+			;
+		if (k < i || !r[i].acc->pp_steps || !r[i].acc->micro)
+			continue;	/* one sample per job */
+		prom__sample(p, "job_id_micro_batches_per_step", LABELS("job_id", r[i].job),
+			     r[i].acc->micro);
+	}
+	prom__family(p, "job_id_theoretical_bubble", "gauge",
+		     "The bubble a pipeline of S stages and M micro-batches cannot avoid: "
+		     "(S - 1) / (M + S - 1).");
+	for (i = 0; i < n; i++) {
+		for (k = 0; k < i && strcmp(r[k].job, r[i].job); k++)
+			;
+		if (k < i || !r[i].acc->pp_steps || !r[i].acc->micro)
+			continue;
+		prom__sample(p, "job_id_theoretical_bubble", LABELS("job_id", r[i].job),
+			     (double)(r[i].acc->stages - 1) /
+				     (r[i].acc->micro + r[i].acc->stages - 1));
+	}
+}
+
 
 static void per_rank_counter(struct prom *p, const char *name, const char *help,
 			     const struct metrics_rank *r, int n, size_t off)
@@ -376,12 +452,23 @@ void metrics__render(struct prom *p, const struct metrics_rank *r, int n,
 				     planned_steps);
 	}
 	prom__family(p, "train_step_seconds", "histogram",
-		     "Training step duration per rank, from step boundaries found by rankscope.");
+		     "Training step duration per rank, from step boundaries found by rankscope; "
+		     "a pipeline stage's rank also carries its stage.");
 	for (i = 0; i < n; i++) {
+		char stage[16];
+
 		snprintf(rank, sizeof(rank), "%d", r[i].rank);
-		prom__log2_hist(p, "train_step_seconds", LABELS("job_id", r[i].job, "rank", rank),
-				&r[i].acc->step_hist);
+		snprintf(stage, sizeof(stage), "%d", r[i].acc->stage);
+		if (r[i].acc->pp_steps)
+			prom__log2_hist(p, "train_step_seconds",
+					LABELS("job_id", r[i].job, "rank", rank, "stage", stage),
+					&r[i].acc->step_hist);
+		else
+			prom__log2_hist(p, "train_step_seconds",
+					LABELS("job_id", r[i].job, "rank", rank),
+					&r[i].acc->step_hist);
 	}
+	pipeline_series(p, r, n);
 	prom__family(p, "rankscope_step_phase_seconds_total", "counter",
 		     "Main-thread time per step phase; the phases of a step sum to the step.");
 	for (i = 0; i < n; i++) {

@@ -27,6 +27,10 @@ struct metrics_acc {
 	uint64_t ckpt_count, ckpt_ns, ckpt_bytes;	/* checkpoints (ckpt.h) */
 	double ckpt_last_unix;			/* when the last one ended, unix seconds */
 	struct rs_hist coll[METRICS_LIBS][METRICS_OPS][METRICS_SIZE_BUCKETS];
+	/* a pipeline stage (job.h): its latest stage, and its time busy and in sends/receives;
+	 * pp_steps 0: not in a pipeline */
+	int stage, stages, micro;
+	uint64_t pp_steps, pp_busy_ns, pp_bubble_ns;
 };
 
 /* One rank as the exposition sees it. */

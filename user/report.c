@@ -409,6 +409,12 @@ void report__step(struct json *j, const char *job, int rank, pid_t pid, const st
 					       st->dur_ns - st->gpu_busy_ns : 0);
 		json__kuint(j, "gpu_nccl_ns", st->gpu_nccl_ns);
 	}
+	if (st->stages) {
+		json__kint(j, "stage", st->stage);
+		json__kint(j, "stages", st->stages);
+		json__kint(j, "micro_batches", st->micro);
+		json__kuint(j, "p2p_ns", st->p2p_ns);
+	}
 	json__kstr(j, "rule", rule);
 	json__kdouble(j, "rule_confidence", confidence);
 	json__obj_end(j);

@@ -218,9 +218,9 @@ static void on_coll(struct session *s, struct rank_state *rs, const struct rs_ev
 		metrics__on_coll(rs->acc, e->lib, e->op, esize * e->count,
 				 e->exit_ns > e->enter_ns ? e->exit_ns - e->enter_ns : 0);
 	/* the job model keys communicators by their global name */
-	job__on_coll(job_of(s, rs)->model, rs->col, e->h.tid, e->op, e->lib,
-		     comms__fnv1a((const uint8_t *)comm, strlen(comm)), e->seq,
-		     esize * e->count, e->enter_ns, e->exit_ns);
+	job__on_coll_peer(job_of(s, rs)->model, rs->col, e->h.tid, e->op, e->lib,
+			  comms__fnv1a((const uint8_t *)comm, strlen(comm)), e->seq,
+			  esize * e->count, e->enter_ns, e->exit_ns, e->peer);
 	if (recording(s, rs)) {
 		cap_thread(s, rs, e->h.tgid, e->h.tid);
 		cap_add(s, rs, (struct trace_ev){

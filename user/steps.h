@@ -35,6 +35,7 @@ struct tl_coll {
 	uint32_t tid;
 	uint8_t op;
 	uint8_t lib;
+	int16_t peer;		/* send/recv: the peer's rank in the communicator; -1 none */
 };
 
 struct tl_off {

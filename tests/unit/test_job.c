@@ -27,6 +27,8 @@ struct seen {
 	uint64_t ph[4][PH_MAX];		/* summed phases */
 	int rules, changed;
 	int last_period;
+	int stage[4], stages, micro;	/* the last step's */
+	uint64_t p2p[4];
 };
 
 static void on_step(void *ctx, const struct job_step *st, const char *rule)
@@ -35,6 +37,10 @@ static void on_step(void *ctx, const struct job_step *st, const char *rule)
 	int p;
 
 	s->steps[st->col]++;
+	s->stage[st->col] = st->stage;
+	s->stages = st->stages;
+	s->micro = st->micro;
+	s->p2p[st->col] += st->p2p_ns;
 	s->colls[st->col][st->collectives < 7 ? st->collectives : 7]++;
 	s->dur[st->col] += st->dur_ns;
 	for (p = 0; p < PH_MAX; p++)
@@ -251,6 +257,64 @@ static void ddp_attached_a_step_apart__starved_rank_named(void **state)
 	job__free(j);
 }
 
+/*
+ * A 2-stage pipeline (GPipe, 4 micro-batches, eager sends): stage 0 (rank 0) computes 0.3 ms
+ * and sends each activation; stage 1 (rank 1) receives it and computes 1.1 ms; then stage 1
+ * computes each gradient and sends it back, and stage 0 receives it and computes 0.3 ms. Rank
+ * 1 was attached after its first 5 receives.
+ */
+static void pipeline_two_stages__stages_micro_batches_and_slow_stage(void **state)
+{
+	static struct seen s;
+	struct job *j = new_job(&s, 2, STEPS_AUTO);
+	uint64_t t = 1000 * MS, t0, t1, x, seq[2] = {}, sent[4];
+	int k, m, skip = 5;
+
+	for (k = 0; k < 150; k++) {
+		t0 = t1 = t + 300 * US;		/* input and optimizer */
+		for (m = 0; m < 4; m++) {	/* forward */
+			t0 += 300 * US;
+			job__on_coll_peer(j, 0, 100, RS_OP_SEND, RS_LIB_MPI, 7, ++seq[0], 64 << 10,
+					  t0, t0 + 20 * US, 1);
+			sent[m] = t0 += 20 * US;
+		}
+		for (m = 0; m < 4; m++) {
+			x = (t1 > sent[m] ? t1 : sent[m]) + 20 * US;
+			if (skip)
+				skip--;
+			else
+				job__on_coll_peer(j, 1, 101, RS_OP_RECV, RS_LIB_MPI, 7, ++seq[1],
+						  64 << 10, t1, x, 0);
+			t1 = x + 1100 * US;
+		}
+		for (m = 0; m < 4; m++) {	/* backward */
+			t1 += 1100 * US;
+			job__on_coll_peer(j, 1, 101, RS_OP_SEND, RS_LIB_MPI, 7, ++seq[1], 64 << 10,
+					  t1, t1 + 20 * US, 0);
+			sent[m] = t1 += 20 * US;
+		}
+		for (m = 0; m < 4; m++) {
+			x = (t0 > sent[m] ? t0 : sent[m]) + 20 * US;
+			job__on_coll_peer(j, 0, 100, RS_OP_RECV, RS_LIB_MPI, 7, ++seq[0], 64 << 10,
+					  t0, x, 1);
+			t0 = x + 300 * US;
+		}
+		t = t0 > t1 ? t0 : t1;
+		job__advance(j, t, false);
+	}
+	job__advance(j, t + 1000 * MS, true);
+	assert_true(s.steps[0] > 100 && s.steps[1] > 100);
+	assert_int_equal(s.last_period, 8);
+	assert_int_equal(s.stages, 2);
+	assert_int_equal(s.stage[0], 0);
+	assert_int_equal(s.stage[1], 1);
+	assert_int_equal(s.micro, 4);
+	/* stage 0 waits for the slow stage: its bubble is the larger */
+	assert_true(s.p2p[0] > 2 * s.p2p[1]);
+	expect_verdicts(&s, V_COMPUTE, 1);
+	job__free(j);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -258,6 +322,7 @@ int main(void)
 		cmocka_unit_test(equal_buckets__healthy__no_verdict),
 		cmocka_unit_test(pattern_change__relearned_and_reported),
 		cmocka_unit_test(ddp_attached_a_step_apart__starved_rank_named),
+		cmocka_unit_test(pipeline_two_stages__stages_micro_batches_and_slow_stage),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

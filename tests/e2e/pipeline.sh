@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Pipeline parallel on a real 2-rank OpenMPI job (tests/workloads/zoo_mpi --pp 4: GPipe, 4
+# micro-batches, MPI_Send/MPI_Recv between the stages), with stage 1 slowed by 3 ms of extra
+# compute a step that rankscope is not told about. rankscope attach --listen must:
+#  - find the stages from the send/receive graph (step lines carry stage, stages 2 and
+#    micro_batches 4);
+#  - serve pipeline_stage_seconds{stage,phase="busy"}, train_step_seconds with a stage label,
+#    job_id_micro_batches_per_step 4 and job_id_theoretical_bubble (2-1)/(4+2-1) = 0.2, so that
+#    the reference documents' bubble PromQL gives stage 0, waiting on the slow stage, a bubble
+#    over 1.5x the theoretical one (deploy/prometheus: Train_Bubble_Excess), and stage 1 less;
+#  - pass promtool check metrics, and name rank 1 (compute).
+. "$(dirname "$0")/../lib.sh"
+need_root
+command -v mpirun >/dev/null || skip "OpenMPI not installed (make deps)"
+command -v promtool >/dev/null || skip "promtool not installed (make deps installs prometheus)"
+[ -x "$TOP/build/workloads/zoo_mpi" ] || fail "build/workloads/zoo_mpi is missing: make fixtures"
+PORT=$(free_port)
+bg job mpirun --allow-run-as-root --oversubscribe -np 2 "$TOP/build/workloads/zoo_mpi" \
+	--pp 4 --steps 2500 --go-file "$T/go" --fault compute:1:3000
+wait_lines "$T/job.out" '^ready rank=' 2 60 || fail "the MPI job did not start"
+bg rs "$RS" attach -p "$(ready_pids "$T/job.out")" --json --listen 127.0.0.1:$PORT
+wait_lines "$T/rs.out" '"type":"rank"' 2 30 || fail "rankscope did not attach"
+touch "$T/go"
+sleep 6
+http_get "http://127.0.0.1:$PORT/metrics" | tail -n +2 >"$T/metrics.txt"
+promtool check metrics <"$T/metrics.txt" || fail "promtool check metrics"
+wait_exit "$PID_job" 120 || fail "the job failed: $(tail -5 "$T/job.out")"
+$PY - "$T/metrics.txt" "$T/rs.out" <<'PY' || exit 1
+import json, re, sys
+m = {}
+for line in open(sys.argv[1]):
+    if line.startswith("#") or not line.strip():
+        continue
+    name, val = line.rsplit(" ", 1)
+    m[name] = float(val)
+def get(prefix, **lab):
+    for k, v in m.items():
+        if k.startswith(prefix + "{") and all(f'{a}="{b}"' in k for a, b in lab.items()):
+            return v
+    raise AssertionError(f"no {prefix} {lab} in /metrics")
+theo = get("job_id_theoretical_bubble")
+assert abs(theo - 0.2) < 1e-9, theo
+assert get("job_id_micro_batches_per_step") == 4
+bubble = {}
+for st in ("0", "1"):
+    busy = get("pipeline_stage_seconds_sum", stage=st, phase="busy")
+    step = get("train_step_seconds_sum", stage=st)
+    bubble[st] = 1 - busy / step
+print("bubble fraction by stage", {k: round(v, 3) for k, v in bubble.items()}, "theoretical", theo)
+assert bubble["0"] > 1.5 * theo, bubble      # stage 0 waits for the slow stage 1
+assert bubble["1"] < bubble["0"], bubble
+lines = [json.loads(l) for l in open(sys.argv[2]) if l.startswith("{")]
+steps = [d for d in lines if d["type"] == "step"]
+st = {d["rank"]: d for d in steps[-10:]}
+assert {st[r]["stage"] for r in (0, 1)} == {0, 1} and st[0]["stages"] == 2, st
+assert st[0]["micro_batches"] == 4, st[0]
+v = [d for d in lines if d["type"] == "verdict" and d["class"] != "none"]
+assert v and all((d["class"], d["rank"]) == ("compute", 1) for d in v), [(d["class"], d["rank"]) for d in v[:3]]
+print("stages", {r: st[r]["stage"] for r in (0, 1)}, "verdict", v[0]["class"], "on rank", v[0]["rank"])
+PY
+pass "pipeline stages, busy time and theoretical bubble; stage 0 over 1.5x; straggler named"
