@@ -500,8 +500,8 @@ void report__verdict_text(FILE *f, const struct job_verdict *v, int rank, char *
 			 "%s is %s vs the peers' %s (+%s); collectives take %s after the last arrival"
 			 "%s%s", detect__class_name(v->cls), rank, v->persistent ? " (persistent)" : "",
 			 report__dur(v->v.skew_ns, a, sizeof(a)), steps__phase_name(v->v.phase),
-			 report__dur(v->v.late_phase_ns, b, sizeof(b)),
-			 report__dur(v->v.peer_phase_ns, c, sizeof(c)),
+			 v->v.late_phase_ns ? report__dur(v->v.late_phase_ns, b, sizeof(b)) : "0",
+			 v->v.peer_phase_ns ? report__dur(v->v.peer_phase_ns, c, sizeof(c)) : "0",
 			 report__dur(v->v.phase_excess_ns, d, sizeof(d)),
 			 report__dur(v->v.post_arrival_ns, e, sizeof(e)), v->detail[0] ? "; " : "",
 			 v->detail);
