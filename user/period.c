@@ -67,7 +67,9 @@ static int cmp_dbl(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* m[i] = max of v over [i - r, i] (clipped at 0), for all i: O(n) whatever r (van Herk). */
+/* m[i] = max of v over [i - r, i] (clipped at 0), for all i: O(n) whatever r (van Herk).
+ * The window spans at most two blocks of r + 1: the tail of one (suf), the head of the next
+ * (pre); a window inside one block starts at its first element, so pre alone is its max. */
 static void window_max(const uint64_t *v, int n, int r, uint64_t *m, uint64_t *pre, uint64_t *suf)
 {
 	int w = r + 1, i, lo;
@@ -78,16 +80,15 @@ static void window_max(const uint64_t *v, int n, int r, uint64_t *m, uint64_t *p
 		suf[i] = (i + 1) % w && i + 1 < n && v[i] < suf[i + 1] ? suf[i + 1] : v[i];
 	for (i = 0; i < n; i++) {
 		lo = i - r < 0 ? 0 : i - r;
-		/* [lo, i] spans at most two blocks of w: the tail of one, the head of the next */
-		m[i] = lo / w == i / w ? pre[i] : (suf[lo] > pre[i] ? suf[lo] : pre[i]);
-		if (lo / w == i / w && lo % w) {	/* clipped at 0 inside the first block */
-			int k;
-
-			for (m[i] = 0, k = lo; k <= i; k++)
-				if (v[k] > m[i])
-					m[i] = v[k];
-		}
+		m[i] = lo / w == i / w || suf[lo] < pre[i] ? pre[i] : suf[lo];
 	}
+}
+
+bool period__step_end(uint64_t after, uint64_t inside)
+{
+	if (inside < PERIOD_GAP_FLOOR_NS)
+		inside = PERIOD_GAP_FLOOR_NS;
+	return after > PERIOD_GAP_FLOOR_NS && after >= PERIOD_GAP_CONTRAST * (double)inside;
 }
 
 /*
@@ -127,9 +128,7 @@ static int gap_period(const uint64_t *gap, int n, int p0, int limit, int *phase_
 		/* a step's end: clearly the longest of its pauses, and a step or two after another
 		 * one (a preemption inside one step takes its place, but not the next one's) */
 		for (nsp = hit = strict = nb = 0, i = 0; i < n; i++) {
-			is[i] = i && gap[i] > PERIOD_GAP_FLOOR_NS &&
-				gap[i] >= PERIOD_GAP_CONTRAST * (double)(m[i - 1] > PERIOD_GAP_FLOOR_NS ?
-									 m[i - 1] : PERIOD_GAP_FLOOR_NS);
+			is[i] = i && period__step_end(gap[i], m[i - 1]);
 			if (!is[i])
 				continue;
 			if (i >= 2 * d) {
@@ -138,7 +137,8 @@ static int gap_period(const uint64_t *gap, int n, int p0, int limit, int *phase_
 				hit += is[i - d] || is[i - 2 * d];
 			}
 			b[nb] = gap[i];
-			ratio[nb++] = gap[i] / (double)(m[i - 1] ? m[i - 1] : 1);
+			ratio[nb++] = gap[i] / (double)(m[i - 1] > PERIOD_GAP_FLOOR_NS ?
+							m[i - 1] : PERIOD_GAP_FLOOR_NS);
 			res[i % d]++;
 		}
 		/* most steps must show their end, or a few coincidences would do */
@@ -325,7 +325,7 @@ int period__detect(const uint64_t *sig, const uint64_t *gap, int n, int max_peri
 		   struct period_result *out)
 {
 	double *s = NULL, conf = 0;
-	int p, limit, phase = 0, err = 0;
+	int p, limit, phase = 0;
 	uint64_t long_ns = 0;
 
 	memset(out, 0, sizeof(*out));
@@ -342,11 +342,6 @@ int period__detect(const uint64_t *sig, const uint64_t *gap, int n, int max_peri
 	for (p = 1; p <= limit; p++)
 		s[p] = score(sig, n, p);
 	p = choose(s, limit, sig, gap, n, &phase, &conf, &long_ns);
-	/*
-	 * One or two pauses far longer than the rest, not where the chosen steps end: steps may
-	 * be longer than the sequence seen so far (25 equal buckets in 48 collectives); wait for
-	 * them to repeat, or for PERIOD_WAIT_MAX collectives (a rare stall in a simple loop).
-	 */
 	/* every collective alike and no pause structure found: one collective a step, if the
 	 * pauses are alike too; else the structure may need more steps to show */
 	if (p == 1 && s[1] >= 1.0 && gap && n < PERIOD_WAIT_ALIKE) {
@@ -361,6 +356,11 @@ int period__detect(const uint64_t *sig, const uint64_t *gap, int n, int max_peri
 			return -EAGAIN;
 		}
 	}
+	/*
+	 * One or two pauses far longer than the rest, not where the chosen steps end: steps may
+	 * be longer than the sequence seen so far (25 equal buckets in 48 collectives); wait for
+	 * them to repeat, or for PERIOD_WAIT_MAX collectives (a rare stall in a simple loop).
+	 */
 	if (p && n < PERIOD_WAIT_MAX) {
 		uint64_t med, pause;
 		int nbig = big_pauses(gap, n - 1, &med), ph;
@@ -377,5 +377,5 @@ int period__detect(const uint64_t *sig, const uint64_t *gap, int n, int max_peri
 	out->confidence = conf;
 	out->long_ns = p ? long_ns : 0;
 	free(s);
-	return err;
+	return 0;
 }

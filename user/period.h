@@ -3,12 +3,12 @@
 #ifndef RS_PERIOD_H
 #define RS_PERIOD_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define PERIOD_MAX		512
 #define PERIOD_MIN_REPEATS	3	/* a period must be seen this many times */
 #define PERIOD_THRESHOLD	0.85	/* fraction of positions that must repeat */
-#define PERIOD_MARGIN		0.10	/* a multiple must repeat this much better to win */
 #define PERIOD_FLOOR		0.50	/* below this best score nothing repeats */
 #define PERIOD_DIVISOR_MIN	0.60	/* a divisor must repeat this well to replace the period */
 #define PERIOD_NEAR		0.05	/* a period this close to the best score repeats as well */
@@ -27,28 +27,31 @@ struct period_result {
 	int period;		/* collectives per step; 0 when nothing repeats */
 	int phase;		/* steps end after the collective at index phase (mod period) */
 	double confidence;	/* fraction of positions i with sig[i] == sig[i - period] */
-	uint64_t long_ns;	/* steps found from pauses: a pause at least this long ends one;
+	uint64_t long_ns;	/* steps found from pauses: the median pause that ends one;
 				 * 0: from signatures alone */
 };
 
 /* Find the step period p (1..max_period, at most n / PERIOD_MIN_REPEATS) of the signatures:
- * the smallest scoring PERIOD_THRESHOLD or within PERIOD_NEAR of the best; period 0 if even
- * the best is under PERIOD_FLOOR. Signatures alone cannot split N equal buckets into steps, so
- * when the long pauses (over a split between short and long, tried at the PERIOD_GAP_TRIES
- * largest jumps of the sorted pauses) are one multiple of that period apart in
- * PERIOD_GAP_CONSISTENT of the cases, that multiple is the step (long_ns is then the split).
- * Otherwise a divisor of it that repeats PERIOD_DIVISOR_MIN and ends at pauses at least 70%
- * as long replaces it (eval collectives every few steps make the eval cycle score best). An
- * extra or missing collective costs about a period's worth of positions. The phase is the
- * position whose following gap (gap[i]: exit of i to entry of i + 1, n - 1 values) has the
- * largest median over the periods: the step boundary is the longest recurring pause.
+ * the period of the runs of equal signatures (FSDP's K all-gathers then K reduce-scatters),
+ * else the smallest scoring PERIOD_THRESHOLD or within PERIOD_NEAR of the best; period 0 if
+ * even the best is under PERIOD_FLOOR. Signatures alone cannot split N equal buckets into
+ * steps, so a multiple of that period whose steps end at their longest pause (period__step_end
+ * against the others of the step), one step apart in most steps, is the step (long_ns is then
+ * set). Otherwise a shorter period or a divisor that repeats PERIOD_DIVISOR_MIN and ends at
+ * pauses at least 70% as long replaces it (eval collectives every few steps make the eval
+ * cycle score best). The phase is the position whose following gap (gap[i]: exit of i to
+ * entry of i + 1, n - 1 values) is typically the step's end.
  * Returns 0; -EAGAIN when one or two pauses stand out that the steps found do not end at
  * (steps longer than n / PERIOD_MIN_REPEATS may be coming: call again with more), or when
  * every signature is alike, no step shows in the pauses, and the pauses are not alike
- * either, before PERIOD_WAIT_ALIKE collectives; -EINVAL
- * when n is too small to see any period. */
+ * either, before PERIOD_WAIT_ALIKE collectives; -EINVAL when n is too small to see any
+ * period. */
 int period__detect(const uint64_t *sig, const uint64_t *gap, int n, int max_period,
 		   struct period_result *out);
+
+/* Is a pause of after the end of a step whose other pauses were at most inside? Pauses
+ * under PERIOD_GAP_FLOOR_NS are all alike; an end is PERIOD_GAP_CONTRAST times longer. */
+bool period__step_end(uint64_t after, uint64_t inside);
 
 /* A collective's signature: its op, bytes and communicator, hashed. */
 uint64_t period__sig(unsigned int op, uint64_t bytes, uint64_t comm_hash);
