@@ -224,9 +224,7 @@ int detect__window(const struct step_obs *obs, int nsteps, int nranks, struct ve
 			late = r;
 		}
 	}
-	threshold = v->step_ns * DETECT_SKEW_FRAC;
-	if (threshold < DETECT_SKEW_MIN_NS)
-		threshold = DETECT_SKEW_MIN_NS;
+	threshold = detect__threshold(v->step_ns);
 	/* consistently late, not late once by a lot: count the steps where it is */
 	consistent = true;
 	if (best_skew >= (int64_t)threshold) {
@@ -308,6 +306,13 @@ out:
 	free(skews);
 	free(exc);
 	return err;
+}
+
+uint64_t detect__threshold(uint64_t step_ns)
+{
+	uint64_t t = step_ns * DETECT_SKEW_FRAC;
+
+	return t < DETECT_SKEW_MIN_NS ? DETECT_SKEW_MIN_NS : t;
 }
 
 bool detect__persistent(struct persist *p, int rank)

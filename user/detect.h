@@ -81,6 +81,9 @@ struct persist {
 };
 bool detect__persistent(struct persist *p, int rank);
 
+/* The lateness a straggler needs in a window whose median step is step_ns. */
+uint64_t detect__threshold(uint64_t step_ns);
+
 const char *detect__class_name(enum vclass c);
 
 /* The bounded experiment (seed 004) that could disprove a verdict of this class. */

@@ -74,6 +74,7 @@ struct job {
 	struct period_result per;
 	bool have_period;
 	int relearns;		/* templates learned again after the pattern changed */
+	int tried_n;		/* collectives the last attempt to learn the period saw */
 	int64_t learn_from;	/* learn from the reference rank's collectives from this aligned seq */
 	bool have_learn_from;
 	char rule_note[160];	/* what changed, for on_rule */
@@ -180,6 +181,16 @@ void job__set_rank(struct job *j, int col, int rank, uint32_t tid)
 	j->r[col].main_tid = tid;
 }
 
+static bool is_p2p_op(unsigned int op)
+{
+	return op == RS_OP_SEND || op == RS_OP_RECV;
+}
+
+static bool is_p2p(const struct tl_coll *c)
+{
+	return is_p2p_op(c->op);
+}
+
 void job__on_coll(struct job *j, int col, uint32_t tid, unsigned int op, unsigned int lib,
 		  uint64_t comm, uint64_t seq, uint64_t bytes, uint64_t enter, uint64_t exit)
 {
@@ -225,8 +236,7 @@ void job__on_coll_peer(struct job *j, int col, uint32_t tid, unsigned int op, un
 	r->coll[i] = (struct tl_coll){
 		.enter = enter, .exit = exit, .seq = seq, .comm = comm, .bytes = bytes,
 		.tid = tid, .op = op, .lib = lib,
-		.peer = (op == RS_OP_SEND || op == RS_OP_RECV) && peer >= 0 && peer < INT16_MAX ?
-			peer : -1,
+		.peer = is_p2p_op(op) && peer >= 0 && peer < INT16_MAX ? peer : -1,
 	};
 	r->ncoll++;
 }
@@ -361,11 +371,6 @@ static int main_index(const struct job *j, const struct job_rank *r, int *idx, i
 		if (is_main(r, &r->coll[i]))
 			idx[n++] = i;
 	return n;
-}
-
-static bool is_p2p(const struct tl_coll *c)
-{
-	return c->op == RS_OP_SEND || c->op == RS_OP_RECV;
 }
 
 static uint64_t run_cost(const struct job_rank *ref, const int *ri, const struct job_rank *r,
@@ -614,9 +619,13 @@ static void detect_period(struct job *j, bool final)
 			n++;
 			from = i;
 		}
-	/* enough repeats of the largest period we look for, or what there is at the end */
+	/* enough repeats of the largest period we look for, or what there is at the end; after
+	 * an attempt that found nothing, not again every tick: when a quarter more has come */
 	if (n < 48 && !(final && n >= PERIOD_MIN_REPEATS))
 		return;
+	if (!final && j->tried_n && n < j->tried_n + (j->tried_n / 4 > 16 ? j->tried_n / 4 : 16))
+		return;
+	j->tried_n = n;
 	sig = calloc(n, sizeof(*sig));
 	gap = calloc(n, sizeof(*gap));
 	if (!sig || !gap)
@@ -678,14 +687,6 @@ static void add_boundary(struct job_rank *r, const struct tl_coll *c, int64_t as
 	r->mark[r->nmark++] = (struct job_mark){ .t = c->exit, .seq = ++r->walk_k, .aseq = as };
 }
 
-/* Is a pause of after at the end of a step whose other pauses were at most inside? */
-static bool step_end(uint64_t after, uint64_t inside)
-{
-	if (inside < PERIOD_GAP_FLOOR_NS)
-		inside = PERIOD_GAP_FLOOR_NS;
-	return after > PERIOD_GAP_FLOOR_NS && after >= PERIOD_GAP_CONTRAST * (double)inside;
-}
-
 static void start_search(struct job_rank *r, int64_t as)
 {
 	r->walk_j = -1;
@@ -731,7 +732,7 @@ static void walk_one(struct job *j, struct job_rank *r, const struct tl_coll *c,
 			return;
 		for (inside = 0, k = 0; k < p - 1; k++)
 			inside = r->hgap[k] > inside ? r->hgap[k] : inside;
-		if (gaps && !step_end(after, inside))
+		if (gaps && !period__step_end(after, inside))
 			return;
 		r->walk_j = 0;
 		r->miss = 0;
@@ -758,7 +759,7 @@ static void walk_one(struct job *j, struct job_rank *r, const struct tl_coll *c,
 		return;
 	}
 	r->walk_j = 0;
-	if (gaps && !step_end(after, r->step_gmax)) {
+	if (gaps && !period__step_end(after, r->step_gmax)) {
 		r->step_gmax = after > r->step_gmax ? after : r->step_gmax;
 		if (++r->bad_ends >= 2) {
 			start_search(r, as);
@@ -778,7 +779,6 @@ static void walk_one(struct job *j, struct job_rank *r, const struct tl_coll *c,
 static void maybe_relearn(struct job *j, int64_t as)
 {
 	struct job_rank *r = &j->r[0];
-
 	int64_t from = r->search_from;
 
 	if (!j->tmpl || !r->locked_once)
@@ -792,6 +792,7 @@ static void maybe_relearn(struct job *j, int64_t as)
 		 as - r->search_from < 48)
 		return;
 	j->have_period = false;
+	j->tried_n = 0;
 	j->relearns++;
 	r->search_locks = 0;
 	j->learn_from = from;
@@ -1005,7 +1006,7 @@ static void build_step(const struct job *j, const struct job_rank *r, uint64_t k
 		}
 		if (c->tid == r->main_tid && overlap(s, e, c->enter, c->exit ? c->exit : c->enter))
 			cs[nc++] = *c;
-		if (c->tid == r->main_tid && (c->op == RS_OP_SEND || c->op == RS_OP_RECV) && c->exit)
+		if (c->tid == r->main_tid && is_p2p(c) && c->exit)
 			st->p2p_ns += overlap(s, e, c->enter, c->exit);
 	}
 	for (i = 0; cs && i < r->nsync; i++)
@@ -1109,17 +1110,12 @@ static void step_lateness(const struct job *j, uint64_t k, struct step_obs *row)
 	if (!at || !tmp || !grp)
 		goto out;
 	for (s = lo; s <= hi; s++) {
-		for (last = 0, m = 0, c = 0; c < j->n; c++) {
+		for (m = 0, c = 0; c < j->n; c++) {
 			at[c] = row[c].present ? find_seq(j, &j->r[c], s) : NULL;
-			if (at[c] && (at[c]->op == RS_OP_SEND || at[c]->op == RS_OP_RECV))
-				p2p = true;
-			if (row[c].present && (!at[c] || at[c]->op == RS_OP_SEND ||
-					       at[c]->op == RS_OP_RECV))
+			p2p |= at[c] && is_p2p(at[c]);
+			if (row[c].present && (!at[c] || is_p2p(at[c])))
 				break;
-			if (at[c]) {
-				m++;
-				last = at[c]->enter > last ? at[c]->enter : last;
-			}
+			m += at[c] != NULL;
 		}
 		if (c < j->n || m < 2)
 			continue;
@@ -1182,8 +1178,7 @@ static const struct tl_coll *first_p2p(const struct job_rank *r, uint64_t s, uin
 	for (i = 0; i < r->ncoll; i++) {
 		const struct tl_coll *c = &r->coll[i];
 
-		if (c->tid == r->main_tid && c->enter >= s && c->enter < e &&
-		    (c->op == RS_OP_SEND || c->op == RS_OP_RECV))
+		if (c->tid == r->main_tid && c->enter >= s && c->enter < e && is_p2p(c))
 			return c;
 	}
 	return NULL;
@@ -1247,7 +1242,11 @@ static void pipeline_stages(const struct job *j, struct job_step *st, const stru
 			best = run > best ? run : best;
 			run = 0;
 		}
-		best = head >= 0 && run + head > best ? run + head : (run > best ? run : best);
+		/* the last run goes on into the first, round the cycle */
+		if (head < 0)
+			best = run;
+		else if (run + head > best)
+			best = run + head;
 		micro = best;
 	}
 	for (c = 0; c < j->n; c++) {
@@ -1299,7 +1298,6 @@ static void emit_verdict(struct job *j, struct job_verdict *jv)
 static void judge(struct job *j, uint64_t k)
 {
 	struct step_obs *win;
-	uint64_t thr;
 	struct job_verdict jv = {};
 	int w = j->cfg.window, m, i, base;
 
@@ -1333,10 +1331,7 @@ static void judge(struct job *j, uint64_t k)
 	/* a new story told by a lateness near the threshold must hold for JOB_CONFIRM windows in
 	 * a row: one burst of contention on a shared host moves one window's medians just past
 	 * it, a straggler moves every window's */
-	thr = jv.v.step_ns * DETECT_SKEW_FRAC;
-	if (thr < DETECT_SKEW_MIN_NS)
-		thr = DETECT_SKEW_MIN_NS;
-	if (jv.cls != V_NONE && jv.v.skew_ns < 2 * (int64_t)thr &&
+	if (jv.cls != V_NONE && jv.v.skew_ns < 2 * (int64_t)detect__threshold(jv.v.step_ns) &&
 	    !(j->emitted && jv.cls == j->last.cls && jv.col == j->last.col)) {
 		if (jv.cls == j->cand_cls && jv.col == j->cand_col) {
 			j->cand_n++;
@@ -1400,7 +1395,7 @@ static void check_divergence(struct job *j, uint64_t k)
 			}
 		}
 		/* point-to-point: a pipeline's stages send and receive at the same seq */
-		if (best < 0 || at[best]->op == RS_OP_SEND || at[best]->op == RS_OP_RECV)
+		if (best < 0 || is_p2p(at[best]))
 			continue;
 		for (odd = -1, c = 0; c < j->n && odd < 0; c++)
 			if (at[c] && (at[c]->op != at[best]->op || at[c]->bytes != at[best]->bytes))
