@@ -76,12 +76,12 @@ static struct rank_state *col_rank(struct sjob *j, int col)
 	return rank_of(j->s, j->slots[col]);
 }
 
-static bool rank_uses(const struct rank_state *rs, const char *name)
+static bool rank_uses(const struct rank_state *rs, uint64_t hash)
 {
 	int k;
 
 	for (k = 0; k < rs->ncomms; k++)
-		if (!strcmp(rs->comms[k].name, name))
+		if (rs->comms[k].hash == hash)
 			return true;
 	return false;
 }
@@ -115,7 +115,7 @@ static void comm_members(struct session *s)
 		for (k = 0; k < a->ncomms; k++) {
 			for (m = 0, o = 0; o < s->nranks; o++) {
 				b = &s->ranks[o];
-				if (b->used && b->job == a->job && rank_uses(b, a->comms[k].name))
+				if (b->used && b->job == a->job && rank_uses(b, a->comms[k].hash))
 					m++;
 			}
 			a->comms[k].members = m;
@@ -174,19 +174,20 @@ static void cap_add(struct session *s, const struct rank_state *rs, struct trace
 
 /* The entry of communicator name in rs's table, added when new; NULL when the table is full.
  * /api/v1/ranks shows the table as it is at each publish. */
-static struct comm_use *comm_use(struct session *s, struct rank_state *rs, const char *name,
+static struct comm_use *comm_use(struct rank_state *rs, const char *name, uint64_t hash,
 				 unsigned int lib)
 {
 	struct comm_use *u;
 	int i;
 
 	for (i = 0; i < rs->ncomms; i++)
-		if (!strcmp(rs->comms[i].name, name))
+		if (rs->comms[i].hash == hash)
 			return &rs->comms[i];
 	if (rs->ncomms >= RANK_COMMS_MAX)
 		return NULL;
 	u = &rs->comms[rs->ncomms++];
 	snprintf(u->name, sizeof(u->name), "%s", name);
+	u->hash = hash;
 	u->lib = lib;
 	u->size = -1;
 	return u;
@@ -195,6 +196,7 @@ static struct comm_use *comm_use(struct session *s, struct rank_state *rs, const
 static void on_coll(struct session *s, struct rank_state *rs, const struct rs_ev_coll *e)
 {
 	struct comm_use *u;
+	uint64_t hash;
 	char comm[COMM_NAME_MAX + 24];
 	uint64_t esize = 0;
 
@@ -204,8 +206,9 @@ static void on_coll(struct session *s, struct rank_state *rs, const struct rs_ev
 	else if (e->lib == RS_LIB_MPI)
 		esize = comms__dtype_size(&s->comms, rs->pid, e->dtype);
 	comms__name(&s->comms, rs->pid, e->lib, e->comm, comm, sizeof(comm));
+	hash = comms__fnv1a((const uint8_t *)comm, strlen(comm));
 	if (e->op < RS_OP_GROUP_START) {
-		u = comm_use(s, rs, comm, e->lib);
+		u = comm_use(rs, comm, hash, e->lib);
 		if (u) {
 			u->ops++;
 			u->bytes += esize * e->count;
@@ -218,8 +221,7 @@ static void on_coll(struct session *s, struct rank_state *rs, const struct rs_ev
 		metrics__on_coll(rs->acc, e->lib, e->op, esize * e->count,
 				 e->exit_ns > e->enter_ns ? e->exit_ns - e->enter_ns : 0);
 	/* the job model keys communicators by their global name */
-	job__on_coll_peer(job_of(s, rs)->model, rs->col, e->h.tid, e->op, e->lib,
-			  comms__fnv1a((const uint8_t *)comm, strlen(comm)), e->seq,
+	job__on_coll_peer(job_of(s, rs)->model, rs->col, e->h.tid, e->op, e->lib, hash, e->seq,
 			  esize * e->count, e->enter_ns, e->exit_ns, e->peer);
 	if (recording(s, rs)) {
 		cap_thread(s, rs, e->h.tgid, e->h.tid);
@@ -228,7 +230,7 @@ static void on_coll(struct session *s, struct rank_state *rs, const struct rs_ev
 			.end = e->exit_ns > e->enter_ns ? e->exit_ns : e->enter_ns,
 			.a = esize * e->count,
 			.b = ((uint64_t)e->lib << 56) | (e->seq & ((1ULL << 56) - 1)),
-			.comm = comms__fnv1a((const uint8_t *)comm, strlen(comm)),
+			.comm = hash,
 			.name = capture__str(&s->cap, comm),
 		});
 	}
@@ -289,7 +291,7 @@ static void on_init(struct session *s, struct rank_state *rs, const struct rs_ev
 
 		comms__set_nccl(&s->comms, rs->pid, e->comm, e->unique_id, sizeof(e->unique_id));
 		comms__name(&s->comms, rs->pid, e->lib, e->comm, comm, sizeof(comm));
-		u = comm_use(s, rs, comm, e->lib);
+		u = comm_use(rs, comm, comms__fnv1a((const uint8_t *)comm, strlen(comm)), e->lib);
 		if (u && e->nranks > 0)
 			u->size = e->nranks;
 	}

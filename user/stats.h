@@ -27,6 +27,7 @@ struct gpu_acc;
 
 struct comm_use {
 	char name[RANK_COMM_NAME];
+	uint64_t hash;			/* of name: what the job model keys it by */
 	uint8_t lib;
 	int32_t size;			/* nranks from its init call; -1 unknown */
 	int32_t members;		/* ranks of the job seen using it (set when published) */
