@@ -75,6 +75,17 @@ void metrics__on_step(struct metrics_acc *a, const struct job_step *st)
 	a->pp_bubble_ns += st->p2p_ns;
 }
 
+/* Is r[i] the first rank of its job in r[]? (one sample per job) */
+static bool first_of_job(const struct metrics_rank *r, int i)
+{
+	int k;
+
+	for (k = 0; k < i; k++)
+		if (!strcmp(r[k].job, r[i].job))
+			return false;
+	return true;
+}
+
 /*
  * Pipeline stages, named as in the reference documents so their bubble PromQL works:
  * pipeline_stage_seconds{phase="busy"} (a summary: _sum, _count) per rank and stage, and per
@@ -83,7 +94,7 @@ void metrics__on_step(struct metrics_acc *a, const struct job_step *st)
 static void pipeline_series(struct prom *p, const struct metrics_rank *r, int n)
 {
 	char rank[16], stage[16];
-	int i, k, any = 0;
+	int i, any = 0;
 
 	for (i = 0; i < n; i++)
 		any += r[i].acc->pp_steps > 0;
@@ -93,16 +104,15 @@ static void pipeline_series(struct prom *p, const struct metrics_rank *r, int n)
 		     "Pipeline stage busy time a step (the step less its sends, receives and "
 		     "collectives), per rank and stage from the send/receive graph.");
 	for (i = 0; i < n; i++) {
+		const char *const *l;
+
 		if (!r[i].acc->pp_steps)
 			continue;
 		snprintf(rank, sizeof(rank), "%d", r[i].rank);
 		snprintf(stage, sizeof(stage), "%d", r[i].acc->stage);
-		prom__sample(p, "pipeline_stage_seconds_sum",
-			     LABELS("job_id", r[i].job, "rank", rank, "stage", stage, "phase", "busy"),
-			     r[i].acc->pp_busy_ns / 1e9);
-		prom__sample(p, "pipeline_stage_seconds_count",
-			     LABELS("job_id", r[i].job, "rank", rank, "stage", stage, "phase", "busy"),
-			     r[i].acc->pp_steps);
+		l = LABELS("job_id", r[i].job, "rank", rank, "stage", stage, "phase", "busy");
+		prom__sample(p, "pipeline_stage_seconds_sum", l, r[i].acc->pp_busy_ns / 1e9);
+		prom__sample(p, "pipeline_stage_seconds_count", l, r[i].acc->pp_steps);
 	}
 	prom__family(p, "rankscope_pipeline_bubble_seconds_total", "counter",
 		     "Main-thread time inside sends and receives: the stage waiting for its "
@@ -117,28 +127,19 @@ static void pipeline_series(struct prom *p, const struct metrics_rank *r, int n)
 			     r[i].acc->pp_bubble_ns / 1e9);
 	}
 	prom__family(p, "job_id_micro_batches_per_step", "gauge",
-		     "Micro-batches a step: the first pipeline stage's sends before its first "
-		     "receive.");
-	for (i = 0; i < n; i++) {
-		for (k = 0; k < i && strcmp(r[k].job, r[i].job); k++)
-			;
-		if (k < i || !r[i].acc->pp_steps || !r[i].acc->micro)
-			continue;	/* one sample per job */
-		prom__sample(p, "job_id_micro_batches_per_step", LABELS("job_id", r[i].job),
-			     r[i].acc->micro);
-	}
+		     "Micro-batches a step: the first pipeline stage's longest run of sends.");
+	for (i = 0; i < n; i++)
+		if (r[i].acc->pp_steps && r[i].acc->micro && first_of_job(r, i))
+			prom__sample(p, "job_id_micro_batches_per_step", LABELS("job_id", r[i].job),
+				     r[i].acc->micro);
 	prom__family(p, "job_id_theoretical_bubble", "gauge",
 		     "The bubble a pipeline of S stages and M micro-batches cannot avoid: "
 		     "(S - 1) / (M + S - 1).");
-	for (i = 0; i < n; i++) {
-		for (k = 0; k < i && strcmp(r[k].job, r[i].job); k++)
-			;
-		if (k < i || !r[i].acc->pp_steps || !r[i].acc->micro)
-			continue;
-		prom__sample(p, "job_id_theoretical_bubble", LABELS("job_id", r[i].job),
-			     (double)(r[i].acc->stages - 1) /
-				     (r[i].acc->micro + r[i].acc->stages - 1));
-	}
+	for (i = 0; i < n; i++)
+		if (r[i].acc->pp_steps && r[i].acc->micro && first_of_job(r, i))
+			prom__sample(p, "job_id_theoretical_bubble", LABELS("job_id", r[i].job),
+				     (double)(r[i].acc->stages - 1) /
+					     (r[i].acc->micro + r[i].acc->stages - 1));
 }
 
 
