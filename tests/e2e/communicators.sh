@@ -40,6 +40,10 @@ for r, cs in sorted(by.items()):
 tp = {r: max((c for n, c in cs.items() if n.startswith("mpi:sub:")), key=lambda c: c["ops"])["name"]
       for r, cs in by.items()}
 assert tp[0] == tp[1] and tp[2] == tp[3] and tp[0] != tp[2], tp
+dp = {r: min((c for n, c in cs.items() if n.startswith("mpi:sub:")), key=lambda c: c["ops"])["name"]
+      for r, cs in by.items()}
+assert dp[0] == dp[2] and dp[1] == dp[3] and dp[0] != dp[1], dp
+assert not set(dp.values()) & set(tp.values()), (dp, tp)
 lines = [json.loads(l) for l in open(sys.argv[2]) if l.startswith("{")]
 rule = [d for d in lines if d.get("type") == "rule"]
 assert rule and rule[0]["period"] == 6, rule[:1]

@@ -22,9 +22,12 @@ bg rs "$RS" attach -p "$(ready_pids "$T/job.out")" --json --listen 127.0.0.1:$PO
 wait_lines "$T/rs.out" '"type":"rank"' 2 30 || fail "rankscope did not attach"
 touch "$T/go"
 sleep 6
-http_get "http://127.0.0.1:$PORT/metrics" | tail -n +2 >"$T/metrics.txt"
+http_get "http://127.0.0.1:$PORT/metrics" >"$T/get.txt"
+[ "$(head -1 "$T/get.txt")" = 200 ] || fail "GET /metrics: $(head -3 "$T/get.txt")"
+tail -n +2 "$T/get.txt" >"$T/metrics.txt"
 promtool check metrics <"$T/metrics.txt" || fail "promtool check metrics"
 wait_exit "$PID_job" 120 || fail "the job failed: $(tail -5 "$T/job.out")"
+wait_exit "$PID_rs" 60 || fail "rankscope did not exit after the job"
 $PY - "$T/metrics.txt" "$T/rs.out" <<'PY' || exit 1
 import json, re, sys
 m = {}
@@ -51,7 +54,8 @@ assert bubble["0"] > 1.5 * theo, bubble      # stage 0 waits for the slow stage 
 assert bubble["1"] < bubble["0"], bubble
 lines = [json.loads(l) for l in open(sys.argv[2]) if l.startswith("{")]
 steps = [d for d in lines if d["type"] == "step"]
-st = {d["rank"]: d for d in steps[-10:]}
+st = {d["rank"]: d for d in steps}      # each rank's last step
+assert set(st) == {0, 1}, sorted(st)
 assert {st[r]["stage"] for r in (0, 1)} == {0, 1} and st[0]["stages"] == 2, st
 assert st[0]["micro_batches"] == 4, st[0]
 v = [d for d in lines if d["type"] == "verdict" and d["class"] != "none"]
