@@ -98,6 +98,12 @@ struct job {
 	bool hang_done;
 	bool exit_done;
 	bool div_done;
+	/* which ranks share a main communicator, when names do not say: whether two ranks were
+	 * inside the same-seq collective at once, a bit for each of the last co_n */
+	uint32_t *co;
+	int co_n;
+	int *grp;
+	bool grp_known;
 	uint64_t now;		/* of the current advance */
 };
 
@@ -116,7 +122,9 @@ struct job *job__new(const struct job_cfg *cfg, int nranks, const struct job_pro
 	j->r = calloc(nranks, sizeof(*j->r));
 	j->rows = calloc((size_t)JOB_ROWS * nranks, sizeof(*j->rows));
 	j->row_k = calloc(JOB_ROWS, sizeof(*j->row_k));
-	if (!j->r || !j->rows || !j->row_k)
+	j->co = calloc((size_t)nranks * nranks, sizeof(*j->co));
+	j->grp = calloc(nranks, sizeof(*j->grp));
+	if (!j->r || !j->rows || !j->row_k || !j->co || !j->grp)
 		goto fail;
 	for (i = 0; i < nranks; i++) {
 		struct job_rank *r = &j->r[i];
@@ -160,6 +168,8 @@ void job__free(struct job *j)
 	free(j->tmpl);
 	free(j->rows);
 	free(j->row_k);
+	free(j->co);
+	free(j->grp);
 	free(j);
 }
 
@@ -355,20 +365,33 @@ static void pick_main_comm(struct job *j)
 	j->have_main = j->r[0].have_main;
 }
 
-/* Same (comm, seq) across ranks is the same collective; seqs count from each rank's attach,
- * so line them up by time: one collective's returns on all ranks are close together. Ranks
- * are attached one after another, so their counts may differ by hundreds of back-to-back
- * buckets: the candidate offsets are those that pair each returned collective of the
- * reference run with the nearest return on the other rank, and the one whose returns are
- * closest over the whole run (same op and size) wins. */
+/*
+ * Same (comm, seq) across ranks is the same collective; seqs count from each rank's attach, so
+ * line them up by time: one collective's returns on all ranks are close together. Ranks are
+ * attached one after another, so their counts may differ by hundreds of back-to-back buckets:
+ * the candidate offsets are those that pair each returned collective of the reference run with
+ * the nearest return on the other rank, and the one whose returns are closest over the whole
+ * run (same op and size) wins.
+ *
+ * The pairing is over every collective of the ranks' main threads first: ranks of different
+ * tensor-parallel groups share no main-communicator collective, only the data-parallel ones
+ * between them, and those (with the op and size of each) fix where in the step each rank is.
+ * When those sequences do not pair up, the main communicators' collectives alone are used.
+ */
 #define ALIGN_RUN 24
+#define ALIGN_NEAR 8	/* collectives either side of the nearest return tried too */
 
-static int main_index(const struct job *j, const struct job_rank *r, int *idx, int max)
+static bool in_align(const struct job_rank *r, const struct tl_coll *c, bool main_only)
+{
+	return main_only ? is_main(r, c) : c->exit && (!r->main_tid || c->tid == r->main_tid);
+}
+
+static int align_index(const struct job_rank *r, bool main_only, int *idx, int max)
 {
 	int i, n = 0;
 
 	for (i = 0; i < r->ncoll && n < max; i++)
-		if (is_main(r, &r->coll[i]))
+		if (in_align(r, &r->coll[i], main_only))
 			idx[n++] = i;
 	return n;
 }
@@ -395,55 +418,86 @@ static uint64_t run_cost(const struct job_rank *ref, const int *ri, const struct
 	return cost;
 }
 
+/*
+ * The offset from the reference run ri to ci with the closest returns; false: none pairs.
+ * The nearest return to each reference collective gives a candidate, and so do its
+ * neighbours: when the ranks' work differs, the nearest return may be a collective or two
+ * away from the same one, and only the op and size pattern fixes which.
+ */
+static bool best_offset(const struct job_rank *ref, const int *ri, const struct job_rank *r,
+			const int *ci, int nc, int *best_off)
+{
+	uint64_t cost, best_cost = UINT64_MAX, d, dn;
+	int k, i, near, off;
+
+	for (k = ALIGN_RUN; k < 2 * ALIGN_RUN; k++) {
+		uint64_t t = ref->coll[ri[k]].exit;
+
+		for (near = -1, dn = UINT64_MAX, i = 0; i < nc; i++) {
+			uint64_t e = r->coll[ci[i]].exit;
+
+			d = e > t ? e - t : t - e;
+			if (d < dn) {
+				dn = d;
+				near = i;
+			}
+		}
+		if (near < 0)
+			continue;
+		for (off = near - k - ALIGN_NEAR; off <= near - k + ALIGN_NEAR; off++) {
+			cost = run_cost(ref, ri, r, ci, nc, off);
+			if (cost < best_cost) {
+				best_cost = cost;
+				*best_off = off;
+			}
+		}
+	}
+	return best_cost != UINT64_MAX;
+}
+
+/* Rank r's seq offset from the reference, pairing on its main thread's collectives (or on
+ * the main communicator's alone): the first pair in which both are on their main comm. */
+static bool align_one(const struct job_rank *ref, const struct job_rank *r, bool main_only,
+		      int *ri, int *ci, int64_t *seq_off)
+{
+	int nr, nc, k, off = 0;
+
+	nr = align_index(ref, main_only, ri, 3 * ALIGN_RUN);
+	nc = align_index(r, main_only, ci, JOB_MAX_COLL);
+	if (nr < 2 * ALIGN_RUN || nc < ALIGN_RUN || !best_offset(ref, ri, r, ci, nc, &off))
+		return false;
+	for (k = ALIGN_RUN; k < nr && k + off < nc; k++) {
+		const struct tl_coll *a = &ref->coll[ri[k]], *b = &r->coll[ci[k + off]];
+
+		if (is_main(ref, a) && is_main(r, b)) {
+			*seq_off = (int64_t)a->seq - (int64_t)b->seq;
+			return true;
+		}
+	}
+	return false;
+}
+
 static void align(struct job *j)
 {
 	const struct job_rank *ref = &j->r[0];
-	int ri[3 * ALIGN_RUN], *ci, nr, nc, c, k, i, near, off, best_off = 0;
-	uint64_t cost, best_cost, d, dn;
+	int ri[3 * ALIGN_RUN], *ci, c;
 
-	nr = main_index(j, ref, ri, 3 * ALIGN_RUN);
-	if (nr < 2 * ALIGN_RUN)
+	if (!ref->have_main)
 		return;
-	j->r[0].aligned = true;
 	ci = malloc(sizeof(*ci) * JOB_MAX_COLL);
 	if (!ci)
 		return;
 	for (c = 1; c < j->n; c++) {
 		struct job_rank *r = &j->r[c];
 
-		if (r->aligned)
-			continue;
-		nc = main_index(j, r, ci, JOB_MAX_COLL);
-		if (nc < ALIGN_RUN)
-			continue;
-		best_cost = UINT64_MAX;
-		for (k = ALIGN_RUN; k < 2 * ALIGN_RUN; k++) {
-			uint64_t t = ref->coll[ri[k]].exit;
-
-			for (near = -1, dn = UINT64_MAX, i = 0; i < nc; i++) {
-				uint64_t e = r->coll[ci[i]].exit;
-
-				d = e > t ? e - t : t - e;
-				if (d < dn) {
-					dn = d;
-					near = i;
-				}
-			}
-			if (near < 0)
-				continue;
-			off = near - k;
-			cost = run_cost(ref, ri, r, ci, nc, off);
-			if (cost < best_cost) {
-				best_cost = cost;
-				best_off = off;
-			}
-		}
-		if (best_cost == UINT64_MAX)
-			continue;
-		r->seq_off = (int64_t)ref->coll[ri[ALIGN_RUN]].seq -
-			     (int64_t)r->coll[ci[ALIGN_RUN + best_off]].seq;
-		r->aligned = true;
+		if (!r->aligned && r->have_main &&
+		    (align_one(ref, r, false, ri, ci, &r->seq_off) ||
+		     align_one(ref, r, true, ri, ci, &r->seq_off)))
+			r->aligned = true;
 	}
+	/* the reference is aligned once its own run is long enough to pair others against */
+	if (align_index(ref, true, ri, 3 * ALIGN_RUN) >= 2 * ALIGN_RUN)
+		j->r[0].aligned = true;
 	free(ci);
 }
 
@@ -1038,15 +1092,60 @@ static void build_step(const struct job *j, const struct job_rank *r, uint64_t k
 }
 
 /*
+ * Which ranks share the main communicator, learned: every member of an all-reduce (gather,
+ * barrier) is inside it at once, since none can leave before the last arrives. Two ranks of
+ * one group overlap at every seq; two of different groups only while their groups happen to
+ * keep the same time, so the groups are those of the last JOB_GROUP_LEARN collectives.
+ */
+static void learn_groups(struct job *j, const struct tl_coll *const *at)
+{
+	int c, d, n = j->n;
+
+	for (c = 0; c < n; c++)
+		for (d = c + 1; d < n; d++)
+			j->co[c * n + d] = j->co[c * n + d] << 1 |
+					   (at[c] && at[d] && at[c]->enter <= at[d]->exit &&
+					    at[d]->enter <= at[c]->exit);
+	if (j->co_n < JOB_GROUP_LEARN) {
+		j->co_n++;
+		return;
+	}
+	for (c = 0; c < n; c++)
+		j->grp[c] = c;
+	/* together in nine of ten: one group (and so are both their groups), numbered by its
+	 * first rank */
+	for (c = 0; c < n; c++)
+		for (d = c + 1; d < n; d++) {
+			int from = j->grp[d], to = j->grp[c], x;
+
+			if (from == to ||
+			    __builtin_popcount(j->co[c * n + d]) * 10 < JOB_GROUP_LEARN * 9)
+				continue;
+			if (from < to) {
+				from = to;
+				to = j->grp[d];
+			}
+			for (x = 0; x < n; x++)
+				if (j->grp[x] == from)
+					j->grp[x] = to;
+		}
+	/* no two ranks always together (a broadcast's root may leave before the others come):
+	 * grouping stays by time */
+	for (j->grp_known = false, c = 0; c < n && !j->grp_known; c++)
+		j->grp_known = j->grp[c] != c;
+}
+
+/*
  * Which ranks are in one collective at a seq: those on the same communicator, when names say
  * so (two ranks share one); else, since an MPI sub-communicator made before the attach has a
- * different handle in each process, those that left it together (returns within
- * JOB_GROUP_GAP_NS of the previous one, in time order). grp[c] is a group number.
+ * different handle in each process, the groups learned above, and until they are, those that
+ * left it together (returns within JOB_GROUP_GAP_NS of the previous one, in time order).
+ * grp[c] is a group number. True: by names or learned, false: by time, a guess.
  */
-static void groups(const struct tl_coll *const *at, int n, int *grp)
+static bool groups(struct job *j, const struct tl_coll *const *at, int *grp)
 {
 	bool named = false;
-	int c, i, g = 0, done;
+	int c, i, g = 0, done, n = j->n;
 	uint64_t prev = 0, t;
 
 	for (c = 0; c < n && !named; c++)
@@ -1061,7 +1160,13 @@ static void groups(const struct tl_coll *const *at, int n, int *grp)
 					grp[c] = i;
 					break;
 				}
-		return;
+		return true;
+	}
+	learn_groups(j, at);
+	if (j->grp_known) {
+		for (c = 0; c < n; c++)
+			grp[c] = at[c] ? j->grp[c] : -1;
+		return true;
 	}
 	/* by time: repeatedly take the earliest return not grouped yet */
 	for (done = 0; done < n; done++) {
@@ -1077,22 +1182,39 @@ static void groups(const struct tl_coll *const *at, int n, int *grp)
 		grp[i] = g;
 		prev = t;
 	}
+	return false;
+}
+
+/*
+ * How long rank r worked before entering collective c: from the return of its main thread's
+ * previous collective. UINT64_MAX: none is known.
+ */
+static uint64_t work_before(const struct job_rank *r, const struct tl_coll *c)
+{
+	const struct tl_coll *p;
+
+	for (p = c - 1; p >= r->coll; p--)
+		if (p->tid == c->tid && p->exit)
+			return p->exit <= c->enter ? c->enter - p->exit : UINT64_MAX;
+	return UINT64_MAX;
 }
 
 /*
  * Lateness over the whole step: at each collective of step k (the reference rank's boundaries,
- * point-to-point ops left out) that every present rank entered and left, each rank's entry
- * against its peers' median entry, and its wait for the last one. After each collective all
- * ranks leave together, so the sum is the time a rank spent on its own work beyond its peers.
+ * point-to-point ops left out) that every present rank entered and left, each rank's work
+ * since its previous collective against its peers' median, and its wait for the last one to
+ * enter. Summed, that is the time a rank spent on its own work beyond its peers. Work, not
+ * entry times: members do not leave a collective together (one side of a two-rank
+ * all-reduce returns hundreds of microseconds first), so entries differ without any work.
  */
-static void step_lateness(const struct job *j, uint64_t k, struct step_obs *row)
+static void step_lateness(struct job *j, uint64_t k, struct step_obs *row)
 {
 	const struct job_rank *ref = &j->r[0];
 	const struct tl_coll **at;
-	uint64_t *tmp, last, in;
+	uint64_t *tmp, *work = NULL, last, in;
 	int64_t lo = INT64_MIN, hi = INT64_MIN, s;
 	int c, i, m, n = 0, *grp = NULL;
-	bool p2p = false;
+	bool p2p = false, known;
 
 	if (j->markers || !j->walk)
 		return;
@@ -1107,7 +1229,8 @@ static void step_lateness(const struct job *j, uint64_t k, struct step_obs *row)
 	at = calloc(j->n, sizeof(*at));
 	tmp = calloc(j->n, sizeof(*tmp));
 	grp = calloc(j->n, sizeof(*grp));
-	if (!at || !tmp || !grp)
+	work = calloc(j->n, sizeof(*work));
+	if (!at || !tmp || !grp || !work)
 		goto out;
 	for (s = lo; s <= hi; s++) {
 		for (m = 0, c = 0; c < j->n; c++) {
@@ -1120,23 +1243,29 @@ static void step_lateness(const struct job *j, uint64_t k, struct step_obs *row)
 		if (c < j->n || m < 2)
 			continue;
 		n++;
-		/* against the peers on the same communicator only: two tensor-parallel groups run
-		 * their own all-reduces at the same seq, at their own times */
-		groups(at, j->n, grp);
+		/* waits against the peers on the same communicator only: two tensor-parallel
+		 * groups run their own all-reduces at the same seq, at their own times. Work is
+		 * alike in every group (data-parallel replicas), so until the groups are known it
+		 * is against every rank: a guessed group of one has no peer */
+		known = groups(j, at, grp);
+		for (c = 0; c < j->n; c++)
+			work[c] = at[c] ? work_before(&j->r[c], at[c]) : UINT64_MAX;
 		for (c = 0; c < j->n; c++) {
 			int p = 0;
 
 			if (!at[c])
 				continue;
 			for (last = at[c]->enter, i = 0; i < j->n; i++) {
-				if (i == c || !at[i] || grp[i] != grp[c])
+				if (i == c || !at[i])
 					continue;
-				tmp[p++] = at[i]->enter;
-				last = at[i]->enter > last ? at[i]->enter : last;
+				if (work[i] != UINT64_MAX && (grp[i] == grp[c] || !known))
+					tmp[p++] = work[i];
+				if (grp[i] == grp[c])
+					last = at[i]->enter > last ? at[i]->enter : last;
 			}
-			if (!p)
+			if (!p || work[c] == UINT64_MAX)
 				continue;
-			row[c].late_ns += (int64_t)at[c]->enter - (int64_t)detect__median(tmp, p);
+			row[c].late_ns += (int64_t)work[c] - (int64_t)detect__median(tmp, p);
 			in = at[c]->exit - at[c]->enter;
 			row[c].wait_ns += last - at[c]->enter < in ? last - at[c]->enter : in;
 		}
@@ -1168,6 +1297,7 @@ out:
 	free(at);
 	free(tmp);
 	free(grp);
+	free(work);
 }
 
 /* The first point-to-point call of column c's main thread in [s, e): its op and peer. */

@@ -32,6 +32,7 @@ struct job_cfg {
 				 * trimmed as steps are built, so this bounds one step's worth */
 #define JOB_ROWS	64	/* completed steps kept for windows */
 #define JOB_GROUP_GAP_NS 300000ULL	/* returns further apart: another group's collective */
+#define JOB_GROUP_LEARN	32	/* groups from the last this many collectives (bits of a u32) */
 #define JOB_CONFIRM	2	/* windows in a row a new verdict must hold before it is reported */
 #define JOB_PERIOD_SEEN	1024	/* the step period is learned from this many collectives at most */
 #define JOB_MARK_ALIGN	6	/* marker steps seen on two ranks before their numbers are lined up */

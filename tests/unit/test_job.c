@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /* job: steps and verdicts from synthetic per-rank timelines shaped like real jobs (equal
- * buckets, DDP markers of ranks attached a step apart, a pattern that changes mid-run). */
+ * buckets, DDP markers of ranks attached a step apart, a pattern that changes mid-run, tensor +
+ * data parallel groups attached mid-run). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -315,6 +316,73 @@ static void pipeline_two_stages__stages_micro_batches_and_slow_stage(void **stat
 	job__free(j);
 }
 
+/*
+ * Tensor + data parallel on 4 ranks, attached mid-run: TP groups {0,1} and {2,3} each run 6
+ * all-reduces a step (one a layer), then DP groups {0,2} and {1,3} all-reduce the gradients.
+ * The sub-communicators were made before the attach, so each process names them by its own
+ * handle, and seqs count from each rank's attach. In every all-reduce the lower rank returns
+ * 400 us before the higher (two-rank all-reduces are not symmetric), so entries differ by that
+ * much with no work behind it. slow: the rank that computes extra more a step, or -1.
+ */
+static void tp_dp(struct job *j, int steps, int slow, uint64_t extra)
+{
+	static const int skip[] = { 0, 9, 4, 13 };
+	uint64_t cur[4], seq[4][2] = {}, arrive[4], done;
+	int s, l, c, g, k[4] = {};
+
+	for (c = 0; c < 4; c++)
+		cur[c] = 1000 * MS;
+	for (s = 0; s < steps; s++) {
+		for (l = 0; l <= 6; l++) {	/* 6 layers on the TP comm, then the DP bucket */
+			for (c = 0; c < 4; c++)
+				arrive[c] = cur[c] + (l < 6 ? 380 * US : 500 * US) +
+					    (c == slow && l < 6 ? extra / 6 : 0);
+			for (g = 0; g < 2; g++) {
+				/* TP pairs (2g, 2g+1), DP pairs (g, g+2) */
+				int lo = l < 6 ? 2 * g : g, hi = l < 6 ? 2 * g + 1 : g + 2;
+				int pair[2] = { lo, hi }, i;
+
+				done = (arrive[lo] > arrive[hi] ? arrive[lo] : arrive[hi]) + 60 * US;
+				for (i = 0; i < 2; i++) {
+					c = pair[i];
+					cur[c] = done + (i ? 400 * US : 0);
+					if (k[c]++ < skip[c])
+						continue;
+					job__on_coll(j, c, 100 + c, RS_OP_ALLREDUCE, RS_LIB_MPI,
+						     (l < 6 ? 10 : 20) + c, ++seq[c][l == 6],
+						     l < 6 ? 16 << 10 : 64 << 10, arrive[c], cur[c]);
+				}
+			}
+		}
+		for (c = 0; c < 4; c++)
+			cur[c] += 300 * US;	/* the optimizer */
+		job__advance(j, cur[0], false);
+	}
+	job__advance(j, cur[0] + 1000 * MS, true);
+}
+
+static void tensor_data_parallel_mid_run__slow_rank_named_healthy_none(void **state)
+{
+	static struct seen s;
+	struct job *j;
+	int i, c;
+
+	j = new_job(&s, 4, STEPS_AUTO);
+	tp_dp(j, 150, 2, 4 * MS);
+	for (c = 0; c < 4; c++)
+		assert_true(s.steps[c] > 100);
+	expect_verdicts(&s, V_COMPUTE, 2);
+	job__free(j);
+
+	j = new_job(&s, 4, STEPS_AUTO);
+	tp_dp(j, 150, -1, 0);
+	for (c = 0; c < 4; c++)
+		assert_true(s.steps[c] > 100);
+	for (i = 0; i < s.nv; i++)
+		assert_int_equal(s.v[i].cls, V_NONE);
+	job__free(j);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -323,6 +391,7 @@ int main(void)
 		cmocka_unit_test(pattern_change__relearned_and_reported),
 		cmocka_unit_test(ddp_attached_a_step_apart__starved_rank_named),
 		cmocka_unit_test(pipeline_two_stages__stages_micro_batches_and_slow_stage),
+		cmocka_unit_test(tensor_data_parallel_mid_run__slow_rank_named_healthy_none),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
