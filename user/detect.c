@@ -225,18 +225,27 @@ int detect__window(const struct step_obs *obs, int nsteps, int nranks, struct ve
 		}
 	}
 	threshold = detect__threshold(v->step_ns);
-	/* consistently late, not late once by a lot: count the steps where it is */
+	/* consistently late, not late once by a lot: count the steps where it is late by half
+	 * the threshold, and those where it is the latest rank (work that varies from step to
+	 * step, sequence lengths, is sometimes little but still the most) */
 	consistent = true;
 	if (best_skew >= (int64_t)threshold) {
+		int most = 0;
+
 		for (m = 0, c = 0, s = 0; s < nsteps; s++) {
 			const struct step_obs *row = &obs[s * nranks];
+			int64_t mine = lateness(row, nranks, late, tmp);
 
 			if (!row_complete(row, nranks))
 				continue;
 			m++;
-			c += lateness(row, nranks, late, tmp) >= (int64_t)threshold / 2;
+			c += mine >= (int64_t)threshold / 2;
+			for (r = 0; r < nranks; r++)
+				if (r != late && row[r].present && lateness(row, nranks, r, tmp) >= mine)
+					break;
+			most += r == nranks;
 		}
-		consistent = c >= m * DETECT_CONSISTENT;
+		consistent = c >= m * DETECT_CONSISTENT || most >= m * DETECT_CONSISTENT;
 	}
 	if (best_skew < (int64_t)threshold || !consistent) {
 		v->skew_ns = best_skew;

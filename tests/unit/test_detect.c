@@ -381,6 +381,24 @@ static void window__late_in_few_steps__none(void **state)
 	free(x);
 }
 
+static void window__varying_work_always_latest__late_rank_found(void **state)
+{
+	static const int extra_ms[NSTEPS] = { 15, 100, 120, 30, 110, 130, 20, 105, 125, 115 };
+	struct window *x = healthy();
+	struct verdict v;
+	int s;
+
+	/* rank 1's batches are longer by a different amount each step (sequence lengths): late
+	 * by under half the threshold in 3 of 10 steps, but the latest rank in every one */
+	for (s = 0; s < NSTEPS; s++)
+		x->w[s][1].compute += extra_ms[s] * MS;
+	add_jitter(x);
+	judge(x, &v);
+	assert_int_equal(v.cls, V_COMPUTE);
+	assert_int_equal(v.rank, 1);
+	free(x);
+}
+
 static void assert_same_verdict(const struct verdict *a, const struct verdict *b)
 {
 	assert_int_equal(a->cls, b->cls);
@@ -864,6 +882,7 @@ int main(void)
 		cmocka_unit_test(window__tiny_steps_skew_under_floor__none),
 		cmocka_unit_test(window__skew_under_step_fraction__none),
 		cmocka_unit_test(window__late_in_few_steps__none),
+		cmocka_unit_test(window__varying_work_always_latest__late_rank_found),
 		cmocka_unit_test(window__outlier_step_on_other_rank__same_verdict),
 		cmocka_unit_test(window__one_huge_step_vs_steady_late_rank__median_wins),
 		cmocka_unit_test(window__one_huge_step_only__none),
