@@ -9,7 +9,7 @@ const char *detect__class_name(enum vclass c)
 {
 	static const char *const n[V_MAX] = {
 		"none", "input", "storage", "compute", "cpu_contention", "communication",
-		"divergent", "hang", "rank_exited",
+		"divergent", "hang", "rank_exited", "remote_wait",
 	};
 
 	return c < V_MAX ? n[c] : "unknown";
@@ -41,6 +41,10 @@ const char *detect__experiment(enum vclass c)
 	case V_RANK_EXITED:
 		return "read the exited rank's exit status and logs; its peers cannot finish the "
 		       "collective without it";
+	case V_REMOTE_WAIT:
+		return "look at the ranks not observed here (rankscope on their nodes, or rankscope "
+		       "hub over every node's daemon): the rank these wait for is among them; only "
+		       "with every rank seen and still aligned is the network to blame";
 	default:
 		return "none needed; a verdict appears when one rank holds the others back";
 	}
@@ -226,8 +230,8 @@ int detect__window(const struct step_obs *obs, int nsteps, int nranks, struct ve
 	}
 	threshold = detect__threshold(v->step_ns);
 	/* consistently late, not late once by a lot: count the steps where it is late by half
-	 * the threshold, and those where it is the latest rank (work that varies from step to
-	 * step, sequence lengths, is sometimes little but still the most) */
+	 * the threshold, and those where it is the latest rank by a quarter of it (work that
+	 * varies from step to step, sequence lengths, is sometimes little but still the most) */
 	consistent = true;
 	if (best_skew >= (int64_t)threshold) {
 		int most = 0;
@@ -243,7 +247,7 @@ int detect__window(const struct step_obs *obs, int nsteps, int nranks, struct ve
 			for (r = 0; r < nranks; r++)
 				if (r != late && row[r].present && lateness(row, nranks, r, tmp) >= mine)
 					break;
-			most += r == nranks;
+			most += r == nranks && mine >= (int64_t)threshold / 4;
 		}
 		consistent = c >= m * DETECT_CONSISTENT || most >= m * DETECT_CONSISTENT;
 	}

@@ -17,6 +17,7 @@ enum vclass {
 	V_DIVERGENT,
 	V_HANG,
 	V_RANK_EXITED,
+	V_REMOTE_WAIT,	/* communication-like, but ranks of the job are not observed here */
 	V_MAX,
 };
 
@@ -24,8 +25,8 @@ enum vclass {
  * (measured: healthy 2-rank DDP on 2 vCPUs shows 1-2.5 ms on 8-12 ms steps). */
 #define DETECT_SKEW_MIN_NS	2000000
 #define DETECT_SKEW_FRAC	0.25
-#define DETECT_CONSISTENT	0.75	/* ... and late by half that, or the latest, in 3/4 of the
-					 * window's steps */
+#define DETECT_CONSISTENT	0.75	/* ... and late by half that (or the latest rank, by a
+					 * quarter), in 3/4 of the window's steps */
 #define DETECT_EXPLAINED	0.50	/* a late rank's own phase explains half its lateness at least */
 #define DETECT_COMM_FRAC	0.50	/* post-arrival time over half the step is communication-bound */
 #define DETECT_COMM_MIN_NS	5000000	/* ... and over 5 ms: CPU contention delays completions too */

@@ -104,6 +104,7 @@ struct job {
 	int co_n;
 	int *grp;
 	bool grp_known;
+	int world;		/* ranks in the job, -1: not known */
 	uint64_t now;		/* of the current advance */
 };
 
@@ -140,6 +141,7 @@ struct job *job__new(const struct job_cfg *cfg, int nranks, const struct job_pro
 			goto fail;
 	}
 	j->last.col = -1;
+	j->world = -1;
 	j->rule = "";
 	return j;
 fail:
@@ -189,6 +191,18 @@ void job__set_rank(struct job *j, int col, int rank, uint32_t tid)
 		return;
 	j->r[col].rank = rank;
 	j->r[col].main_tid = tid;
+}
+
+void job__set_world(struct job *j, int world_size)
+{
+	if (j)
+		j->world = world_size > 0 ? world_size : -1;
+}
+
+/* Ranks of the job run where they are not observed: ranks beyond the columns. */
+static bool partial(const struct job *j)
+{
+	return j->world > j->n;
 }
 
 static bool is_p2p_op(unsigned int op)
@@ -1419,6 +1433,8 @@ static bool first_k(struct job *j)
 
 static void emit_verdict(struct job *j, struct job_verdict *jv)
 {
+	jv->ranks_seen = j->n;
+	jv->world_size = j->world;
 	j->last = *jv;
 	j->emitted = true;
 	if (j->ops.on_verdict)
@@ -1451,6 +1467,14 @@ static void judge(struct job *j, uint64_t k)
 	jv.cls = jv.v.cls;
 	jv.col = jv.v.rank;
 	jv.step = k;
+	/* every rank seen here arrives on time and they all wait for the collective to end:
+	 * with ranks of the job elsewhere, one of those is what they wait for, not the network */
+	if (jv.cls == V_COMMUNICATION && partial(j)) {
+		jv.cls = jv.v.cls = V_REMOTE_WAIT;
+		snprintf(jv.detail, sizeof(jv.detail), "the %d ranks seen here (of %d) arrive "
+			 "together and wait %.1f ms after the last of them; ranks not observed here "
+			 "hold them", j->n, j->world, jv.v.post_arrival_ns / 1e6);
+	}
 	if (jv.col >= 0 && jv.v.phase == PH_OTHER)
 		snprintf(jv.detail, sizeof(jv.detail), "off CPU, blocked in %s: not waiting for "
 			 "input, storage, a collective or a CPU", jv.v.other_nr >= 0 ?
@@ -1632,6 +1656,34 @@ done:
 	free(st);
 }
 
+/*
+ * Every rank seen here has waited past the hang timeout in the same collective, none of them
+ * stopped: with ranks of the job elsewhere, the one that holds it is among those.
+ */
+static void remote_hang(struct job *j, uint64_t now, uint64_t wait_since, int64_t wait_seq)
+{
+	struct job_verdict jv = {};
+	uint64_t enter, seq;
+	int c;
+
+	if (!partial(j))
+		return;
+	for (c = 0; c < j->n; c++)
+		if (!j->r[c].exited && (!j->ops.inflight(j->ops.ctx, c, &enter, &seq) ||
+					(int64_t)seq + j->r[c].seq_off != wait_seq))
+			return;
+	jv.cls = jv.v.cls = V_REMOTE_WAIT;
+	jv.col = jv.v.rank = -1;
+	jv.t_ns = now;
+	jv.step = jv.first = jv.last = j->next_k;
+	snprintf(jv.detail, sizeof(jv.detail), "every rank seen here (%d of %d) has waited "
+		 "%.1f s in collective seq %" PRId64 ", none of them stopped: the rank that holds "
+		 "it is not observed here (a hang or a dead rank on another node)", j->n, j->world,
+		 (now - wait_since) / 1e9, wait_seq);
+	j->hang_done = true;
+	emit_verdict(j, &jv);
+}
+
 static void check_hang(struct job *j, uint64_t now)
 {
 	struct job_verdict jv = {};
@@ -1673,8 +1725,10 @@ static void check_hang(struct job *j, uint64_t now)
 		if (!strncmp(st, "stopped", 7) || !strncmp(st, "a zombie", 8))
 			lag = c;
 	}
-	if (lag < 0)
+	if (lag < 0) {
+		remote_hang(j, now, wait_since, wait_seq);
 		return;
+	}
 	if (lag == waiter) {	/* report the wait as seen by another rank */
 		for (c = 0; c < j->n; c++) {
 			if (c != lag && !j->r[c].exited &&

@@ -74,6 +74,8 @@ struct job_verdict {
 	uint64_t first, last;	/* the window */
 	bool persistent;
 	uint64_t t_ns;		/* CLOCK_MONOTONIC when it was judged */
+	int ranks_seen;		/* ranks of the job observed here */
+	int world_size;		/* ranks in the job; -1: not known */
 	char detail[256];	/* divergent signatures, hang state, exit status */
 };
 
@@ -114,6 +116,9 @@ void job__on_exit(struct job *j, int col, uint64_t t, int status);
 void job__on_gpu(struct job *j, int col, bool nccl, uint64_t start, uint64_t end);
 /* Column col is rank number rank (for messages) with main thread tid. */
 void job__set_rank(struct job *j, int col, int rank, uint32_t tid);
+/* The job has world_size ranks in all (-1: not known); more than its columns means ranks on
+ * other nodes: a wait that no observed rank explains is theirs (remote_wait). */
+void job__set_world(struct job *j, int world_size);
 
 /* Assemble the steps that are complete by now, judge them, look for hangs and exits.
  * final: the session ends, take what there is. */

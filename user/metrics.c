@@ -444,6 +444,17 @@ void metrics__render(struct prom *p, const struct metrics_rank *r, int n,
 				     LABELS("job_id", r[i].job, "rank", rank, "state", states[k]),
 				     k == cur);
 	}
+	prom__family(p, "rankscope_job_ranks_seen", "gauge",
+		     "Ranks of the job observed by this rankscope (a node's part of a job on several).");
+	for (i = 0; i < njobs; i++)
+		prom__sample(p, "rankscope_job_ranks_seen", LABELS("job_id", jobs[i].id),
+			     jobs[i].ranks_seen);
+	prom__family(p, "rankscope_job_world_size", "gauge",
+		     "Ranks in the whole job (environment or widest communicator); absent if unknown.");
+	for (i = 0; i < njobs; i++)
+		if (jobs[i].world_size > 0)
+			prom__sample(p, "rankscope_job_world_size", LABELS("job_id", jobs[i].id),
+				     jobs[i].world_size);
 	checkpoints(p, r, n);
 	if (planned_steps > 0) {
 		prom__family(p, "rankscope_planned_steps", "gauge",

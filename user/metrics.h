@@ -50,6 +50,8 @@ struct metrics_job {
 	const char *id;
 	const struct job_verdict *v;	/* NULL: none yet */
 	int vrank;			/* the verdict's rank number, -1: none */
+	int ranks_seen;			/* ranks of the job observed here */
+	int world_size;			/* ranks in the job, -1: not known */
 };
 
 /* Account one returned collective. */

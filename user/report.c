@@ -459,6 +459,12 @@ void report__verdict(struct json *j, const struct job_verdict *v, const char *jo
 				steps__phase_name(v->v.phase) : NULL);
 	json__kint(j, "phase_excess_ns", v->v.phase_excess_ns);
 	json__kuint(j, "post_arrival_ns", v->v.post_arrival_ns);
+	json__kint(j, "ranks_seen", v->ranks_seen);
+	json__key(j, "world_size");
+	if (v->world_size > 0)
+		json__int(j, v->world_size);
+	else
+		json__null(j);
 	json__key(j, "evidence");
 	json__obj_begin(j);
 	json__kuint(j, "late_phase_ns", v->v.late_phase_ns);
@@ -475,6 +481,7 @@ void report__verdict(struct json *j, const struct job_verdict *v, const char *jo
 void report__verdict_text(FILE *f, const struct job_verdict *v, int rank, char *buf, size_t n)
 {
 	char a[16], b[16], c[16], d[16], e[16];
+	size_t len;
 
 	switch (v->cls) {
 	case V_NONE:
@@ -495,6 +502,9 @@ void report__verdict_text(FILE *f, const struct job_verdict *v, int rank, char *
 		snprintf(buf, n, "verdict: %s on rank %d: %s", detect__class_name(v->cls), rank,
 			 v->detail);
 		break;
+	case V_REMOTE_WAIT:
+		snprintf(buf, n, "verdict: remote_wait: %s", v->detail);
+		break;
 	default:
 		snprintf(buf, n, "verdict: %s on rank %d%s: it arrives %s after its peers' median; its "
 			 "%s is %s vs the peers' %s (+%s); collectives take %s after the last arrival"
@@ -507,6 +517,11 @@ void report__verdict_text(FILE *f, const struct job_verdict *v, int rank, char *
 			 v->detail);
 		break;
 	}
+	/* a node's view of a job that runs on others too says how much of it it saw */
+	len = strlen(buf);
+	if (v->world_size > v->ranks_seen && v->cls != V_REMOTE_WAIT && len < n)
+		snprintf(buf + len, n - len, " [%d of %d ranks seen here]", v->ranks_seen,
+			 v->world_size);
 	fprintf(f, "%s\n", buf);
 }
 

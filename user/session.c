@@ -76,6 +76,21 @@ static struct rank_state *col_rank(struct sjob *j, int col)
 	return rank_of(j->s, j->slots[col]);
 }
 
+/* The job's size as its ranks know it (environ, or the widest communicator), -1: unknown. The
+ * model tells a node's part of a job from the whole by it. */
+static int job_size(struct sjob *j)
+{
+	int c, w = -1;
+
+	for (c = 0; c < j->ncols; c++) {
+		const struct rank_state *rs = col_rank(j, c);
+
+		if (rs && rs->info.world_size > w)
+			w = rs->info.world_size;
+	}
+	return w;
+}
+
 static bool rank_uses(const struct rank_state *rs, uint64_t hash)
 {
 	int k;
@@ -321,6 +336,7 @@ static void on_init(struct session *s, struct rank_state *rs, const struct rs_ev
 			rs->info.world_size = e->nranks;
 			rs->info.src = RANK_SRC_COMM_INIT;
 			job__set_rank(j->model, rs->col, rs->info.rank, rs->pid);
+			job__set_world(j->model, job_size(j));
 			emit_rank(s, rs);
 			if (o) {
 				o->info.rank = free_rank_number(s, j, o);
@@ -893,6 +909,7 @@ static void publish(struct session *s, uint64_t t)
 		mj[nj++] = (struct metrics_job){
 			.id = sj->id, .v = sj->have_last ? &sj->last : NULL,
 			.vrank = vr ? vr->info.rank : -1,
+			.ranks_seen = sj->ncols, .world_size = job_size(sj),
 		};
 	}
 	s->self.attach = s->attach_results;
@@ -1244,6 +1261,7 @@ int session__build_jobs(struct session *s)
 			if (rs->exited)
 				job__on_exit(j->model, c, session__now(), rs->exit_code);
 		}
+		job__set_world(j->model, job_size(j));
 	}
 	return 0;
 }

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
@@ -383,6 +384,101 @@ static void tensor_data_parallel_mid_run__slow_rank_named_healthy_none(void **st
 	job__free(j);
 }
 
+/*
+ * Two ranks of a 4-rank job seen on this node (the others run elsewhere): each step they
+ * compute alike, arrive together, and wait 6 ms in the all-reduce for a rank not seen here.
+ */
+static void two_ranks_seen(struct job *j, int steps, uint64_t remote_wait)
+{
+	uint64_t t = 1000 * MS, arrive, done;
+	int k, c;
+
+	for (k = 0; k < steps; k++) {
+		arrive = t + 2400 * US;
+		done = arrive + 60 * US + remote_wait;
+		for (c = 0; c < 2; c++)
+			job__on_coll(j, c, 100 + c, RS_OP_ALLREDUCE, RS_LIB_MPI, 7, k + 1, 64 << 10,
+				     arrive + c * 10 * US, done + c * US);
+		t = done + 300 * US;
+		job__advance(j, t, false);
+	}
+	job__advance(j, t + 1000 * MS, true);
+}
+
+static void partial_job__aligned_wait__remote_wait_not_communication(void **state)
+{
+	static struct seen s;
+	struct job *j;
+	int i, remote = 0;
+
+	j = new_job(&s, 2, STEPS_AUTO);
+	job__set_world(j, 4);
+	two_ranks_seen(j, 80, 6 * MS);
+	for (i = 0; i < s.nv; i++) {
+		assert_int_not_equal(s.v[i].cls, V_COMMUNICATION);
+		assert_int_equal(s.v[i].ranks_seen, 2);
+		assert_int_equal(s.v[i].world_size, 4);
+		remote += s.v[i].cls == V_REMOTE_WAIT;
+	}
+	assert_true(remote > 0);
+	assert_non_null(strstr(s.v[s.nv - 1].detail, "2 ranks seen here (of 4)"));
+	job__free(j);
+
+	/* the same waits with every rank of the job seen: the network, a true communication */
+	j = new_job(&s, 2, STEPS_AUTO);
+	job__set_world(j, 2);
+	two_ranks_seen(j, 80, 6 * MS);
+	expect_verdicts(&s, V_COMMUNICATION, -1);
+	job__free(j);
+}
+
+static uint64_t inflight_since;
+
+/* Both columns inside collective seq 41 since inflight_since. */
+static bool all_inflight(void *ctx, int col, uint64_t *enter_ns, uint64_t *seq)
+{
+	*enter_ns = inflight_since;
+	*seq = 41;
+	return true;
+}
+
+static void running(void *ctx, int col, char *buf, size_t n)
+{
+	snprintf(buf, n, "running");
+}
+
+static void partial_job__every_seen_rank_stuck__remote_hang(void **state)
+{
+	static struct seen s;
+	struct job_cfg cfg = { .mode = STEPS_AUTO, .hang_timeout_ns = 2000 * MS, .window = 8 };
+	struct job_probe_ops ops = {
+		.on_step = on_step, .on_verdict = on_verdict, .on_rule = on_rule, .ctx = &s,
+		.inflight = all_inflight, .state = running,
+	};
+	struct job *j;
+	int world;
+
+	for (world = 2; world <= 4; world += 2) {
+		memset(&s, 0, sizeof(s));
+		j = job__new(&cfg, 2, &ops);
+		assert_non_null(j);
+		job__set_rank(j, 0, 0, 100);
+		job__set_rank(j, 1, 1, 101);
+		job__set_world(j, world);
+		inflight_since = 1000 * MS;
+		job__advance(j, 1000 * MS + 3000 * MS, false);
+		if (world == 2) {	/* all seen, none stopped: nothing to blame yet */
+			assert_int_equal(s.nv, 0);
+		} else {
+			assert_int_equal(s.nv, 1);
+			assert_int_equal(s.v[0].cls, V_REMOTE_WAIT);
+			assert_int_equal(s.v[0].col, -1);
+			assert_non_null(strstr(s.v[0].detail, "every rank seen here (2 of 4)"));
+		}
+		job__free(j);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -392,6 +488,8 @@ int main(void)
 		cmocka_unit_test(ddp_attached_a_step_apart__starved_rank_named),
 		cmocka_unit_test(pipeline_two_stages__stages_micro_batches_and_slow_stage),
 		cmocka_unit_test(tensor_data_parallel_mid_run__slow_rank_named_healthy_none),
+		cmocka_unit_test(partial_job__aligned_wait__remote_wait_not_communication),
+		cmocka_unit_test(partial_job__every_seen_rank_stuck__remote_hang),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

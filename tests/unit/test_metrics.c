@@ -38,8 +38,10 @@ static struct fixture *mk(void)
 	f->acc[1].ckpt_bytes = 48 << 20;
 	f->acc[1].ckpt_last_unix = 1795953870.5;
 	f->v = (struct job_verdict){ .cls = V_COMPUTE, .col = 1, .persistent = true, .step = 9 };
-	f->jobs[0] = (struct metrics_job){ .id = "mpi-1", .v = &f->v, .vrank = 1 };
-	f->jobs[1] = (struct metrics_job){ .id = "ddp-2", .v = NULL, .vrank = -1 };
+	f->jobs[0] = (struct metrics_job){ .id = "mpi-1", .v = &f->v, .vrank = 1, .ranks_seen = 2,
+					   .world_size = 4 };
+	f->jobs[1] = (struct metrics_job){ .id = "ddp-2", .v = NULL, .vrank = -1, .ranks_seen = 1,
+					   .world_size = -1 };
 	f->attach[0] = 3;
 	f->self = (struct self_stats){ .attach = f->attach, .attach_names = attach_names,
 				       .nattach = 2, .ranks = 3, .jobs = 2 };
@@ -82,6 +84,11 @@ static void render__checkpoints__counters_and_timestamp_after_first(void **state
 	/* no checkpoint yet: no timestamp (absent() is what the no-checkpoint alert reads) */
 	assert_null(strstr(p.buf, "train_checkpoint_timestamp_seconds{job_id=\"mpi-1\",rank=\"0\"}"));
 	assert_non_null(strstr(p.buf, "rankscope_planned_steps{job_id=\"ddp-2\"} 5000\n"));
+	/* a node's part of a job, and a job whose size nothing says */
+	assert_non_null(strstr(p.buf, "rankscope_job_ranks_seen{job_id=\"mpi-1\"} 2\n"));
+	assert_non_null(strstr(p.buf, "rankscope_job_world_size{job_id=\"mpi-1\"} 4\n"));
+	assert_non_null(strstr(p.buf, "rankscope_job_ranks_seen{job_id=\"ddp-2\"} 1\n"));
+	assert_null(strstr(p.buf, "rankscope_job_world_size{job_id=\"ddp-2\"}"));
 	prom__free(&p);
 	free(f);
 }
