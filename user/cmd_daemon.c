@@ -2,6 +2,7 @@
 /* `rankscope daemon`: every training process on the node, as it comes and goes, over HTTP. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,6 +114,39 @@ static void note_displaced(pid_t holder, const struct rank_info *ri)
 	snprintf(x->job, sizeof(x->job), "%s", ri->job);
 }
 
+/* Is pid in the --cgroup scope? Its /proc/PID/cgroup is its own text: read bounded. */
+static bool in_scope(pid_t pid, const char *cgroup)
+{
+	char *text;
+	ssize_t n;
+	bool in;
+
+	n = procfs__read(pid, "cgroup", &text, PROC_CGROUP_MAX);
+	if (n < 0)
+		return false;
+	in = procfs__cgroup_under(text, n, cgroup);
+	free(text);
+	return in;
+}
+
+/* Does the cgroup exist, in the unified hierarchy or in a v1 controller's? */
+static bool cgroup_exists(const char *cgroup)
+{
+	static const char *const roots[] = { "/sys/fs/cgroup", "/sys/fs/cgroup/unified",
+					     "/sys/fs/cgroup/cpu", "/sys/fs/cgroup/memory",
+					     "/sys/fs/cgroup/systemd" };
+	char path[PATH_MAX];
+	struct stat sb;
+	size_t i;
+
+	for (i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
+		snprintf(path, sizeof(path), "%s%s", roots[i], cgroup);
+		if (!stat(path, &sb) && S_ISDIR(sb.st_mode))
+			return true;
+	}
+	return false;
+}
+
 /* Adopt pid as a rank if it is new to us. worker_of: pid is tracked as a worker of that rank
  * and exec'd with a rank variable of its own. Returns true when it was attached. */
 static bool adopt(struct session *s, pid_t pid, bool started_before_ok, pid_t worker_of)
@@ -133,6 +167,12 @@ static bool adopt(struct session *s, pid_t pid, bool started_before_ok, pid_t wo
 		return false;
 	if (!started_before_ok && st.starttime < d.my_start)
 		return false;	/* there before us: --all adopts those */
+	if (s->o.cgroup && !in_scope(pid, s->o.cgroup)) {
+		/* refused, not judged: a process may be moved into the cgroup later */
+		mark_tried(pid, st.starttime, true);
+		pr_debug("daemon: PID %d is not under cgroup %s", pid, s->o.cgroup);
+		return false;
+	}
 	again = find_tried(pid, st.starttime) != NULL;	/* refused before: say it once */
 	slot = session__free_slot(s);
 	if (slot < 0) {
@@ -443,8 +483,14 @@ int cmd_daemon(int argc, char **argv)
 	err = session__open(&s);
 	if (err)
 		goto out;
-	pr_info("daemon: watching for training processes (%s); %u probes", s.o.all ?
-		"running ones too" : "new ones; --all adopts running ones", probes__count(&s.probes));
+	pr_info("daemon: watching for training processes (%s%s%s); %u probes", s.o.all ?
+		"running ones too" : "new ones; --all adopts running ones",
+		s.o.cgroup ? ", under cgroup " : "", s.o.cgroup ? s.o.cgroup : "",
+		probes__count(&s.probes));
+	if (s.o.cgroup && !cgroup_exists(s.o.cgroup))
+		pr_warn("daemon: cgroup %s does not exist (yet) under /sys/fs/cgroup: nothing is "
+			"watched until processes run in it; check the path in /proc/PID/cgroup",
+			s.o.cgroup);
 	for (i = 0; i < s.o.npids; i++)
 		adopt(&s, s.o.pids[i], true, 0);
 	rescan(&s);

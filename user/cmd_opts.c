@@ -59,6 +59,9 @@ static void usage(FILE *f, enum cmd_verb v)
 "                         rankscope_series_overflow_total counts what it leaves out\n"
 "      --rescan S         /proc rescan period (default 1)\n"
 "      --retain S         keep a finished job's series this long (default 300)\n"
+"      --cgroup PATH      only processes in this cgroup or below it (as /proc/PID/cgroup\n"
+"                         shows it): a Slurm job, a share of a host, one of several\n"
+"                         daemons on one machine\n"
 "      --planned-steps N  export rankscope_planned_steps for the dashboard's ETA\n"
 "      --ckpt-min-mb N    a write burst this big is a checkpoint (default 16)\n"
 "      --cupti-socket PATH  GPU timing: where librankscope_cupti.so connects (default:\n"
@@ -140,7 +143,7 @@ enum {
 	OPT_NO_SCHED, OPT_NO_IO, OPT_NO_NET, OPT_NO_COLL, OPT_STEPS, OPT_WINDOW, OPT_HANG,
 	OPT_LISTEN, OPT_LOCK, OPT_MAX_RANKS, OPT_MAX_JOBS, OPT_MAX_SERIES, OPT_RESCAN, OPT_RETAIN,
 	OPT_PLANNED, OPT_CKPT_MIN, OPT_CUPTI, OPT_NO_CUPTI, OPT_CAP_DIR, OPT_CAP_COUNT, OPT_CAP_MB,
-	OPT_AUTO_CAP, OPT_SECONDS, OPT_SERVER, OPT_RANKS, OPT_ALIGN,
+	OPT_AUTO_CAP, OPT_SECONDS, OPT_SERVER, OPT_RANKS, OPT_ALIGN, OPT_CGROUP,
 };
 
 static const char *who = "attach";
@@ -210,6 +213,32 @@ static int parse_marker(const char *arg, struct session_opts *o)
 	return 0;
 }
 
+/* --cgroup PATH: absolute, as /proc/PID/cgroup shows it, without . or .. parts; a trailing
+ * slash is dropped. */
+static int parse_cgroup(const char *arg, struct session_opts *o)
+{
+	static char path[1024];
+	size_t n = strlen(arg);
+	const char *p;
+
+	if (arg[0] != '/' || n >= sizeof(path) || strstr(arg, "//")) {
+		pr_warn("daemon: invalid --cgroup '%s': give the cgroup's absolute path as "
+			"/proc/PID/cgroup shows it, e.g. /slurm/uid_0/job_42", arg);
+		return -EINVAL;
+	}
+	for (p = arg; p; p = strchr(p + 1, '/'))
+		if (!strncmp(p, "/.", 2) && (p[2] == '/' || !p[2] ||
+					     (p[2] == '.' && (p[3] == '/' || !p[3])))) {
+			pr_warn("daemon: invalid --cgroup '%s': no '.' or '..' parts", arg);
+			return -EINVAL;
+		}
+	memcpy(path, arg, n + 1);
+	if (n > 1 && path[n - 1] == '/')
+		path[n - 1] = '\0';
+	o->cgroup = path;
+	return 0;
+}
+
 int cmd__parse_opts(int argc, char **argv, struct session_opts *o, enum cmd_verb verb)
 {
 	static const struct option longopts[] = {
@@ -247,6 +276,7 @@ int cmd__parse_opts(int argc, char **argv, struct session_opts *o, enum cmd_verb
 		{ "capture-max-count", required_argument, NULL, OPT_CAP_COUNT },
 		{ "capture-max-mb", required_argument, NULL, OPT_CAP_MB },
 		{ "auto-capture", no_argument, NULL, OPT_AUTO_CAP },
+		{ "cgroup", required_argument, NULL, OPT_CGROUP },
 		{ "seconds", required_argument, NULL, OPT_SECONDS },
 		{ "output", required_argument, NULL, 'o' },
 		{ "server", required_argument, NULL, OPT_SERVER },
@@ -437,6 +467,12 @@ int cmd__parse_opts(int argc, char **argv, struct session_opts *o, enum cmd_verb
 			break;
 		case OPT_AUTO_CAP:
 			o->auto_capture = true;
+			break;
+		case OPT_CGROUP:
+			if (!o->daemon)
+				goto daemon_only;
+			if (parse_cgroup(optarg, o))
+				return -EINVAL;
 			break;
 		case OPT_SECONDS:
 		case 'o':

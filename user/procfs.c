@@ -151,6 +151,34 @@ const char *procfs__environ_get(const char *env, size_t len, const char *key)
 	return NULL;
 }
 
+bool procfs__cgroup_under(const char *text, size_t len, const char *path)
+{
+	size_t plen = strlen(path), i = 0, llen, glen;
+	const char *line, *nl, *g;
+
+	if (plen == 1 && path[0] == '/')
+		plen = 0;
+	while (i < len) {
+		line = text + i;
+		nl = memchr(line, '\n', len - i);
+		llen = nl ? (size_t)(nl - line) : len - i;
+		i += llen + 1;
+		/* "ID:CONTROLLERS:PATH": the path is after the second colon, and may hold colons */
+		g = memchr(line, ':', llen);
+		if (g)
+			g = memchr(g + 1, ':', llen - (size_t)(g + 1 - line));
+		if (!g)
+			continue;
+		g++;
+		glen = llen - (size_t)(g - line);
+		if (memchr(g, '\0', glen))
+			continue;	/* not text */
+		if (glen >= plen && !memcmp(g, path, plen) && (glen == plen || g[plen] == '/'))
+			return true;
+	}
+	return false;
+}
+
 static int parse_stat_nul(const char *buf, size_t len, struct proc_stat *st);
 
 int procfs__parse_stat(const char *buf, size_t len, struct proc_stat *st)

@@ -3,12 +3,14 @@
 #ifndef RS_PROCFS_H
 #define RS_PROCFS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #define PROC_ENVIRON_MAX	(1 << 20)	/* larger environs are truncated, never trusted further */
 #define PROC_MAPS_MAX		(16 << 20)
+#define PROC_CGROUP_MAX		(64 << 10)	/* /proc/PID/cgroup: a line per v1 hierarchy */
 
 struct proc_map {
 	uint64_t start;
@@ -40,6 +42,10 @@ int procfs__parse_maps_line(const char *line, struct proc_map *m);
 /* Find KEY in a NUL-separated environ block of len bytes.
  * Returns a pointer to the value inside env (NUL-terminated within len), or NULL. */
 const char *procfs__environ_get(const char *env, size_t len, const char *key);
+
+/* Is a process whose /proc/PID/cgroup text (len bytes) this is in cgroup path or below it,
+ * in any hierarchy? path is absolute, without a trailing slash ("/" matches every one). */
+bool procfs__cgroup_under(const char *text, size_t len, const char *path);
 
 /* Parse /proc/PID/stat text. Returns 0 or -EINVAL. */
 int procfs__parse_stat(const char *buf, size_t len, struct proc_stat *st);

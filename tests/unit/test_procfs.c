@@ -395,6 +395,48 @@ static void parse_long__overflow__erange(void **state)
 	assert_int_equal(v, 5);
 }
 
+static void cgroup_under__v2_and_v1_lines__prefix_by_component(void **state)
+{
+	static const char v2[] = "0::/slurm/uid_0/job_42/step_0/task_1\n";
+	static const char v1[] = "12:cpu,cpuacct:/kubepods/pod7\n"
+				 "11:memory:/kubepods/pod7\n"
+				 "1:name=systemd:/system.slice/x.service\n";
+
+	assert_true(procfs__cgroup_under(v2, sizeof(v2) - 1, "/slurm/uid_0/job_42"));
+	assert_true(procfs__cgroup_under(v2, sizeof(v2) - 1, "/slurm/uid_0/job_42/step_0/task_1"));
+	assert_true(procfs__cgroup_under(v2, sizeof(v2) - 1, "/"));
+	/* a prefix of a name is not a parent */
+	assert_false(procfs__cgroup_under(v2, sizeof(v2) - 1, "/slurm/uid_0/job_4"));
+	assert_false(procfs__cgroup_under(v2, sizeof(v2) - 1, "/other"));
+	assert_true(procfs__cgroup_under(v1, sizeof(v1) - 1, "/kubepods"));
+	assert_true(procfs__cgroup_under(v1, sizeof(v1) - 1, "/system.slice"));
+	assert_false(procfs__cgroup_under(v1, sizeof(v1) - 1, "/kubepods/pod"));
+}
+
+static void cgroup_under__hostile_text__no_match_no_overread(void **state)
+{
+	static const char no_colon[] = "garbage without colons\n";
+	static const char one_colon[] = "0:/slurm\n";
+	static const char nul[] = "0::/slu\0rm\n";
+	static const char colon_in_path[] = "0::/a:b/c\n";
+	char *big;
+
+	assert_false(procfs__cgroup_under(no_colon, sizeof(no_colon) - 1, "/"));
+	assert_false(procfs__cgroup_under(one_colon, sizeof(one_colon) - 1, "/slurm"));
+	assert_false(procfs__cgroup_under(nul, sizeof(nul) - 1, "/slu"));
+	assert_true(procfs__cgroup_under(colon_in_path, sizeof(colon_in_path) - 1, "/a:b"));
+	assert_false(procfs__cgroup_under("", 0, "/"));
+	/* no newline at the end, and the path cut short by len */
+	assert_true(procfs__cgroup_under("0::/x/y", 7, "/x"));
+	assert_false(procfs__cgroup_under("0::/x/y", 5, "/x/y"));
+	/* a long line without a terminator in a heap buffer of exactly its length */
+	big = malloc(100000);
+	assert_non_null(big);
+	memset(big, ':', 100000);
+	assert_false(procfs__cgroup_under(big, 100000, "/x"));
+	free(big);
+}
+
 static void read__self_status__text(void **state)
 {
 	char *buf = NULL, want[32];
@@ -449,6 +491,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(maps_line__normal__all_fields),
+		cmocka_unit_test(cgroup_under__v2_and_v1_lines__prefix_by_component),
+		cmocka_unit_test(cgroup_under__hostile_text__no_match_no_overread),
 		cmocka_unit_test(maps_line__anonymous__empty_path),
 		cmocka_unit_test(maps_line__pseudo_path__kept),
 		cmocka_unit_test(maps_line__path_with_spaces__whole_path),
