@@ -65,11 +65,14 @@ static int http_connect(const char *url, char *host, size_t hn, char *err, size_
 	return fd;
 }
 
+/* --token-file's bearer token for a daemon beyond loopback; "" none */
+static const char *client_token = "";
+
 /* Send a request and read the status line and the head. Returns 0 or -errno. */
 static int http_do(const char *url, const char *method, const char *path, struct http_resp *r,
 		   char *err, size_t n)
 {
-	char host[256], req[1024], *end;
+	char host[256], req[2048], *end;
 	struct timeval tv = { 10, 0 };
 	size_t len = 0;
 	ssize_t k;
@@ -80,8 +83,9 @@ static int http_do(const char *url, const char *method, const char *path, struct
 	if (fd < 0)
 		return fd;
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	snprintf(req, sizeof(req), "%s %s HTTP/1.0\r\nHost: %s\r\nConnection: close\r\n\r\n",
-		 method, path, host);
+	snprintf(req, sizeof(req), "%s %s HTTP/1.0\r\nHost: %s\r\nConnection: close\r\n%s%s%s\r\n",
+		 method, path, host, client_token[0] ? "Authorization: Bearer " : "", client_token,
+		 client_token[0] ? "\r\n" : "");
 	if (write(fd, req, strlen(req)) != (ssize_t)strlen(req))
 		goto io;
 	while (len < sizeof(r->head) - 1) {
@@ -225,8 +229,10 @@ static int run(int argc, char **argv, enum cmd_verb verb)
 	err = cmd__parse_opts(argc, argv, &s.o, verb);
 	if (err)
 		return err > 0 ? 0 : 2;
-	if (verb == VERB_CAPTURE && cmd_capture_server)
+	if (verb == VERB_CAPTURE && cmd_capture_server) {
+		client_token = s.o.token;
 		return capture_remote(&s.o);
+	}
 	signal(SIGPIPE, SIG_IGN);
 	session__block_signals();
 	s.out = stdout;

@@ -26,6 +26,7 @@ static void usage(FILE *f, enum cmd_verb v)
 "\n"
 "      --server URL       ask a running rankscope daemon (http://HOST:PORT); it records,\n"
 "                         and the file is downloaded here\n"
+"      --token-file PATH  with --server beyond loopback: the daemon's bearer token\n"
 "  -p, --pid PIDS         attach to these ranks for the capture, then detach\n"
 "  -a, --all              every training process, as rankscope attach --all\n"
 "      --seconds N        how long (default 10)\n"
@@ -52,6 +53,7 @@ static void usage(FILE *f, enum cmd_verb v)
 "  -p, --pid PIDS         also adopt these PIDs at start\n"
 "      --listen ADDR      HTTP address (default 127.0.0.1:9464); see rankscope attach\n"
 "                         --help for the endpoints\n"
+"      --token-file PATH  bearer token for the API beyond loopback (see attach --help)\n"
 "      --lock-file PATH   one daemon per node (default /run/rankscope/daemon.lock)\n"
 "      --max-ranks N      ranks watched at once, 1 to 256 (default 256)\n"
 "      --max-jobs N       jobs watched at once, 1 to 64 (default 32)\n"
@@ -124,6 +126,10 @@ static void usage(FILE *f, enum cmd_verb v)
 "      --listen ADDR      serve /metrics (Prometheus), /healthz, /api/v1/ranks,\n"
 "                         /api/v1/steps?rank=R&last=N and /api/v1/diagnosis on ADDR,\n"
 "                         e.g. 127.0.0.1:9464 (loopback unless you say otherwise)\n"
+"      --token-file PATH  clients beyond loopback need 'Authorization: Bearer TOKEN'\n"
+"                         (this file's one line, mode 600) for the API, captures and\n"
+"                         the live view; without it they are refused. /metrics and\n"
+"                         /healthz are open to all\n"
 "      --max-series N     with --listen: cap /metrics at N sample lines (default 200000)\n"
 "      --planned-steps N  with --listen: export rankscope_planned_steps (dashboard ETA)\n"
 "      --ckpt-min-mb N    with --listen: a write burst this big is a checkpoint\n"
@@ -143,7 +149,7 @@ enum {
 	OPT_NO_SCHED, OPT_NO_IO, OPT_NO_NET, OPT_NO_COLL, OPT_STEPS, OPT_WINDOW, OPT_HANG,
 	OPT_LISTEN, OPT_LOCK, OPT_MAX_RANKS, OPT_MAX_JOBS, OPT_MAX_SERIES, OPT_RESCAN, OPT_RETAIN,
 	OPT_PLANNED, OPT_CKPT_MIN, OPT_CUPTI, OPT_NO_CUPTI, OPT_CAP_DIR, OPT_CAP_COUNT, OPT_CAP_MB,
-	OPT_AUTO_CAP, OPT_SECONDS, OPT_SERVER, OPT_RANKS, OPT_ALIGN, OPT_CGROUP,
+	OPT_AUTO_CAP, OPT_SECONDS, OPT_SERVER, OPT_RANKS, OPT_ALIGN, OPT_CGROUP, OPT_TOKEN,
 };
 
 static const char *who = "attach";
@@ -277,6 +283,7 @@ int cmd__parse_opts(int argc, char **argv, struct session_opts *o, enum cmd_verb
 		{ "capture-max-mb", required_argument, NULL, OPT_CAP_MB },
 		{ "auto-capture", no_argument, NULL, OPT_AUTO_CAP },
 		{ "cgroup", required_argument, NULL, OPT_CGROUP },
+		{ "token-file", required_argument, NULL, OPT_TOKEN },
 		{ "seconds", required_argument, NULL, OPT_SECONDS },
 		{ "output", required_argument, NULL, 'o' },
 		{ "server", required_argument, NULL, OPT_SERVER },
@@ -468,6 +475,15 @@ int cmd__parse_opts(int argc, char **argv, struct session_opts *o, enum cmd_verb
 		case OPT_AUTO_CAP:
 			o->auto_capture = true;
 			break;
+		case OPT_TOKEN: {
+			char err[256];
+
+			if (httpd__load_token(optarg, o->token, sizeof(o->token), err, sizeof(err))) {
+				pr_warn("%s: %s", who, err);
+				return -EINVAL;
+			}
+			break;
+		}
 		case OPT_CGROUP:
 			if (!o->daemon)
 				goto daemon_only;

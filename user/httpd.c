@@ -8,8 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <microhttpd.h>
@@ -33,6 +35,7 @@ struct httpd {
 	size_t nsteps, head;
 	struct capture *cap;
 	bool loopback;			/* listening on 127.0.0.0/8 or ::1 */
+	char token[HTTPD_TOKEN_MAX + 1];	/* "" : none; remote API requests are refused */
 	uint64_t published_ns;		/* the last publish (or the start) */
 	uint64_t stale_ns;		/* /healthz fails after this without one; 0: never */
 	unsigned int port;
@@ -132,6 +135,23 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned int code, const 
 static enum MHD_Result text(struct MHD_Connection *c, unsigned int code, const char *msg)
 {
 	return reply(c, code, "text/plain; charset=utf-8", msg, strlen(msg));
+}
+
+static enum MHD_Result unauthorized(struct MHD_Connection *c)
+{
+	static const char msg[] = "unauthorized: send Authorization: Bearer TOKEN (the daemon's "
+				  "--token-file)\n";
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+
+	r = MHD_create_response_from_buffer(sizeof(msg) - 1, (void *)msg, MHD_RESPMEM_PERSISTENT);
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, "Content-Type", "text/plain; charset=utf-8");
+	MHD_add_response_header(r, "WWW-Authenticate", "Bearer");
+	ret = MHD_queue_response(c, MHD_HTTP_UNAUTHORIZED, r);
+	MHD_destroy_response(r);
+	return ret;
 }
 
 static enum MHD_Result serve_doc(struct httpd *h, struct MHD_Connection *c, enum httpd_doc d,
@@ -303,6 +323,48 @@ static enum MHD_Result serve_view(struct MHD_Connection *c)
 	return ret;
 }
 
+bool httpd__bearer_ok(const char *header, const char *token)
+{
+	size_t i, tlen = strlen(token), hlen;
+	unsigned char d;
+
+	if (!header || strncmp(header, "Bearer ", 7) || !tlen)
+		return false;
+	header += 7;
+	hlen = strlen(header);
+	/* over the expected token's length whatever was sent; a length difference counts too */
+	d = hlen != tlen;
+	for (i = 0; i < tlen; i++)
+		d |= (unsigned char)(i < hlen ? header[i] : 0) ^ (unsigned char)token[i];
+	return !d;
+}
+
+/* Did the request come from this host's loopback (127.0.0.0/8, ::1, or v4-mapped 127/8)? */
+static bool from_loopback(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci;
+	const struct sockaddr *sa;
+
+	ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	if (!ci || !ci->client_addr)
+		return false;
+	sa = ci->client_addr;
+	if (sa->sa_family == AF_INET)
+		return ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24 == 127;
+	if (sa->sa_family == AF_INET6) {
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+
+		return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+	}
+	return false;
+}
+
+/* Per-rank data, captures and the page that shows them: not for anyone on the network. */
+static bool guarded(const char *url)
+{
+	return strcmp(url, "/metrics") && strcmp(url, "/healthz");
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
 			      const char *method, const char *version, const char *upload,
 			      size_t *upload_size, void **ctx)
@@ -311,6 +373,15 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 
 	if (*upload_size)
 		return text(c, MHD_HTTP_BAD_REQUEST, "bad request: no body expected\n");
+	if (guarded(url) && !from_loopback(c)) {
+		if (!h->token[0])
+			return text(c, MHD_HTTP_FORBIDDEN,
+				    "forbidden: per-rank data is served beyond loopback only with "
+				    "--token-file (and a bearer token); /metrics and /healthz are open\n");
+		if (!httpd__bearer_ok(MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+								  "Authorization"), h->token))
+			return unauthorized(c);
+	}
 	if (!host_ok(h, c))
 		return text(c, MHD_HTTP_FORBIDDEN,
 			    "forbidden: the Host header names another host (DNS rebinding?); use "
@@ -346,7 +417,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		    "/api/v1/diagnosis, /api/v1/captures/ID\n");
 }
 
-int httpd__start(const char *addr, struct httpd **out, char *err, size_t n)
+int httpd__start(const char *addr, const char *token, struct httpd **out, char *err, size_t n)
 {
 	struct sockaddr_in6 sa;
 	unsigned int salen;
@@ -360,6 +431,7 @@ int httpd__start(const char *addr, struct httpd **out, char *err, size_t n)
 	if (!h)
 		return -ENOMEM;
 	h->published_ns = mono_ns();
+	snprintf(h->token, sizeof(h->token), "%s", token ? token : "");
 	h->steps = calloc(HTTPD_STEPS_MAX, sizeof(*h->steps));
 	if (!h->steps) {
 		free(h);
@@ -394,6 +466,61 @@ int httpd__start(const char *addr, struct httpd **out, char *err, size_t n)
 		return -EADDRINUSE;
 	}
 	*out = h;
+	return 0;
+}
+
+int httpd__load_token(const char *path, char *token, size_t n, char *err, size_t errn)
+{
+	char buf[HTTPD_TOKEN_MAX + 2];
+	struct stat st;
+	ssize_t len;
+	size_t i;
+	int fd;
+
+	/* a Kubernetes Secret volume is a symlink to a file of its own: follow it, then check
+	 * what was opened */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0) {
+		snprintf(err, errn, "cannot open --token-file %s: %s", path, strerror(errno));
+		return -errno;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		snprintf(err, errn, "--token-file %s is not a regular file", path);
+		close(fd);
+		return -EINVAL;
+	}
+	if (st.st_mode & 077) {
+		snprintf(err, errn, "--token-file %s can be read by group or others (mode %04o): "
+			 "chmod 600 it (Kubernetes: defaultMode: 0400 on the Secret volume)", path,
+			 (unsigned int)(st.st_mode & 07777));
+		close(fd);
+		return -EPERM;
+	}
+	if (st.st_uid != 0 && st.st_uid != geteuid()) {
+		snprintf(err, errn, "--token-file %s is owned by uid %u, not root: chown it", path,
+			 (unsigned int)st.st_uid);
+		close(fd);
+		return -EPERM;
+	}
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (len < 0) {
+		snprintf(err, errn, "cannot read --token-file %s: %s", path, strerror(errno));
+		return -EIO;
+	}
+	while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r'))
+		len--;
+	buf[len] = '\0';
+	for (i = 0; i < (size_t)len; i++)
+		if (buf[i] <= ' ' || buf[i] > '~')
+			break;
+	if (i < (size_t)len || len < HTTPD_TOKEN_MIN || len > HTTPD_TOKEN_MAX || (size_t)len >= n) {
+		snprintf(err, errn, "--token-file %s: the token must be %d to %d printable "
+			 "characters without spaces on one line, e.g. from `openssl rand -hex 32`",
+			 path, HTTPD_TOKEN_MIN, HTTPD_TOKEN_MAX);
+		return -EINVAL;
+	}
+	memcpy(token, buf, len + 1);
 	return 0;
 }
 

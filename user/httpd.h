@@ -3,6 +3,7 @@
 #ifndef RS_HTTPD_H
 #define RS_HTTPD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -11,6 +12,8 @@
 #define HTTPD_TIMEOUT_S		10	/* idle connections are closed after this */
 #define HTTPD_MEM_LIMIT		(32 * 1024)	/* per connection: request line and headers */
 #define HTTPD_STEPS_MAX		4096	/* step lines kept for /api/v1/steps */
+#define HTTPD_TOKEN_MIN		16	/* bytes: a bearer token shorter than this is refused */
+#define HTTPD_TOKEN_MAX		512
 
 enum httpd_doc {
 	HTTPD_METRICS,		/* /metrics, text/plain; version=0.0.4 */
@@ -31,11 +34,27 @@ void httpd__set_capture(struct httpd *h, struct capture *c);
 /* /healthz answers 503 once nothing was published for ns (0, the default: never). */
 void httpd__set_stale(struct httpd *h, uint64_t ns);
 
+/*
+ * Read a bearer token from path: a regular file owned by root (or by us) that neither group
+ * nor others can read, of HTTPD_TOKEN_MIN..HTTPD_TOKEN_MAX printable bytes (a trailing newline
+ * is dropped). Returns 0, or -errno with a line that names the fix in err.
+ */
+int httpd__load_token(const char *path, char *token, size_t n, char *err, size_t errn);
+
+/* Is "Bearer TOKEN" (an Authorization header's value, or NULL) this token? In time that does
+ * not depend on where they differ. */
+bool httpd__bearer_ok(const char *header, const char *token);
+
 /* Parse "HOST:PORT" (IPv4, or [IPv6]). Returns 0 or -EINVAL. */
 int httpd__parse_listen(const char *s, void *sockaddr, unsigned int *len);
 
-/* Listen on addr ("127.0.0.1:9464") in its own thread. Returns 0, or -errno with err filled. */
-int httpd__start(const char *addr, struct httpd **out, char *err, size_t n);
+/*
+ * Listen on addr ("127.0.0.1:9464") in its own thread. Returns 0, or -errno with err filled.
+ * Requests from beyond loopback for per-rank data or to change state (the API, captures, the
+ * live view) need "Authorization: Bearer TOKEN"; /metrics and /healthz stay open. Without a
+ * token (NULL or "") such requests are refused.
+ */
+int httpd__start(const char *addr, const char *token, struct httpd **out, char *err, size_t n);
 void httpd__stop(struct httpd *h);
 
 /* Replace what a document serves (copied under a lock). */

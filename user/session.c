@@ -1797,7 +1797,7 @@ int session__open(struct session *s)
 		return f;
 	}
 	if (s->o.listen) {
-		f = httpd__start(s->o.listen, &s->httpd, msg, sizeof(msg));
+		f = httpd__start(s->o.listen, s->o.token, &s->httpd, msg, sizeof(msg));
 		if (f) {
 			pr_warn("%s: %s", verb(s), msg);
 			return f;

@@ -56,6 +56,7 @@ struct session_opts {
 	double retain_s;	/* a finished job's series stay this long */
 	const char *lock_file;
 	const char *cgroup;	/* --cgroup: only processes in this cgroup or below; NULL: all */
+	char token[HTTPD_TOKEN_MAX + 1];	/* --token-file's bearer token; "": none */
 	long planned_steps;	/* --planned-steps: exported for the ETA panel; 0: none */
 	const char *cupti_socket;	/* GPU timing from librankscope_cupti.so; NULL: off */
 	/* captures */

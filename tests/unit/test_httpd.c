@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include "httpd.h"
@@ -31,7 +33,7 @@ static int setup(void **state)
 	for (i = 0; i < 50; i++) {
 		s.port = 20000 + rand() % 30000;
 		snprintf(addr, sizeof(addr), "127.0.0.1:%u", s.port);
-		if (!httpd__start(addr, &s.h, err, sizeof(err)))
+		if (!httpd__start(addr, NULL, &s.h, err, sizeof(err)))
 			break;
 		s.h = NULL;
 	}
@@ -118,11 +120,82 @@ static void host__not_loopback__403(void **state)
 	assert_int_equal(get(s, "/metrics", "[::1]"), 200);
 }
 
+static void bearer__exact_token__only_that(void **state)
+{
+	static const char tok[] = "0123456789abcdef0123";
+
+	assert_true(httpd__bearer_ok("Bearer 0123456789abcdef0123", tok));
+	assert_false(httpd__bearer_ok(NULL, tok));
+	assert_false(httpd__bearer_ok("0123456789abcdef0123", tok));		/* no scheme */
+	assert_false(httpd__bearer_ok("bearer 0123456789abcdef0123", tok));
+	assert_false(httpd__bearer_ok("Bearer 0123456789abcdef012", tok));	/* a prefix */
+	assert_false(httpd__bearer_ok("Bearer 0123456789abcdef01234", tok));	/* longer */
+	assert_false(httpd__bearer_ok("Bearer 0123456789abcdef0124", tok));
+	assert_false(httpd__bearer_ok("Bearer ", tok));
+	assert_false(httpd__bearer_ok("Bearer ", ""));				/* no token: never */
+}
+
+/* Write text to a new file of mode mode; its path in path. */
+static void token_file(char *path, size_t n, const char *text, mode_t mode)
+{
+	int fd;
+
+	snprintf(path, n, "/tmp/rankscope-token-XXXXXX");
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	assert_int_equal(fchmod(fd, mode), 0);
+	close(fd);
+}
+
+static void load_token__modes_and_contents__refused_with_the_fix(void **state)
+{
+	char path[64], tok[HTTPD_TOKEN_MAX + 1], err[256];
+
+	token_file(path, sizeof(path), "c0ffee00c0ffee00c0ffee00\n", 0600);
+	assert_int_equal(httpd__load_token(path, tok, sizeof(tok), err, sizeof(err)), 0);
+	assert_string_equal(tok, "c0ffee00c0ffee00c0ffee00");	/* the newline dropped */
+	unlink(path);
+	/* readable by others (a Secret's default 0644) */
+	token_file(path, sizeof(path), "c0ffee00c0ffee00c0ffee00\n", 0644);
+	assert_int_equal(httpd__load_token(path, tok, sizeof(tok), err, sizeof(err)), -EPERM);
+	assert_non_null(strstr(err, "chmod 600"));
+	unlink(path);
+	/* too short, two words, a NUL, empty */
+	token_file(path, sizeof(path), "short\n", 0600);
+	assert_int_equal(httpd__load_token(path, tok, sizeof(tok), err, sizeof(err)), -EINVAL);
+	unlink(path);
+	token_file(path, sizeof(path), "c0ffee00c0ffee00 c0ffee00\n", 0400);
+	assert_int_equal(httpd__load_token(path, tok, sizeof(tok), err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "printable"));
+	unlink(path);
+	token_file(path, sizeof(path), "", 0600);
+	assert_int_equal(httpd__load_token(path, tok, sizeof(tok), err, sizeof(err)), -EINVAL);
+	unlink(path);
+	/* longer than the longest token */
+	{
+		char big[HTTPD_TOKEN_MAX + 40];
+
+		memset(big, 'a', sizeof(big) - 1);
+		big[sizeof(big) - 1] = '\0';
+		token_file(path, sizeof(path), big, 0600);
+		assert_int_equal(httpd__load_token(path, tok, sizeof(tok), err, sizeof(err)),
+				 -EINVAL);
+		unlink(path);
+	}
+	/* not a file, and no file */
+	assert_int_equal(httpd__load_token("/tmp", tok, sizeof(tok), err, sizeof(err)), -EINVAL);
+	assert_true(httpd__load_token("/nonexistent/token", tok, sizeof(tok), err, sizeof(err)) < 0);
+	assert_non_null(strstr(err, "cannot open"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(healthz__loop_stops_publishing__503_then_200),
 		cmocka_unit_test(host__not_loopback__403),
+		cmocka_unit_test(bearer__exact_token__only_that),
+		cmocka_unit_test(load_token__modes_and_contents__refused_with_the_fix),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
