@@ -20,6 +20,7 @@
 #include "procfs.h"
 
 struct step_line {
+	uint64_t seq;		/* 1, 2, ... in the order added: the since= cursor */
 	char job[128];
 	int rank;
 	char *json;
@@ -33,6 +34,7 @@ struct httpd {
 	size_t doc_len[HTTPD_DOC_MAX];
 	struct step_line *steps;	/* a ring of HTTPD_STEPS_MAX */
 	size_t nsteps, head;
+	uint64_t step_seq;		/* the last step line's seq */
 	struct capture *cap;
 	bool loopback;			/* listening on 127.0.0.0/8 or ::1 */
 	char token[HTTPD_TOKEN_MAX + 1];	/* "" : none; remote API requests are refused */
@@ -172,20 +174,82 @@ static enum MHD_Result serve_doc(struct httpd *h, struct MHD_Connection *c, enum
 
 /* /api/v1/steps?rank=R&last=N[&job=ID]: the last N step lines of rank R (all ranks without
  * rank) of job ID (every job without job). */
+/*
+ * GET /api/v1/steps?since=CURSOR[&job=J][&rank=R][&last=N]: the step lines added after the
+ * cursor, oldest first, at most N (default 4096), as {"cursor":C,"lost":L,"more":B,"steps":[...]}:
+ * C is the cursor for the next request, L the lines after the old cursor that the ring
+ * dropped before they were asked for, B whether more wait past C.
+ */
+static enum MHD_Result serve_steps_since(struct httpd *h, struct MHD_Connection *c, long since,
+					 const char *js, long rank, long last)
+{
+	size_t i, k, n = 0, cap, len, oldest;
+	uint64_t cursor = since, lost = 0;
+	enum MHD_Result ret;
+	bool more = false;
+	char *out, head[96];
+
+	pthread_mutex_lock(&h->lock);
+	cap = sizeof(head) + 2;		/* the head, then "]}" */
+	for (k = 0; k < h->nsteps; k++)
+		cap += h->steps[k].len + 2;
+	out = malloc(cap);
+	if (!out) {
+		pthread_mutex_unlock(&h->lock);
+		return text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
+	}
+	oldest = (h->head + HTTPD_STEPS_MAX - h->nsteps) % HTTPD_STEPS_MAX;
+	if (h->nsteps && h->steps[oldest].seq > (uint64_t)since + 1)
+		lost = h->steps[oldest].seq - since - 1;
+	len = sizeof(head);	/* room for the head, written last */
+	for (i = 0; i < h->nsteps; i++) {
+		const struct step_line *s = &h->steps[(oldest + i) % HTTPD_STEPS_MAX];
+
+		if (s->seq <= (uint64_t)since)
+			continue;
+		if (n == (size_t)last) {
+			more = true;
+			break;
+		}
+		cursor = s->seq;
+		if ((rank >= 0 && s->rank != rank) || (js && strcmp(js, s->job)))
+			continue;
+		if (n++)
+			out[len++] = ',';
+		memcpy(out + len, s->json, s->len);
+		len += s->len;
+	}
+	pthread_mutex_unlock(&h->lock);
+	out[len++] = ']';
+	out[len++] = '}';
+	k = snprintf(head, sizeof(head), "{\"cursor\":%llu,\"lost\":%llu,\"more\":%s,\"steps\":[",
+		     (unsigned long long)cursor, (unsigned long long)lost, more ? "true" : "false");
+	memcpy(out + sizeof(head) - k, head, k);
+	ret = reply(c, MHD_HTTP_OK, "application/json", out + sizeof(head) - k,
+		    len - (sizeof(head) - k));
+	free(out);
+	return ret;
+}
+
 static enum MHD_Result serve_steps(struct httpd *h, struct MHD_Connection *c)
 {
 	const char *js = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "job");
 	const char *rs = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "rank");
 	const char *ls = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "last");
-	long rank = -1, last = 100;
+	const char *ss = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "since");
+	long rank = -1, last = ss ? HTTPD_STEPS_MAX : 100, since = 0;
 	size_t i, k, n = 0, cap = 2, len = 1;
 	enum MHD_Result ret;
 	char *out;
 
 	if ((rs && parse_long(rs, 0, 1 << 20, &rank)) ||
-	    (ls && parse_long(ls, 1, HTTPD_STEPS_MAX, &last)))
+	    (ls && parse_long(ls, 1, HTTPD_STEPS_MAX, &last)) ||
+	    (ss && parse_long(ss, 0, 1L << 62, &since)))
 		return text(c, MHD_HTTP_BAD_REQUEST,
-			    "bad request: rank and last must be whole numbers (last 1..4096)\n");
+			    "bad request: rank, last and since must be whole numbers (last 1..4096, "
+			    "since a cursor from the last answer, 0 at first)\n");
+	if (ss)
+		return serve_steps_since(h, c, since, js, rank, last);
 	pthread_mutex_lock(&h->lock);
 	/* newest first: walk back from the head */
 	for (k = 0; k < h->nsteps; k++)
@@ -580,6 +644,7 @@ void httpd__add_step(struct httpd *h, const char *job, int rank, const char *jso
 	s->rank = rank;
 	s->json = copy;
 	s->len = len;
+	s->seq = ++h->step_seq;
 	h->head = (h->head + 1) % HTTPD_STEPS_MAX;
 	if (h->nsteps < HTTPD_STEPS_MAX)
 		h->nsteps++;

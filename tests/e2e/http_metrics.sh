@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # HTTP on a real 2-rank OpenMPI straggler job, found by `rankscope daemon`:
 #  - /metrics passes `promtool check metrics` and names the straggler;
-#  - /healthz, /api/v1/ranks, /api/v1/steps?rank=R&last=N and /api/v1/diagnosis (one verdict per job) answer JSON;
+#  - /healthz, /api/v1/ranks, /api/v1/steps?rank=R&last=N (and ?since=CURSOR) and /api/v1/diagnosis (one verdict per job) answer JSON;
 #  - bad input: unknown path 404, POST 405, bad query 400, a huge header is refused, malformed
 #    request lines and URLs get no 200, and an idle half-sent request is closed at the timeout
 #    while /metrics keeps answering;
@@ -51,6 +51,20 @@ get "$URL/api/v1/steps?job=$JOB&rank=$SLOW&last=3" | tail -n +2 | $PY -c '
 import json, sys; s = json.load(sys.stdin)
 assert len(s) == 3 and all(x["type"] == "step" and x["rank"] == int(sys.argv[1]) for x in s), s
 assert s[0]["step"] > s[1]["step"] > s[2]["step"], "newest first"' $SLOW || fail "/api/v1/steps"
+# a puller's cursor: every line once, oldest first, and the next pull only newer ones
+C=$(get "$URL/api/v1/steps?since=0&job=$JOB" | tail -n +2 | $PY -c '
+import json, sys; a = json.load(sys.stdin)
+k = [(x["rank"], x["step"]) for x in a["steps"]]
+assert a["lost"] == 0 and len(k) >= 4 and len(set(k)) == len(k), a
+for r in {x[0] for x in k}:
+    mine = [x[1] for x in k if x[0] == r]
+    assert mine == sorted(mine), mine
+print(a["cursor"], max(x[1] for x in k))') || fail "/api/v1/steps?since=0"
+sleep 1
+get "$URL/api/v1/steps?since=${C% *}&job=$JOB" | tail -n +2 | $PY -c '
+import json, sys; a = json.load(sys.stdin)
+assert a["cursor"] >= int(sys.argv[1]) and all(x["step"] > int(sys.argv[2]) - 2 for x in a["steps"]), a
+' ${C% *} ${C#* } || fail "/api/v1/steps?since=CURSOR"
 get $URL/api/v1/diagnosis | tail -n +2 | $PY -c '
 import json, sys; a = json.load(sys.stdin)
 mine = [v for v in a if v["job"] == sys.argv[2]]

@@ -51,11 +51,13 @@ static int teardown(void **state)
 	return 0;
 }
 
+static char resp[65536];	/* the last answer, head and body */
+
 /* GET path with the given Host header (NULL: the listener's own); returns the status code */
 static int get(const struct srv *s, const char *path, const char *host)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(s->port) };
-	char req[256], resp[512];
+	char req[256];
 	ssize_t n, got = 0;
 	int fd, code = -1;
 
@@ -118,6 +120,64 @@ static void host__not_loopback__403(void **state)
 	snprintf(host, sizeof(host), "localhost:%u", s->port);
 	assert_int_equal(get(s, "/metrics", host), 200);
 	assert_int_equal(get(s, "/metrics", "[::1]"), 200);
+}
+
+/* The body of the last answer. */
+static const char *body(void)
+{
+	const char *b = strstr(resp, "\r\n\r\n");
+
+	return b ? b + 4 : "";
+}
+
+static void add_steps(const struct srv *s, int from, int to)
+{
+	char line[64];
+	int k;
+
+	for (k = from; k <= to; k++) {
+		snprintf(line, sizeof(line), "{\"step\":%d,\"rank\":%d}", k, k % 2);
+		httpd__add_step(s->h, "j", k % 2, line, strlen(line));
+	}
+}
+
+static void steps_since__cursor__each_line_once_in_order(void **state)
+{
+	struct srv *s = *state;
+	char path[96];
+	unsigned long long cursor, lost;
+
+	add_steps(s, 1, 5);
+	assert_int_equal(get(s, "/api/v1/steps?since=0&last=3", NULL), 200);
+	assert_int_equal(sscanf(body(), "{\"cursor\":%llu,\"lost\":%llu", &cursor, &lost), 2);
+	assert_int_equal(lost, 0);
+	assert_non_null(strstr(body(), "\"more\":true"));
+	assert_non_null(strstr(body(), "[{\"step\":1,\"rank\":1},{\"step\":2,\"rank\":0},"
+				       "{\"step\":3,\"rank\":1}]"));
+	/* the rest, then nothing new */
+	snprintf(path, sizeof(path), "/api/v1/steps?since=%llu", cursor);
+	assert_int_equal(get(s, path, NULL), 200);
+	assert_non_null(strstr(body(), "\"more\":false,\"steps\":[{\"step\":4,\"rank\":0},"
+				       "{\"step\":5,\"rank\":1}]}"));
+	assert_int_equal(sscanf(body(), "{\"cursor\":%llu", &cursor), 1);
+	snprintf(path, sizeof(path), "/api/v1/steps?since=%llu", cursor);
+	assert_int_equal(get(s, path, NULL), 200);
+	assert_non_null(strstr(body(), "\"steps\":[]}"));
+	/* one rank's: the cursor still moves past the others' */
+	add_steps(s, 6, 9);
+	snprintf(path, sizeof(path), "/api/v1/steps?since=%llu&rank=0", cursor);
+	assert_int_equal(get(s, path, NULL), 200);
+	assert_non_null(strstr(body(), "[{\"step\":6,\"rank\":0},{\"step\":8,\"rank\":0}]"));
+	assert_int_equal(sscanf(body(), "{\"cursor\":%llu", &lost), 1);
+	assert_int_equal(lost, cursor + 4);
+	/* a cursor the ring has moved past: the lines lost are counted */
+	add_steps(s, 10, 10 + HTTPD_STEPS_MAX);
+	snprintf(path, sizeof(path), "/api/v1/steps?since=%llu&last=1", cursor);
+	assert_int_equal(get(s, path, NULL), 200);
+	assert_int_equal(sscanf(body(), "{\"cursor\":%llu,\"lost\":%llu", &cursor, &lost), 2);
+	assert_int_equal(lost, 5);
+	assert_int_equal(get(s, "/api/v1/steps?since=-1", NULL), 400);
+	assert_int_equal(get(s, "/api/v1/steps?since=abc", NULL), 400);
 }
 
 static void bearer__exact_token__only_that(void **state)
@@ -194,6 +254,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(healthz__loop_stops_publishing__503_then_200),
 		cmocka_unit_test(host__not_loopback__403),
+		cmocka_unit_test(steps_since__cursor__each_line_once_in_order),
 		cmocka_unit_test(bearer__exact_token__only_that),
 		cmocka_unit_test(load_token__modes_and_contents__refused_with_the_fix),
 	};
