@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The rest of deploy/: the Kubernetes manifests, the Dockerfile and the Grafana dashboard.
 #   - yamllint over deploy/ with deploy/.yamllint, when yamllint is installed;
-#   - the manifests render with `kubectl kustomize` (with and without the privileged/ and
-#     prometheus-operator/ components), when kubectl is installed. `kubectl apply
+#   - the manifests render with `kubectl kustomize` (with and without the privileged/,
+#     prometheus-operator/ and token/ components), when kubectl is installed. `kubectl apply
 #     --dry-run=client` is no use here: it asks an API server for its resource types and fails
 #     without a cluster. Without kubectl, the files kustomization.yaml lists are read as they
 #     are;
@@ -59,8 +59,8 @@ if have kubectl; then
 	fi
 	# The components, as a user enables them: a copy with `components:` added.
 	cp -r "$K" "$T/k"
-	printf 'components:\n  - privileged\n  - prometheus-operator\n' >>"$T/k/kustomization.yaml"
-	echo "== kubectl kustomize $K with components privileged, prometheus-operator"
+	printf 'components:\n  - privileged\n  - prometheus-operator\n  - token\n' >>"$T/k/kustomization.yaml"
+	echo "== kubectl kustomize $K with components privileged, prometheus-operator, token"
 	if kubectl kustomize "$T/k" >"$T/components.yaml"; then
 		rendered+=("components=$T/components.yaml")
 	else
@@ -258,6 +258,27 @@ for arg in sys.argv[2:]:
             eps = pm.get("podMetricsEndpoints", [])
             if not eps or ports.get(eps[0].get("port")) != port or eps[0].get("path") != "/metrics":
                 err(f"{variant}: the PodMonitor must scrape /metrics on port {port}")
+        # token/: the Secret read only at 0400 (the daemon refuses more), --token-file on it,
+        # a headless Service and a NetworkPolicy on the daemon's port
+        labels = tmpl["metadata"]["labels"]
+        vols = {v["name"]: v for v in pod.get("volumes", [])}
+        sec = vols.get("token", {}).get("secret", {})
+        if sec.get("secretName") != "rankscope-token" or sec.get("defaultMode") != 0o400:
+            err(f"{variant}: the token volume must be Secret rankscope-token, defaultMode 0400")
+        mnt = {m["name"]: m for m in c.get("volumeMounts", [])}.get("token", {})
+        if not mnt.get("readOnly") or \
+           f"--token-file={mnt.get('mountPath')}/token" not in args:
+            err(f"{variant}: --token-file must name the read-only token mount")
+        svc = kinds.get("Service", [{}])[0].get("spec", {})
+        if svc.get("clusterIP") != "None" or \
+           any(labels.get(k) != v for k, v in svc.get("selector", {}).items()) or \
+           [p.get("port") for p in svc.get("ports", [])] != [port]:
+            err(f"{variant}: the Service must be headless, select the pods, on port {port}")
+        np = kinds.get("NetworkPolicy", [{}])[0].get("spec", {})
+        nports = [p.get("port") for r in np.get("ingress", []) for p in r.get("ports", [])]
+        if np.get("podSelector", {}).get("matchLabels", {}).items() - labels.items() or \
+           nports != [port] or len(np.get("ingress", [{}])[0].get("from", [])) != 2:
+            err(f"{variant}: the NetworkPolicy must let Prometheus and the hub reach port {port}")
     if not errs:
         print(f"  {variant}: ok ({', '.join(sorted(kinds))})")
 sys.exit(1 if errs else 0)
