@@ -360,11 +360,17 @@ static void print_report(struct session *s)
 	const struct sjob *j = &s->jobs[0];
 	char a[16], line[512];
 	double conf = 0;
-	int period = 0, i, p, rank = -1;
+	int period = 0, i, p, rank = -1, world = -1;
 	const char *rule = j->model ? job__rule(j->model, &conf, &period) : "";
 
-	printf("rankscope diagnose: %d rank%s, %llu rank-steps", j->ncols, j->ncols == 1 ? "" : "s",
-	       (unsigned long long)j->steps_seen);
+	for (i = 0; i < j->ncols; i++)
+		if (s->ranks[j->slots[i]].info.world_size > world)
+			world = s->ranks[j->slots[i]].info.world_size;
+	printf("rankscope diagnose: %d rank%s", j->ncols, j->ncols == 1 ? "" : "s");
+	/* a node's part of a job on several says how much of it it sees */
+	if (world > j->ncols)
+		printf(" of %d in the job (the others are not observed here)", world);
+	printf(", %llu rank-steps", (unsigned long long)j->steps_seen);
 	if (rule[0])
 		printf("; steps by %s (period %d, confidence %.2f)\n", rule, period, conf);
 	else

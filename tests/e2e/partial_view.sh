@@ -59,9 +59,18 @@ hang = [d for d in verdicts(sys.argv[3]) if "every rank seen here" in d["evidenc
 assert hang and hang[0]["class"] == "remote_wait", [d["class"] for d in verdicts(sys.argv[3])]
 text = open(sys.argv[4]).read()
 assert "verdict: remote_wait: the 2 ranks seen here (of 4)" in text, text[-600:]
+assert "rankscope diagnose: 2 ranks of 4 in the job (the others are not observed here)" in text, text[:300]
 print("2 of 4 seen:", named[0]["class"], "|", named[0]["evidence"]["detail"])
 print("4 of 4 seen:", len(right), "of", len(whole), "verdicts compute on rank 3")
 print("rank 3 stopped, 2 of 4 seen:", hang[0]["evidence"]["detail"])
 PY
-kill "$PID_job" 2>/dev/null
+# the ranks gone before the next test: busy-polling ranks left behind would be its contention
+kill -TERM -- "-$PID_job" 2>/dev/null
+for p in "${PIDS[@]}"; do
+	for ((i = 0; i < 100; i++)); do
+		kill -0 "$p" 2>/dev/null || break
+		[ $i = 50 ] && kill -KILL "$p" 2>/dev/null
+		sleep 0.1
+	done
+done
 pass "2 of 4 ranks seen: remote_wait with ranks_seen/world_size, never communication; all 4: compute on rank 3; a stopped remote rank: remote_wait"
