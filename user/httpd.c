@@ -175,20 +175,32 @@ static enum MHD_Result serve_doc(struct httpd *h, struct MHD_Connection *c, enum
 /* /api/v1/steps?rank=R&last=N[&job=ID]: the last N step lines of rank R (all ranks without
  * rank) of job ID (every job without job). */
 /*
- * GET /api/v1/steps?since=CURSOR[&job=J][&rank=R][&last=N]: the step lines added after the
- * cursor, oldest first, at most N (default 4096), as {"cursor":C,"lost":L,"more":B,"steps":[...]}:
- * C is the cursor for the next request, L the lines after the old cursor that the ring
- * dropped before they were asked for, B whether more wait past C.
+ * GET /api/v1/steps[?job=J][&rank=R][&last=N]: the newest step lines first, at most N (100).
+ * With since=CURSOR: the lines added after the cursor, oldest first, at most N (4096), as
+ * {"cursor":C,"lost":L,"more":B,"steps":[...]}: C is the cursor for the next request, L the
+ * lines after the old cursor that the ring dropped before they were asked for, B whether more
+ * wait past C.
  */
-static enum MHD_Result serve_steps_since(struct httpd *h, struct MHD_Connection *c, long since,
-					 const char *js, long rank, long last)
+static enum MHD_Result serve_steps(struct httpd *h, struct MHD_Connection *c)
 {
-	size_t i, k, n = 0, cap, len, oldest;
-	uint64_t cursor = since, lost = 0;
+	const char *js = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "job");
+	const char *rs = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "rank");
+	const char *ls = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "last");
+	const char *ss = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "since");
+	long rank = -1, last = ss ? HTTPD_STEPS_MAX : 100, since = 0;
+	size_t i, k, n = 0, cap, len, oldest, hlen;
+	uint64_t cursor, lost = 0;
 	enum MHD_Result ret;
 	bool more = false;
-	char *out, head[96];
+	char *out, head[96];	/* what precedes the lines, written once they are known */
 
+	if ((rs && parse_long(rs, 0, 1 << 20, &rank)) ||
+	    (ls && parse_long(ls, 1, HTTPD_STEPS_MAX, &last)) ||
+	    (ss && parse_long(ss, 0, 1L << 62, &since)))
+		return text(c, MHD_HTTP_BAD_REQUEST,
+			    "bad request: rank, last and since must be whole numbers (last 1..4096, "
+			    "since a cursor from the last answer, 0 at first)\n");
+	cursor = since;
 	pthread_mutex_lock(&h->lock);
 	cap = sizeof(head) + 2;		/* the head, then "]}" */
 	for (k = 0; k < h->nsteps; k++)
@@ -199,82 +211,40 @@ static enum MHD_Result serve_steps_since(struct httpd *h, struct MHD_Connection 
 		return text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
 	}
 	oldest = (h->head + HTTPD_STEPS_MAX - h->nsteps) % HTTPD_STEPS_MAX;
-	if (h->nsteps && h->steps[oldest].seq > (uint64_t)since + 1)
+	if (ss && h->nsteps && h->steps[oldest].seq > (uint64_t)since + 1)
 		lost = h->steps[oldest].seq - since - 1;
-	len = sizeof(head);	/* room for the head, written last */
+	len = sizeof(head);
 	for (i = 0; i < h->nsteps; i++) {
-		const struct step_line *s = &h->steps[(oldest + i) % HTTPD_STEPS_MAX];
-
-		if (s->seq <= (uint64_t)since)
+		/* since: oldest first from the cursor; else newest first */
+		k = ss ? (oldest + i) % HTTPD_STEPS_MAX :
+			 (h->head + HTTPD_STEPS_MAX - 1 - i) % HTTPD_STEPS_MAX;
+		if (ss && h->steps[k].seq <= (uint64_t)since)
 			continue;
 		if (n == (size_t)last) {
 			more = true;
 			break;
 		}
-		cursor = s->seq;
-		if ((rank >= 0 && s->rank != rank) || (js && strcmp(js, s->job)))
+		cursor = h->steps[k].seq;
+		if ((rank >= 0 && h->steps[k].rank != rank) || (js && strcmp(js, h->steps[k].job)))
 			continue;
 		if (n++)
 			out[len++] = ',';
-		memcpy(out + len, s->json, s->len);
-		len += s->len;
+		memcpy(out + len, h->steps[k].json, h->steps[k].len);
+		len += h->steps[k].len;
 	}
 	pthread_mutex_unlock(&h->lock);
 	out[len++] = ']';
-	out[len++] = '}';
-	k = snprintf(head, sizeof(head), "{\"cursor\":%llu,\"lost\":%llu,\"more\":%s,\"steps\":[",
-		     (unsigned long long)cursor, (unsigned long long)lost, more ? "true" : "false");
-	memcpy(out + sizeof(head) - k, head, k);
-	ret = reply(c, MHD_HTTP_OK, "application/json", out + sizeof(head) - k,
-		    len - (sizeof(head) - k));
-	free(out);
-	return ret;
-}
-
-static enum MHD_Result serve_steps(struct httpd *h, struct MHD_Connection *c)
-{
-	const char *js = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "job");
-	const char *rs = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "rank");
-	const char *ls = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "last");
-	const char *ss = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "since");
-	long rank = -1, last = ss ? HTTPD_STEPS_MAX : 100, since = 0;
-	size_t i, k, n = 0, cap = 2, len = 1;
-	enum MHD_Result ret;
-	char *out;
-
-	if ((rs && parse_long(rs, 0, 1 << 20, &rank)) ||
-	    (ls && parse_long(ls, 1, HTTPD_STEPS_MAX, &last)) ||
-	    (ss && parse_long(ss, 0, 1L << 62, &since)))
-		return text(c, MHD_HTTP_BAD_REQUEST,
-			    "bad request: rank, last and since must be whole numbers (last 1..4096, "
-			    "since a cursor from the last answer, 0 at first)\n");
-	if (ss)
-		return serve_steps_since(h, c, since, js, rank, last);
-	pthread_mutex_lock(&h->lock);
-	/* newest first: walk back from the head */
-	for (k = 0; k < h->nsteps; k++)
-		cap += h->steps[k].len + 2;
-	out = malloc(cap);
-	if (!out) {
-		pthread_mutex_unlock(&h->lock);
-		return text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
+	if (ss) {
+		out[len++] = '}';
+		hlen = snprintf(head, sizeof(head), "{\"cursor\":%llu,\"lost\":%llu,\"more\":%s,"
+				"\"steps\":[", (unsigned long long)cursor,
+				(unsigned long long)lost, more ? "true" : "false");
+	} else {
+		hlen = snprintf(head, sizeof(head), "[");
 	}
-	out[0] = '[';
-	for (i = 0; i < h->nsteps && n < (size_t)last; i++) {
-		const struct step_line *s;
-
-		k = (h->head + HTTPD_STEPS_MAX - 1 - i) % HTTPD_STEPS_MAX;
-		s = &h->steps[k];
-		if ((rank >= 0 && s->rank != rank) || (js && strcmp(js, s->job)))
-			continue;
-		if (n++)
-			out[len++] = ',';
-		memcpy(out + len, s->json, s->len);
-		len += s->len;
-	}
-	pthread_mutex_unlock(&h->lock);
-	out[len++] = ']';
-	ret = reply(c, MHD_HTTP_OK, "application/json", out, len);
+	memcpy(out + sizeof(head) - hlen, head, hlen);
+	ret = reply(c, MHD_HTTP_OK, "application/json", out + sizeof(head) - hlen,
+		    len - (sizeof(head) - hlen));
 	free(out);
 	return ret;
 }
