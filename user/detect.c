@@ -170,7 +170,7 @@ int detect__window(const struct step_obs *obs, int nsteps, int nranks, struct ve
 	static const enum phase cand[] = { PH_INPUT_WAIT, PH_IO, PH_COMPUTE, PH_SCHED_DELAY,
 					   PH_GPU_WAIT, PH_OTHER };
 	uint64_t *tmp = NULL, *durs = NULL, *posts = NULL, *mine = NULL, *peer = NULL, last;
-	int64_t *skews = NULL, *exc = NULL, best_skew = INT64_MIN, e, best_e;
+	int64_t *skews = NULL, *exc = NULL, *lat = NULL, best_skew = INT64_MIN, e, best_e;
 	int s, r, m, nrows = 0, np = 0, c, late = -1, err = 0;
 	bool consistent;
 	uint64_t threshold;
@@ -186,7 +186,8 @@ int detect__window(const struct step_obs *obs, int nsteps, int nranks, struct ve
 	posts = calloc(nsteps * nranks, sizeof(*posts));
 	skews = calloc(nsteps, sizeof(*skews));
 	exc = calloc(nsteps, sizeof(*exc));
-	if (!tmp || !mine || !peer || !durs || !posts || !skews || !exc) {
+	lat = calloc((size_t)nsteps * nranks, sizeof(*lat));	/* each rank's, each step */
+	if (!tmp || !mine || !peer || !durs || !posts || !skews || !exc || !lat) {
 		err = -ENOMEM;
 		goto out;
 	}
@@ -220,7 +221,8 @@ int detect__window(const struct step_obs *obs, int nsteps, int nranks, struct ve
 
 			if (!row_complete(row, nranks))
 				continue;
-			skews[m++] = lateness(row, nranks, r, tmp);
+			lat[s * nranks + r] = lateness(row, nranks, r, tmp);
+			skews[m++] = lat[s * nranks + r];
 		}
 		e = median_i64(skews, m);
 		if (e > best_skew) {
@@ -237,17 +239,16 @@ int detect__window(const struct step_obs *obs, int nsteps, int nranks, struct ve
 		int most = 0;
 
 		for (m = 0, c = 0, s = 0; s < nsteps; s++) {
-			const struct step_obs *row = &obs[s * nranks];
-			int64_t mine = lateness(row, nranks, late, tmp);
+			const int64_t *l = &lat[s * nranks];
 
-			if (!row_complete(row, nranks))
+			if (!row_complete(&obs[s * nranks], nranks))
 				continue;
 			m++;
-			c += mine >= (int64_t)threshold / 2;
+			c += l[late] >= (int64_t)threshold / 2;
 			for (r = 0; r < nranks; r++)
-				if (r != late && row[r].present && lateness(row, nranks, r, tmp) >= mine)
+				if (r != late && obs[s * nranks + r].present && l[r] >= l[late])
 					break;
-			most += r == nranks && mine >= (int64_t)threshold / 4;
+			most += r == nranks && l[late] >= (int64_t)threshold / 4;
 		}
 		consistent = c >= m * DETECT_CONSISTENT || most >= m * DETECT_CONSISTENT;
 	}
@@ -317,6 +318,7 @@ out:
 	free(durs);
 	free(posts);
 	free(skews);
+	free(lat);
 	free(exc);
 	return err;
 }
