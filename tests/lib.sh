@@ -4,6 +4,7 @@ set -u
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 RS="$TOP/build/rankscope"
 FIX="$TOP/build/fixtures"
+ZOO_DDP="$TOP/tests/workloads/zoo_ddp_launch.sh"	# PyTorch DDP (gloo) ranks of zoo_ddp.py
 PY=/usr/bin/python3
 T=$(mktemp -d /tmp/rankscope-test.XXXXXX)
 BG_PIDS=()

@@ -109,7 +109,7 @@ $CHECK "$T/mpi.json" --ranks 0,1 --min-flows 50 --need step,phase,collective,ver
 ls -l "$T/caps"
 
 # 3) a DDP job, captured with rankscope capture --server
-bg ddp env DDP_LAUNCH_RUN_ID=ddp-capture-$$ "$FIX/ddp_launch.sh" 2 --go-file "$T/go-ddp" \
+bg ddp env ZOO_DDP_RUN_ID=ddp-capture-$$ "$ZOO_DDP" 2 --go-file "$T/go-ddp" \
 	--steps 400 --data-dir "$T/data"
 wait_lines "$T/ddp.out" '^ready rank=' 2 120 || fail "DDP job did not start"
 touch "$T/go-ddp"

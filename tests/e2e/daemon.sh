@@ -116,12 +116,12 @@ for r in (0, 1):
 print(f"job {job}: each rank's checkpoint written just before a clean exit was counted")
 PY
 
-# 3) a DDP job while the MPI job runs: a second job. ddp_launch.sh is a stand-in launcher (a bash
+# 3) a DDP job while the MPI job runs: a second job. zoo_ddp_launch.sh is a stand-in launcher (a bash
 # torchrun: it sets the rank variables and starts one python per rank). It carries RANK=0 itself, as
 # Kubeflow's node rank does: taken for a rank at first, it is let go once it launches ranks.
 # Each rank runs a short-lived child (with its RANK) before it loads torch: the child takes the
 # rank's number for a moment, and the rank must get it back.
-bg ddp env RANK=0 DDP_STARTUP_HELPER=1.5 DDP_LAUNCH_RUN_ID=ddp-daemon-$$ "$FIX/ddp_launch.sh" 2 --go-file "$T/go-ddp" \
+bg ddp env RANK=0 ZOO_DDP_STARTUP_HELPER=1.5 ZOO_DDP_RUN_ID=ddp-daemon-$$ "$ZOO_DDP" 2 --go-file "$T/go-ddp" \
 	--steps 40 --data-dir "$T/data"
 wait_lines "$T/ddp.out" '^ready rank=' 2 120 || fail "DDP job did not start"
 DDP_PIDS=$(ready_pids "$T/ddp.out")

@@ -6,7 +6,7 @@
 need_root
 $PY -c 'import torch' 2>/dev/null || skip "python3-torch not installed (make deps)"
 STEPS=25
-bg job "$FIX/ddp_launch.sh" 2 --go-file "$T/go" --steps $STEPS --data-dir "$T/data"
+bg job "$ZOO_DDP" 2 --go-file "$T/go" --steps $STEPS --data-dir "$T/data"
 wait_lines "$T/job.out" '^ready rank=' 2 120 || fail "DDP job did not start"
 PIDS=$(ready_pids "$T/job.out")
 rs_attach rs -p "$PIDS" --json --events
@@ -41,7 +41,7 @@ for l in open(sys.argv[2]):
         tcp_ranks.add(d['rank'])
 for r, pid in rank_pid.items():
     rk = ranks[pid]
-    assert rk['rank'] == r and rk['rank_source'] == 'environ' and rk['job'].startswith('ddp-test'), rk
+    assert rk['rank'] == r and rk['rank_source'] == 'environ' and rk['job'].startswith('zoo-ddp-'), rk
     assert rk['libs']['gloo'] and rk['libs']['torch'], rk
     assert ops[(r, 'gloo', 'allreduce')] >= steps, (r, ops)
     assert ops[(r, 'torch', 'ddp_prepare_for_forward')] == steps, (r, ops)

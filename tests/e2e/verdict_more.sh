@@ -81,8 +81,8 @@ have_quota && check quota cpu_contention compute
 
 $PY -c 'import torch' 2>/dev/null || skip "python3-torch not installed (make deps)"
 VICTIM=$((RANDOM % 2))
-bg ddp "$FIX/ddp_launch.sh" 2 --go-file "$T/ddp.go" --steps 60 --slow-rank $VICTIM \
-	--slow-data-ms 40 --data-dir "$T/data"
+bg ddp "$ZOO_DDP" 2 --go-file "$T/ddp.go" --steps 60 --fault slowdata:$VICTIM:40 \
+	--data-dir "$T/data"
 wait_lines "$T/ddp.out" '^ready rank=' 2 120 || fail "DDP job did not start"
 bg ddprs "$RS" diagnose -p "$(ready_pids "$T/ddp.out")" --json
 wait_lines "$T/ddprs.out" '"type":"rank"' 2 30 || fail "rankscope did not attach"
@@ -95,13 +95,18 @@ grep -q '"rule":"ddp_marker"' "$T/ddprs.out" || fail "DDP steps did not use the 
 # accuracy: the workload's own clock for its data wait and step vs rankscope's, per rank
 # (the data wait is compared on the starved rank: elsewhere the workload's clock for next()
 # is mostly CPU work, unpickling the batch, which rankscope rightly calls compute)
-$PY - "$T/ddp.out" "$T/ddprs.out" "$VICTIM" <<'PY' || exit 1
-import json, re, sys
-job, victim = open(sys.argv[1]).read(), int(sys.argv[3])
+$PY - "$T/ddp.out" "$T/ddprs.out" "$VICTIM" "$TOP/tests/workloads" <<'PY' || exit 1
+import json, sys
+sys.path.insert(0, sys.argv[4])
+import zoo_ddp_check
+_, truth = zoo_ddp_check.load(sys.argv[1])
+victim = int(sys.argv[3])
 steps = [json.loads(l) for l in open(sys.argv[2]) if '"type":"step"' in l]
 seen = 0
-for m in re.finditer(r'done rank=(\d+) pid=(\d+) .*data_wait_ns_mean=(\d+) step_ns_mean=(\d+)', job):
-    r, pid, wait, dur = int(m[1]), int(m[2]), int(m[3]), int(m[4])
+for r, rows in truth.items():
+    pid = rows[0]["pid"]
+    wait = sum(t["input_ns"] for t in rows) / len(rows)
+    dur = sum(t["step_ns"] for t in rows) / len(rows)
     seen += 1
     st = [d for d in steps if d['pid'] == pid]
     mean = lambda f: sum(f(d) for d in st) / len(st)
@@ -112,7 +117,7 @@ for m in re.finditer(r'done rank=(\d+) pid=(\d+) .*data_wait_ns_mean=(\d+) step_
             f"rank {r} {name}: rankscope {got/1e6:.2f} ms vs workload {want/1e6:.2f} ms"
     print(f"ddp rank {r}: input_wait {got_wait/1e6:.2f}/{wait/1e6:.2f} ms, "
           f"step {got_dur/1e6:.2f}/{dur/1e6:.2f} ms (rankscope/workload)")
-assert seen == 2, f"the accuracy check compared {seen} ranks' done lines, want 2"
+assert seen == 2, f"the accuracy check compared {seen} ranks' truth lines, want 2"
 PY
 [ -z "${NO_QUOTA:-}" ] || skip "$NO_QUOTA (storage and input starvation passed)"
 pass "storage, CPU quota and input starvation found on the right rank"

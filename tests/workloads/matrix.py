@@ -7,14 +7,18 @@ diagnose --json` before the job starts or while it runs, and scores what ranksco
 against the truth the workload measured itself:
 
   - verdict: the first verdict that is not "none" must name the fault's class and rank, and
-    most of the later ones too; a healthy job must get none at all;
+    most of the later ones too; a healthy job must get none that its own clock does not show
+    (two ranks on two shared vCPUs are not always balanced: a verdict whose rank did the most
+    work by half rankscope's threshold over its window, in the part its class names, is a
+    real imbalance and is reported as one; see truth_backs);
   - steps to detection: the verdict's step minus the first step rankscope saw with the fault
     (hang, rank_exited and divergent: seconds from the fault to the verdict);
   - phases: per rank (every rank must have steps), the mean of each of rankscope's phases over
     the steps both saw, against the workload's own clock. MPI: input, io, sleep -> other,
     comm, compute and the step; an error counts when it is over 10% of the phase and over 5%
-    of the step. DDP: only the step, and rankscope's blocked input no more than the
-    workload's input time (which also holds the DataLoader's unpickling, on the CPU).
+    of the step. DDP: the step, compute against the main thread's CPU time and sched_delay
+    against its run-queue wait (both from schedstat), and rankscope's blocked input no more
+    than the workload's input time (which also holds the DataLoader's unpickling, on the CPU).
 
 Usage: matrix.py [--subset check|full] [--only REGEX] [--out DIR] [--md FILE] [--json FILE]
 Exit 0 when every cell run is right (its verdict, detection within 10 steps, and phases).
@@ -26,6 +30,7 @@ import json
 import os
 import re
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -294,6 +299,9 @@ def phase_errors(c, truth, steps, rank_of_pid):
             # batch on the CPU: rankscope's blocked input may be less, never more
             pairs = {
                 "input (blocked <= truth)": (ph("input_wait") + ph("io"), tm("input_ns")),
+                # the main thread's CPU time and run-queue wait (schedstat) over the step
+                "compute (main thread CPU)": (ph("compute"), tm("cpu_ns")),
+                "sched_delay (run queue)": (ph("sched_delay"), tm("runq_ns")),
             }
         pairs["step"] = (step_rs, step_tr)
         res = {}
@@ -302,6 +310,59 @@ def phase_errors(c, truth, steps, rank_of_pid):
             res[k] = (round(a, 3), round(b, 3), err > PHASE_REL * b and err > PHASE_STEP * step_tr)
         out[r] = res
     return out
+
+
+def truth_parts(c, t):
+    """A truth line's own work (the step less its wait in collectives: the rank with the most
+    arrives last) and the part of it each verdict class names."""
+    if c["kind"] == "mpi":
+        work = t["step_ns"] - t["comm_ns"]
+        parts = {"compute": t["compute_ns"] - t["preempt_ns"] + t["sleep_ns"],
+                 "cpu_contention": t["preempt_ns"], "input": t["input_ns"],
+                 "storage": t["io_ns"]}
+    else:
+        work = t["step_ns"] - t["wait_ns"]
+        parts = {"compute": t["cpu_ns"] + t["sleep_ns"], "cpu_contention": t["runq_ns"],
+                 "input": t["input_ns"], "storage": t["input_ns"]}
+    return work, parts
+
+
+def truth_backs(c, v, truth, steps, rank_of_pid):
+    """Whether the workload's own clock shows what a verdict says, over the verdict's window:
+    its rank's work is the most by half rankscope's threshold (a quarter of the step, 2 ms at
+    least) in the median step, and the part its class names explains half of that. A healthy
+    job on two shared vCPUs is not always balanced: such a verdict is right, not a false one.
+    Returns (backed, what the truth shows)."""
+    r, (a, b) = v["rank"], v["window"]
+    mine = [s for s in steps if rank_of_pid.get(s["pid"]) == r and a <= s["step"] <= b]
+    if not mine or r not in truth:
+        return False, "no step of the rank in the window"
+    lo = min(s["start_ns"] for s in mine)
+    hi = max(s["start_ns"] + s["dur_ns"] for s in mine)
+    by_step = {}
+    for rk, rows in truth.items():
+        for t in rows:
+            by_step.setdefault(t["step"], {})[rk] = t
+    late, excess, durs = [], [], []
+    for t in truth[r]:
+        if not lo <= t["start_ns"] + t["step_ns"] // 2 <= hi:
+            continue
+        peers = [p for rk, p in by_step.get(t["step"], {}).items() if rk != r]
+        if not peers:
+            continue
+        w, parts = truth_parts(c, t)
+        pw = [truth_parts(c, p) for p in peers]
+        late.append(w - statistics.median(x[0] for x in pw))
+        excess.append(parts.get(v["class"], 0) -
+                      statistics.median(x[1].get(v["class"], 0) for x in pw))
+        durs.append(t["step_ns"])
+    if len(late) < 3:
+        return False, "too few truth steps in the window"
+    lm, em = statistics.median(late), statistics.median(excess)
+    thr = max(0.25 * statistics.median(durs), 2e6)
+    what = (f"truth: rank {r} {lm / 1e6:+.2f} ms of work a step, {v['class']} part "
+            f"{em / 1e6:+.2f} ms (threshold {thr / 1e6:.2f} ms)")
+    return lm >= thr / 2 and em >= lm / 2, what
 
 
 def score(c, job_out, rs_out, err):
@@ -336,9 +397,17 @@ def score(c, job_out, rs_out, err):
     elif verdicts:
         res["verdict"] = "none"
     if cls == "none":
-        res["right"] = bool(verdicts) and not hits
-        res["false_positives"] = len(hits)
+        # a verdict in a healthy job is false unless the workload's clock shows it
+        backed = [truth_backs(c, v, truth, steps, rank_of_pid) for v in hits]
+        false = [v for v, (ok, _) in zip(hits, backed) if not ok]
+        res["right"] = bool(verdicts) and not false
+        res["false_positives"] = len(false)
+        res["backed"] = len(hits) - len(false)
         res["verdict_lines"] = len(verdicts)
+        if hits:
+            ok, what = backed[0]
+            res["note"] = (res["note"] + " " if res["note"] else "") + \
+                ("real imbalance, " if ok else "false: ") + what
     else:
         good = [v for v in hits if v["class"] == cls and v["rank"] == rank]
         wrong = [v for v in hits if not (v["class"] == cls and v["rank"] == rank)]
@@ -382,7 +451,8 @@ def score(c, job_out, rs_out, err):
         for r in pe.values():
             for k, (a, b, _) in r.items():
                 st = r["step"][1] or 1
-                worst = max(worst, abs(a - b) / st * 100)
+                e = abs(a - b) if "<=" not in k else max(a - b, 0.0)
+                worst = max(worst, e / st * 100)
         res["phase_worst_pct_of_step"] = round(worst, 1)
     return res
 
@@ -413,8 +483,11 @@ def md_table(results):
     ok = sum(1 for r in results if cell_ok(r))
     healthy = [r for r in results if r["expect"] == "none"]
     fp = sum(1 for r in healthy if not r["right"])
+    real = sum(1 for r in healthy if r["right"] and r.get("backed"))
     tail = (f"\n{ok} of {n} cells right (verdict, detection within {DETECT_STEPS} steps, "
-            f"phases). Healthy runs with a false verdict: {fp} of {len(healthy)}.\n")
+            f"phases). Healthy runs with a false verdict: {fp} of {len(healthy)}; "
+            f"with a verdict the workload's own clock shows (a real imbalance, not injected): "
+            f"{real}.\n")
     return head + "\n".join(rows) + "\n" + tail
 
 

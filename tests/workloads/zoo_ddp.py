@@ -63,7 +63,8 @@ Output (stdout, one write() per line)
   every rank:           ready rank=R pid=P
   every rank and step:  {"type":"truth","rank":R,"pid":P,"step":K,"start_ns":..,"step_ns":..,
                          "input_ns":..,"fwd_ns":..,"bwd_ns":..,"opt_ns":..,"sleep_ns":..,
-                         "extra_ns":..,"eval_ns":..,"stop_ns":..,"other_ns":..,"scale":F}
+                         "extra_ns":..,"eval_ns":..,"stop_ns":..,"other_ns":..,"scale":F,
+                         "wait_ns":..,"cpu_ns":..,"runq_ns":..}
                         The parts are contiguous intervals of the step, in this order: sleep
                         (sleep fault), extra (compute fault), stop (sigstop fault), then per
                         micro-batch input (blocked in next() on the DataLoader iterator, plus
@@ -78,8 +79,16 @@ Output (stdout, one write() per line)
                         length factor (len-skew x seqskew). A line is written at the start of
                         the next step (the last one after the loop), so a rank stopped or
                         stuck in step K has written lines up to K-1.
+                        Not parts: wait_ns is the time backward() spent blocked (neither on a
+                        CPU nor runnable, from /proc/thread-self/schedstat): DDP's wait for
+                        the all-reduce, so step_ns - wait_ns is the rank's own work and the
+                        rank with the most of it arrives last. cpu_ns and runq_ns: the main
+                        thread's CPU time and run-queue wait over the step.
   rank 0, eval steps:   {"type":"eval","step":K,"loss":L}
   every rank, at end:   done rank=R pid=P steps=N
+
+ZOO_DDP_STARTUP_HELPER=S: before it imports torch each rank runs `sleep S` as a child, which
+inherits its RANK (as ctypes.util.find_library's ldconfig does in real jobs).
 
 Everything that is not training happens before "ready": data generation and a barrier,
 process-group init, DDP's parameter broadcast, loader worker start, --warmup steps. Between
@@ -100,6 +109,12 @@ import random
 import signal
 import sys
 import time
+
+if os.environ.get("ZOO_DDP_STARTUP_HELPER"):
+    # a short-lived child that inherits RANK while the rank has no collective library yet
+    # (as ctypes.util.find_library runs ldconfig): a daemon must not lose the rank to it
+    import subprocess
+    subprocess.run(["sleep", os.environ["ZOO_DDP_STARTUP_HELPER"]], check=True)
 
 import torch
 import torch.distributed as dist
@@ -490,15 +505,46 @@ class LinearStack(nn.Module):
 
 # ---------------------------------------------------------------- step accounting
 
-class Step:
-    """Contiguous intervals: each lap() charges the time since the previous lap to a part."""
+class Sched:
+    """This thread's CPU time and run-queue wait (/proc/thread-self/schedstat, ns), so the
+    truth can tell the time backward() spends blocked (DDP's all-reduce wait) from the time
+    it computes or waits for a CPU. Opened by the main thread: the fd stays bound to it."""
 
-    __slots__ = ("start", "last", "parts", "scale")
+    fd = None
+
+    @classmethod
+    def now(cls):
+        if cls.fd is None:
+            cls.fd = os.open("/proc/thread-self/schedstat", os.O_RDONLY | os.O_CLOEXEC)
+        cpu, runq = os.pread(cls.fd, 64, 0).split()[:2]
+        return int(cpu), int(runq)
+
+
+class Step:
+    """Contiguous intervals: each lap() charges the time since the previous lap to a part.
+    Besides: wait (blocked inside backward(), off CPU and not runnable: the all-reduce wait
+    of the last bucket), cpu and runq (the main thread's CPU time and run-queue wait over
+    the step)."""
+
+    __slots__ = ("start", "last", "parts", "scale", "wait", "cpu", "runq", "_bwd")
 
     def __init__(self, start):
         self.start = self.last = start
         self.parts = dict.fromkeys(PARTS, 0)
         self.scale = 1.0
+        self.wait = 0
+        self.cpu, self.runq = Sched.now()
+        self._bwd = None
+
+    def backward(self, loss):
+        t0, (c0, q0) = time.monotonic_ns(), Sched.now()
+        loss.backward()
+        t1, (c1, q1) = time.monotonic_ns(), Sched.now()
+        self.wait += max(0, (t1 - t0) - (c1 - c0) - (q1 - q0))
+
+    def finish(self):
+        cpu, runq = Sched.now()
+        self.cpu, self.runq = cpu - self.cpu, runq - self.runq
 
     def lap(self, part):
         now = time.monotonic_ns()
@@ -509,11 +555,13 @@ class Step:
         # %-formatting: json.dumps costs ~80 us here right after a step (cold caches)
         p = self.parts
         return TRUTH_FMT % ((rank, pid, k, self.start, self.last - self.start)
-                            + tuple(p[x] for x in PARTS) + (self.scale,))
+                            + tuple(p[x] for x in PARTS) + (self.scale, self.wait, self.cpu,
+                                                             self.runq))
 
 
 TRUTH_FMT = ('{"type":"truth","rank":%d,"pid":%d,"step":%d,"start_ns":%d,"step_ns":%d,'
-             + ",".join('"%s_ns":%%d' % x for x in PARTS) + ',"scale":%.4f}')
+             + ",".join('"%s_ns":%%d' % x for x in PARTS) +
+             ',"scale":%.4f,"wait_ns":%d,"cpu_ns":%d,"runq_ns":%d}')
 
 
 def burn_cpu(seconds):
@@ -665,11 +713,11 @@ def main():
                 with ddp.no_sync():
                     loss = F.cross_entropy(ddp(x), y) / args.accum
                     st.lap("fwd")
-                    loss.backward()
+                    st.backward(loss)
             else:
                 loss = F.cross_entropy(ddp(x), y) / args.accum
                 st.lap("fwd")
-                loss.backward()  # DDP's gradient all-reduce completes in here
+                st.backward(loss)  # DDP's gradient all-reduce completes in here
             total += loss.item()
             del loss, x, y  # free the output now, not in some later part
             st.lap("bwd")
@@ -687,6 +735,7 @@ def main():
             n = DIVERGENT_NUMEL * (2 if div_ranks[k] == rank else 1)
             dist.all_reduce(torch.ones(n))
             st.lap("eval")
+        st.finish()
 
     try:
         # DDP rebuilds its buckets after the first step (one more broadcast): keep it out.

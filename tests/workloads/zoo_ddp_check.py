@@ -28,7 +28,7 @@ import sys
 
 PARTS = ("input", "fwd", "bwd", "opt", "sleep", "extra", "eval", "stop", "other")
 TRUTH_KEYS = ("type", "rank", "pid", "step", "start_ns", "step_ns") + \
-    tuple(p + "_ns" for p in PARTS) + ("scale",)
+    tuple(p + "_ns" for p in PARTS) + ("scale", "wait_ns", "cpu_ns", "runq_ns")
 SUM_TOLERANCE = 0.02
 
 READY = re.compile(r"^ready rank=(\d+) pid=(\d+)$")
@@ -110,6 +110,9 @@ def load(path, complete=True):
             parts = [d[p + "_ns"] for p in PARTS]
             if any(v < 0 for v in parts) or d["step_ns"] <= 0:
                 _fail(path, n, f"rank {r} step {i}: negative part or empty step")
+            if not 0 <= d["wait_ns"] <= d["bwd_ns"] or d["cpu_ns"] < 0 or d["runq_ns"] < 0:
+                _fail(path, n, f"rank {r} step {i}: wait_ns {d['wait_ns']} outside 0..bwd_ns "
+                               f"{d['bwd_ns']}, or a negative cpu_ns/runq_ns")
             if sum(parts) != d["step_ns"]:
                 _fail(path, n, f"rank {r} step {i}: parts add up to {sum(parts)}, "
                                f"step_ns {d['step_ns']}")

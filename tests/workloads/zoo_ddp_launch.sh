@@ -4,8 +4,9 @@
 # usage: zoo_ddp_launch.sh W [zoo_ddp.py args...]
 #
 # Sets RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR=127.0.0.1, MASTER_PORT (a
-# free port, or $ZOO_DDP_PORT) and ZOO_DDP_TAG (names the workerquota fault's cgroup) and
-# passes every other argument through. Uses /usr/bin/python3 (a pyenv python without torch
+# free port, or $ZOO_DDP_PORT), TORCHELASTIC_RUN_ID ($ZOO_DDP_RUN_ID, else zoo-ddp-PID-PORT: the
+# job id rankscope reads, as torchrun sets it) and ZOO_DDP_TAG (names the workerquota fault's
+# cgroup) and passes every other argument through. Uses /usr/bin/python3 (a pyenv python without torch
 # may come first on PATH).
 #
 # Exit status: 0 when every rank exited 0, else the first failing rank's status (77: the
@@ -53,6 +54,7 @@ declare -A running	# pid -> rank, for ranks not yet reaped
 for ((r = 0; r < nproc; r++)); do
 	RANK=$r LOCAL_RANK=$r WORLD_SIZE=$nproc LOCAL_WORLD_SIZE=$nproc \
 	MASTER_ADDR=127.0.0.1 MASTER_PORT=$port ZOO_DDP_TAG=$tag \
+	TORCHELASTIC_RUN_ID=${ZOO_DDP_RUN_ID:-zoo-ddp-$tag} \
 		"$py" "$here/zoo_ddp.py" "$@" &
 	running[$!]=$r
 done
