@@ -9,7 +9,7 @@ const char *detect__class_name(enum vclass c)
 {
 	static const char *const n[V_MAX] = {
 		"none", "input", "storage", "compute", "cpu_contention", "communication",
-		"divergent", "hang", "rank_exited", "remote_wait",
+		"divergent", "hang", "rank_exited", "remote_wait", "pipeline_bubble",
 	};
 
 	return c < V_MAX ? n[c] : "unknown";
@@ -45,6 +45,10 @@ const char *detect__experiment(enum vclass c)
 		return "look at the ranks not observed here (rankscope on their nodes, or rankscope "
 		       "hub over every node's daemon): the rank these wait for is among them; only "
 		       "with every rank seen and still aligned is the network to blame";
+	case V_BUBBLE:
+		return "raise the micro-batches a step (or use an interleaved schedule): the idle "
+		       "share should fall toward (S-1)/(M+S-1); if it does not, time the sends "
+		       "between these stages on their own";
 	default:
 		return "none needed; a verdict appears when one rank holds the others back";
 	}

@@ -18,6 +18,7 @@ enum vclass {
 	V_HANG,
 	V_RANK_EXITED,
 	V_REMOTE_WAIT,	/* communication-like, but ranks of the job are not observed here */
+	V_BUBBLE,	/* no straggler, but a pipeline stage idles well over its schedule's bubble */
 	V_MAX,
 };
 
@@ -47,6 +48,10 @@ struct step_obs {
 	bool has_late;
 	int64_t late_ns;	/* sum of (own entry - the peers' median entry) */
 	uint64_t wait_ns;	/* sum of (last entry - own entry), each clamped to the time inside */
+	/* pipeline parallel: the rank's stage (-1: none), the stages and micro-batches a step
+	 * (0: not known) and its main thread's time in sends and receives */
+	int stage, stages, micro;
+	uint64_t p2p_ns;
 };
 
 struct verdict {

@@ -104,6 +104,10 @@ struct job {
 	int co_n;
 	int *grp;
 	bool grp_known;
+	/* the groups (column masks, jobs of up to 64 columns) each column was judged in over
+	 * its latest step, by communicator name or learned */
+	uint64_t *vg;		/* n * JOB_VGROUPS */
+	int *nvg;
 	int world;		/* ranks in the job, -1: not known */
 	uint64_t now;		/* of the current advance */
 };
@@ -125,7 +129,9 @@ struct job *job__new(const struct job_cfg *cfg, int nranks, const struct job_pro
 	j->row_k = calloc(JOB_ROWS, sizeof(*j->row_k));
 	j->co = calloc((size_t)nranks * nranks, sizeof(*j->co));
 	j->grp = calloc(nranks, sizeof(*j->grp));
-	if (!j->r || !j->rows || !j->row_k || !j->co || !j->grp)
+	j->vg = calloc((size_t)nranks * JOB_VGROUPS, sizeof(*j->vg));
+	j->nvg = calloc(nranks, sizeof(*j->nvg));
+	if (!j->r || !j->rows || !j->row_k || !j->co || !j->grp || !j->vg || !j->nvg)
 		goto fail;
 	for (i = 0; i < nranks; i++) {
 		struct job_rank *r = &j->r[i];
@@ -135,6 +141,7 @@ struct job *job__new(const struct job_cfg *cfg, int nranks, const struct job_pro
 		r->io = calloc(JOB_MAX_IO, sizeof(*r->io));
 		r->mark = calloc(JOB_MAX_MARK, sizeof(*r->mark));
 		r->walk_j = -1;
+		r->rank = i;	/* until job__set_rank() */
 		r->bwd = calloc(JOB_MAX_MARK, sizeof(*r->bwd));
 		r->sync = calloc(JOB_MAX_SYNC, sizeof(*r->sync));
 		if (!r->coll || !r->off || !r->io || !r->mark || !r->bwd || !r->sync)
@@ -172,6 +179,8 @@ void job__free(struct job *j)
 	free(j->row_k);
 	free(j->co);
 	free(j->grp);
+	free(j->vg);
+	free(j->nvg);
 	free(j);
 }
 
@@ -1199,6 +1208,31 @@ static bool groups(struct job *j, const struct tl_coll *const *at, int *grp)
 	return false;
 }
 
+/* Remember which group each column was judged in (reset: a new step), for the verdict. */
+static void note_groups(struct job *j, const struct tl_coll *const *at, const int *grp,
+			bool reset)
+{
+	uint64_t m, *vg;
+	int c, i;
+
+	if (j->n > 64)
+		return;
+	for (c = 0; c < j->n; c++) {
+		if (reset)
+			j->nvg[c] = 0;
+		if (!at[c])
+			continue;
+		for (m = 0, i = 0; i < j->n; i++)
+			if (at[i] && grp[i] == grp[c])
+				m |= 1ULL << i;
+		vg = &j->vg[c * JOB_VGROUPS];
+		for (i = 0; i < j->nvg[c] && vg[i] != m; i++)
+			;
+		if (i == j->nvg[c] && i < JOB_VGROUPS)
+			vg[j->nvg[c]++] = m;
+	}
+}
+
 /*
  * How long rank r worked before entering collective c: from the return of its main thread's
  * previous collective. UINT64_MAX: none is known.
@@ -1228,7 +1262,7 @@ static void step_lateness(struct job *j, uint64_t k, struct step_obs *row)
 	uint64_t *tmp, *work = NULL, last, in;
 	int64_t lo = INT64_MIN, hi = INT64_MIN, s;
 	int c, i, m, n = 0, *grp = NULL;
-	bool p2p = false, known;
+	bool p2p = false, known, fresh = false;
 
 	if (j->markers || !j->walk)
 		return;
@@ -1262,6 +1296,10 @@ static void step_lateness(struct job *j, uint64_t k, struct step_obs *row)
 		 * alike in every group (data-parallel replicas), so until the groups are known it
 		 * is against every rank: a guessed group of one has no peer */
 		known = groups(j, at, grp);
+		if (known) {
+			note_groups(j, at, grp, !fresh);
+			fresh = true;
+		}
 		for (c = 0; c < j->n; c++)
 			work[c] = at[c] ? work_before(&j->r[c], at[c]) : UINT64_MAX;
 		for (c = 0; c < j->n; c++) {
@@ -1441,6 +1479,86 @@ static void emit_verdict(struct job *j, struct job_verdict *jv)
 		j->ops.on_verdict(j->ops.ctx, jv);
 }
 
+/* The late column's groups smaller than the job, each as its ranks and a -1. */
+static void verdict_group(const struct job *j, struct job_verdict *jv)
+{
+	uint64_t all = j->n >= 64 ? ~0ULL : (1ULL << j->n) - 1, m;
+	int c, g, col = jv->col;
+
+	jv->ngroup = 0;
+	if (col < 0 || j->n > 64)
+		return;
+	for (g = 0; g < j->nvg[col]; g++) {
+		m = j->vg[col * JOB_VGROUPS + g];
+		if ((m & all) == all || jv->ngroup + __builtin_popcountll(m) + 1 > JOB_GROUP_SHOW)
+			continue;
+		for (c = 0; c < j->n; c++)
+			if (m >> c & 1)
+				jv->group[jv->ngroup++] = j->r[c].rank;
+		jv->group[jv->ngroup++] = -1;
+	}
+}
+
+/*
+ * A pipeline's bubble over the window: each stage's median share of its step spent in sends
+ * and receives, against the share its schedule cannot avoid, (S - 1) / (M + S - 1). Excess
+ * as the seed alert Train_Bubble_Excess has it (over 1.5x), and by 5 points at least.
+ */
+static void pipeline_bubble(const struct step_obs *win, int m, int n, struct job_pp *pp)
+{
+	uint64_t *share, *busy, lo = UINT64_MAX, hi = 0;
+	int s, c, i, k, stages = 0, micro = 0;
+
+	memset(pp, 0, sizeof(*pp));
+	for (i = m - 1; i >= 0 && !stages; i--)
+		for (c = 0; c < n && !stages; c++)
+			if (win[i * n + c].present && win[i * n + c].stages > 1) {
+				stages = win[i * n + c].stages;
+				micro = win[i * n + c].micro;
+			}
+	if (stages < 2)
+		return;
+	share = calloc((size_t)m * n, sizeof(*share));
+	busy = calloc((size_t)m * n, sizeof(*busy));
+	if (!share || !busy) {
+		free(share);
+		free(busy);
+		return;
+	}
+	pp->stages = stages;
+	pp->micro = micro;
+	pp->theory = micro > 0 ? (double)(stages - 1) / (micro + stages - 1) : 0;
+	pp->worst = -1;
+	for (s = 0; s < stages && s < JOB_PP_SHOW; s++) {
+		for (k = 0, i = 0; i < m; i++)
+			for (c = 0; c < n; c++) {
+				const struct step_obs *o = &win[i * n + c];
+
+				if (!o->present || o->stage != s || !o->dur_ns)
+					continue;
+				busy[k] = o->dur_ns > o->ph.ns[PH_COMM] ?
+					  o->dur_ns - o->ph.ns[PH_COMM] : 0;
+				share[k++] = o->p2p_ns * 1000000 / o->dur_ns;
+			}
+		if (!k)
+			continue;
+		pp->bubble[s] = detect__median(share, k) / 1e6;
+		pp->busy_ns[s] = detect__median(busy, k);
+		lo = pp->busy_ns[s] < lo ? pp->busy_ns[s] : lo;
+		hi = pp->busy_ns[s] > hi ? pp->busy_ns[s] : hi;
+		if (pp->worst < 0 || pp->bubble[s] > pp->bubble[pp->worst])
+			pp->worst = s;
+	}
+	free(share);
+	free(busy);
+	/* a stage busier than the others makes them idle: that is a straggler, for the rules
+	 * that name one, not the schedule */
+	pp->balanced = pp->worst >= 0 && hi * 4 <= lo * 5;
+	pp->excess = pp->theory > 0 && pp->worst >= 0 &&
+		     pp->bubble[pp->worst] > 1.5 * pp->theory &&
+		     pp->bubble[pp->worst] >= pp->theory + 0.05;
+}
+
 static void judge(struct job *j, uint64_t k)
 {
 	struct step_obs *win;
@@ -1463,10 +1581,20 @@ static void judge(struct job *j, uint64_t k)
 		free(win);
 		return;
 	}
+	pipeline_bubble(win, m, j->n, &jv.pp);
 	free(win);
 	jv.cls = jv.v.cls;
 	jv.col = jv.v.rank;
 	jv.step = k;
+	/* no straggler explains it: the stages idle over what their schedule leaves */
+	if (jv.cls == V_NONE && jv.pp.excess && jv.pp.balanced) {
+		jv.cls = jv.v.cls = V_BUBBLE;
+		snprintf(jv.detail, sizeof(jv.detail), "stage %d idles %.0f%% of its step in sends "
+			 "and receives, over 1.5x the %.0f%% a %d-stage schedule of %d micro-batches "
+			 "leaves, with no stage slower than the others", jv.pp.worst,
+			 jv.pp.bubble[jv.pp.worst] * 100, jv.pp.theory * 100, jv.pp.stages,
+			 jv.pp.micro);
+	}
 	/* every rank seen here arrives on time and they all wait for the collective to end:
 	 * with ranks of the job elsewhere, one of those is what they wait for, not the network */
 	if (jv.cls == V_COMMUNICATION && partial(j)) {
@@ -1479,6 +1607,7 @@ static void judge(struct job *j, uint64_t k)
 		snprintf(jv.detail, sizeof(jv.detail), "off CPU, blocked in %s: not waiting for "
 			 "input, storage, a collective or a CPU", jv.v.other_nr >= 0 ?
 			 decode__syscall_name(jv.v.other_nr) : "an unknown call");
+	verdict_group(j, &jv);
 	jv.t_ns = j->now;
 	jv.first = k + 1 - m;
 	jv.last = k;
@@ -1634,6 +1763,12 @@ static void assemble(struct job *j, uint64_t now, bool final)
 		}
 		step_lateness(j, j->next_k, row);
 		pipeline_stages(j, st, row);
+		for (c = 0; c < j->n; c++) {
+			row[c].stage = st[c].stage;
+			row[c].stages = st[c].stages;
+			row[c].micro = st[c].micro;
+			row[c].p2p_ns = st[c].p2p_ns;
+		}
 		detect__split_comm(row, j->n);
 		for (c = 0; c < j->n; c++) {
 			if (!row[c].present)

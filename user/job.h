@@ -66,6 +66,25 @@ struct job_step {
 	int micro;		/* micro-batches a step (the first stage's sends) */
 };
 
+#define JOB_GROUP_SHOW	72	/* ranks (and -1 ends) of a verdict's groups it lists */
+#define JOB_VGROUPS	4	/* distinct groups a rank is judged in, a step */
+
+#define JOB_PP_SHOW	16	/* pipeline stages a verdict lists */
+
+/* A pipeline's bubble over a verdict's window (stages 0: not a pipeline). */
+struct job_pp {
+	int stages;		/* S */
+	int micro;		/* M, 0: not counted */
+	double theory;		/* (S - 1) / (M + S - 1); 0 when M is not known */
+	double bubble[JOB_PP_SHOW];	/* each stage's median share of its step in sends and
+					 * receives */
+	uint64_t busy_ns[JOB_PP_SHOW];	/* each stage's median step less its collectives */
+	int worst;		/* the stage that idles most */
+	bool balanced;		/* the busiest stage is within 25% of the least busy */
+	bool excess;		/* its share is over 1.5x theory (the seed's Train_Bubble_Excess),
+				 * and 5 points over it at least */
+};
+
 struct job_verdict {
 	struct verdict v;
 	enum vclass cls;
@@ -77,6 +96,12 @@ struct job_verdict {
 	int ranks_seen;		/* ranks of the job observed here */
 	int world_size;		/* ranks in the job; -1: not known */
 	char detail[256];	/* divergent signatures, hang state, exit status */
+	/* the late rank was judged inside groups smaller than the job (tensor-, data- or
+	 * pipeline-parallel communicators): their ranks, itself included, each group ended by
+	 * -1; ngroup 0: judged against the whole job */
+	int ngroup;
+	int group[JOB_GROUP_SHOW];
+	struct job_pp pp;
 };
 
 /* What the caller can tell about a rank right now (hang detection). */

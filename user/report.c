@@ -465,6 +465,60 @@ void report__verdict(struct json *j, const struct job_verdict *v, const char *jo
 		json__int(j, v->world_size);
 	else
 		json__null(j);
+	/* judged against its own tensor- or pipeline-parallel group, not the whole job */
+	json__key(j, "groups");
+	if (v->ngroup) {
+		int i;
+
+		json__arr_begin(j);
+		json__arr_begin(j);
+		for (i = 0; i < v->ngroup; i++) {
+			if (v->group[i] >= 0) {
+				json__int(j, v->group[i]);
+			} else if (i + 1 < v->ngroup) {
+				json__arr_end(j);
+				json__arr_begin(j);
+			}
+		}
+		json__arr_end(j);
+		json__arr_end(j);
+	} else {
+		json__null(j);
+	}
+	json__key(j, "pipeline");
+	if (v->pp.stages) {
+		int i;
+
+		json__obj_begin(j);
+		json__kint(j, "stages", v->pp.stages);
+		json__key(j, "micro_batches");
+		if (v->pp.micro)
+			json__int(j, v->pp.micro);
+		else
+			json__null(j);
+		json__key(j, "theoretical_bubble");
+		if (v->pp.micro)
+			json__double(j, v->pp.theory);
+		else
+			json__null(j);
+		json__key(j, "stage_bubble");
+		json__arr_begin(j);
+		for (i = 0; i < v->pp.stages && i < JOB_PP_SHOW; i++)
+			json__double(j, v->pp.bubble[i]);
+		json__arr_end(j);
+		json__key(j, "stage_busy_ns");
+		json__arr_begin(j);
+		for (i = 0; i < v->pp.stages && i < JOB_PP_SHOW; i++)
+			json__uint(j, v->pp.busy_ns[i]);
+		json__arr_end(j);
+		json__key(j, "excess");
+		json__bool(j, v->pp.excess);
+		json__key(j, "balanced");
+		json__bool(j, v->pp.balanced);
+		json__obj_end(j);
+	} else {
+		json__null(j);
+	}
 	json__key(j, "evidence");
 	json__obj_begin(j);
 	json__kuint(j, "late_phase_ns", v->v.late_phase_ns);
@@ -505,6 +559,10 @@ void report__verdict_text(FILE *f, const struct job_verdict *v, int rank, char *
 	case V_REMOTE_WAIT:
 		snprintf(buf, n, "verdict: remote_wait: %s", v->detail);
 		break;
+	case V_BUBBLE:
+		snprintf(buf, n, "verdict: pipeline_bubble: %s (median step %s)", v->detail,
+			 report__dur(v->v.step_ns, a, sizeof(a)));
+		break;
 	default:
 		snprintf(buf, n, "verdict: %s on rank %d%s: it arrives %s after its peers' median; its "
 			 "%s is %s vs the peers' %s (+%s); collectives take %s after the last arrival"
@@ -517,8 +575,26 @@ void report__verdict_text(FILE *f, const struct job_verdict *v, int rank, char *
 			 v->detail);
 		break;
 	}
-	/* a node's view of a job that runs on others too says how much of it it saw */
 	len = strlen(buf);
+	if (v->ngroup && len < n) {
+		const char *sep = " ranks ";
+		int i;
+
+		len += snprintf(buf + len, n - len, " [judged in its groups:");
+		for (i = 0; i < v->ngroup && len < n; i++) {
+			if (v->group[i] < 0) {
+				sep = "; ranks ";
+				continue;
+			}
+			len += snprintf(buf + len, n - len, "%s%d", sep, v->group[i]);
+			sep = ",";
+		}
+		if (len < n)
+			len += snprintf(buf + len, n - len, "]");
+		if (len > n - 1)
+			len = n - 1;
+	}
+	/* a node's view of a job that runs on others too says how much of it it saw */
 	if (v->world_size > v->ranks_seen && v->cls != V_REMOTE_WAIT && len < n)
 		snprintf(buf + len, n - len, " [%d of %d ranks seen here]", v->ranks_seen,
 			 v->world_size);

@@ -260,51 +260,59 @@ static void ddp_attached_a_step_apart__starved_rank_named(void **state)
 }
 
 /*
- * A 2-stage pipeline (GPipe, 4 micro-batches, eager sends): stage 0 (rank 0) computes 0.3 ms
- * and sends each activation; stage 1 (rank 1) receives it and computes 1.1 ms; then stage 1
- * computes each gradient and sends it back, and stage 0 receives it and computes 0.3 ms. Rank
- * 1 was attached after its first 5 receives.
+ * A 2-stage pipeline (GPipe, 4 micro-batches, eager sends): stage 0 (rank 0) computes c0 a
+ * micro-batch and sends each activation; stage 1 (rank 1) receives it and computes c1; then
+ * stage 1 computes each gradient and sends it back, and stage 0 receives it and computes c0.
+ * A send reaches the other stage link after it returns. Rank 1 was attached after its first 5
+ * receives.
  */
-static void pipeline_two_stages__stages_micro_batches_and_slow_stage(void **state)
+static void gpipe(struct job *j, int steps, uint64_t c0, uint64_t c1, uint64_t link)
 {
-	static struct seen s;
-	struct job *j = new_job(&s, 2, STEPS_AUTO);
-	uint64_t t = 1000 * MS, t0, t1, x, seq[2] = {}, sent[4];
+	uint64_t t = 1000 * MS, t0 = t, t1 = t, x, seq[2] = {}, sent[4];
 	int k, m, skip = 5;
 
-	for (k = 0; k < 150; k++) {
-		t0 = t1 = t + 300 * US;		/* input and optimizer */
+	for (k = 0; k < steps; k++) {
+		t0 += 300 * US;		/* input and optimizer, each stage on its own */
+		t1 += 300 * US;
 		for (m = 0; m < 4; m++) {	/* forward */
-			t0 += 300 * US;
+			t0 += c0;
 			job__on_coll_peer(j, 0, 100, RS_OP_SEND, RS_LIB_MPI, 7, ++seq[0], 64 << 10,
 					  t0, t0 + 20 * US, 1);
 			sent[m] = t0 += 20 * US;
 		}
 		for (m = 0; m < 4; m++) {
-			x = (t1 > sent[m] ? t1 : sent[m]) + 20 * US;
+			x = (t1 > sent[m] + link ? t1 : sent[m] + link) + 20 * US;
 			if (skip)
 				skip--;
 			else
 				job__on_coll_peer(j, 1, 101, RS_OP_RECV, RS_LIB_MPI, 7, ++seq[1],
 						  64 << 10, t1, x, 0);
-			t1 = x + 1100 * US;
+			t1 = x + c1;
 		}
 		for (m = 0; m < 4; m++) {	/* backward */
-			t1 += 1100 * US;
+			t1 += c1;
 			job__on_coll_peer(j, 1, 101, RS_OP_SEND, RS_LIB_MPI, 7, ++seq[1], 64 << 10,
 					  t1, t1 + 20 * US, 0);
 			sent[m] = t1 += 20 * US;
 		}
 		for (m = 0; m < 4; m++) {
-			x = (t0 > sent[m] ? t0 : sent[m]) + 20 * US;
+			x = (t0 > sent[m] + link ? t0 : sent[m] + link) + 20 * US;
 			job__on_coll_peer(j, 0, 100, RS_OP_RECV, RS_LIB_MPI, 7, ++seq[0], 64 << 10,
 					  t0, x, 1);
-			t0 = x + 300 * US;
+			t0 = x + c0;
 		}
 		t = t0 > t1 ? t0 : t1;
 		job__advance(j, t, false);
 	}
 	job__advance(j, t + 1000 * MS, true);
+}
+
+static void pipeline_two_stages__stages_micro_batches_and_slow_stage(void **state)
+{
+	static struct seen s;
+	struct job *j = new_job(&s, 2, STEPS_AUTO);
+
+	gpipe(j, 150, 300 * US, 1100 * US, 0);
 	assert_true(s.steps[0] > 100 && s.steps[1] > 100);
 	assert_int_equal(s.last_period, 8);
 	assert_int_equal(s.stages, 2);
@@ -318,14 +326,55 @@ static void pipeline_two_stages__stages_micro_batches_and_slow_stage(void **stat
 }
 
 /*
+ * The same pipeline with equal stages: the bubble is what the schedule leaves, (S-1)/(M+S-1)
+ * = 20%, and there is no verdict. With 1.5 ms between a send and its arrival at the other
+ * stage, both stages idle far longer, and no stage is slower: pipeline_bubble, no rank.
+ */
+static void pipeline_equal_stages__bubble_verdict_only_when_over_the_schedule(void **state)
+{
+	static struct seen s;
+	struct job *j;
+	int i, bubble = 0;
+
+	j = new_job(&s, 2, STEPS_AUTO);
+	gpipe(j, 150, 700 * US, 700 * US, 0);
+	assert_int_equal(s.stages, 2);
+	assert_int_equal(s.micro, 4);
+	assert_true(s.nv > 0);
+	for (i = 0; i < s.nv; i++) {
+		assert_int_equal(s.v[i].cls, V_NONE);
+		assert_int_equal(s.v[i].pp.stages, 2);
+		assert_true(s.v[i].pp.theory > 0.19 && s.v[i].pp.theory < 0.21);
+		assert_false(s.v[i].pp.excess);
+	}
+	job__free(j);
+
+	j = new_job(&s, 2, STEPS_AUTO);
+	gpipe(j, 150, 700 * US, 700 * US, 1500 * US);
+	for (i = 0; i < s.nv; i++) {
+		if (s.v[i].cls == V_NONE)
+			continue;
+		assert_int_equal(s.v[i].cls, V_BUBBLE);
+		assert_int_equal(s.v[i].col, -1);
+		assert_true(s.v[i].pp.excess);
+		assert_true(s.v[i].pp.bubble[s.v[i].pp.worst] > 1.5 * s.v[i].pp.theory);
+		bubble++;
+	}
+	assert_true(bubble > 0);
+	job__free(j);
+}
+
+/*
  * Tensor + data parallel on 4 ranks, attached mid-run: TP groups {0,1} and {2,3} each run 6
  * all-reduces a step (one a layer), then DP groups {0,2} and {1,3} all-reduce the gradients.
  * The sub-communicators were made before the attach, so each process names them by its own
  * handle, and seqs count from each rank's attach. In every all-reduce the lower rank returns
  * 400 us before the higher (two-rank all-reduces are not symmetric), so entries differ by that
- * much with no work behind it. slow: the rank that computes extra more a step, or -1.
+ * much with no work behind it. slow: the rank that computes extra more a step, or -1. named:
+ * the communicators have the same name in every member (NCCL's unique id, a communicator made
+ * after the attach), TP {0,1} 10 and {2,3} 11, DP {0,2} 20 and {1,3} 21.
  */
-static void tp_dp(struct job *j, int steps, int slow, uint64_t extra)
+static void tp_dp(struct job *j, int steps, int slow, uint64_t extra, bool named)
 {
 	static const int skip[] = { 0, 9, 4, 13 };
 	uint64_t cur[4], seq[4][2] = {}, arrive[4], done;
@@ -350,7 +399,8 @@ static void tp_dp(struct job *j, int steps, int slow, uint64_t extra)
 					if (k[c]++ < skip[c])
 						continue;
 					job__on_coll(j, c, 100 + c, RS_OP_ALLREDUCE, RS_LIB_MPI,
-						     (l < 6 ? 10 : 20) + c, ++seq[c][l == 6],
+						     !named ? (l < 6 ? 10 : 20) + c :
+						     l < 6 ? 10 + c / 2 : 20 + c % 2, ++seq[c][l == 6],
 						     l < 6 ? 16 << 10 : 64 << 10, arrive[c], cur[c]);
 				}
 			}
@@ -366,17 +416,42 @@ static void tensor_data_parallel_mid_run__slow_rank_named_healthy_none(void **st
 {
 	static struct seen s;
 	struct job *j;
-	int i, c;
+	int i, c, g;
 
 	j = new_job(&s, 4, STEPS_AUTO);
-	tp_dp(j, 150, 2, 4 * MS);
+	tp_dp(j, 150, 2, 4 * MS, false);
 	for (c = 0; c < 4; c++)
 		assert_true(s.steps[c] > 100);
 	expect_verdicts(&s, V_COMPUTE, 2);
+	/* groups learned from who is inside a collective together: the whole job here (both TP
+	 * groups run at once), so a verdict names none, or groups that hold rank 2 */
+	for (i = 0; i < s.nv; i++) {
+		for (c = 0, g = 0; c < s.v[i].ngroup; c++) {
+			g += s.v[i].group[c] == 2;
+			assert_true(s.v[i].group[c] < 4);
+		}
+		assert_true(!s.v[i].ngroup || g > 0);
+	}
 	job__free(j);
 
 	j = new_job(&s, 4, STEPS_AUTO);
-	tp_dp(j, 150, -1, 0);
+	tp_dp(j, 150, 2, 4 * MS, true);
+	expect_verdicts(&s, V_COMPUTE, 2);
+	/* named against the groups it was judged in (TP {2,3}, DP {0,2}), never the job */
+	for (i = 0; i < s.nv; i++) {
+		const int *gr = s.v[i].group;
+
+		if (s.v[i].cls == V_NONE)
+			continue;
+		assert_true(s.v[i].ngroup >= 3);
+		for (c = 0; c < s.v[i].ngroup; c += 3)
+			assert_true((gr[c] == 2 && gr[c + 1] == 3 && gr[c + 2] == -1) ||
+				    (gr[c] == 0 && gr[c + 1] == 2 && gr[c + 2] == -1));
+	}
+	job__free(j);
+
+	j = new_job(&s, 4, STEPS_AUTO);
+	tp_dp(j, 150, -1, 0, false);
 	for (c = 0; c < 4; c++)
 		assert_true(s.steps[c] > 100);
 	for (i = 0; i < s.nv; i++)
@@ -487,6 +562,7 @@ int main(void)
 		cmocka_unit_test(pattern_change__relearned_and_reported),
 		cmocka_unit_test(ddp_attached_a_step_apart__starved_rank_named),
 		cmocka_unit_test(pipeline_two_stages__stages_micro_batches_and_slow_stage),
+		cmocka_unit_test(pipeline_equal_stages__bubble_verdict_only_when_over_the_schedule),
 		cmocka_unit_test(tensor_data_parallel_mid_run__slow_rank_named_healthy_none),
 		cmocka_unit_test(partial_job__aligned_wait__remote_wait_not_communication),
 		cmocka_unit_test(partial_job__every_seen_rank_stuck__remote_hang),
