@@ -176,7 +176,7 @@ int detect__window(const struct step_obs *obs, int nsteps, int nranks, struct ve
 	uint64_t *tmp = NULL, *durs = NULL, *posts = NULL, *mine = NULL, *peer = NULL, last;
 	int64_t *skews = NULL, *exc = NULL, *lat = NULL, best_skew = INT64_MIN, e, best_e;
 	int s, r, m, nrows = 0, np = 0, c, late = -1, err = 0;
-	bool consistent;
+	bool consistent, *ok = NULL;
 	uint64_t threshold;
 
 	memset(v, 0, sizeof(*v));
@@ -191,14 +191,17 @@ int detect__window(const struct step_obs *obs, int nsteps, int nranks, struct ve
 	skews = calloc(nsteps, sizeof(*skews));
 	exc = calloc(nsteps, sizeof(*exc));
 	lat = calloc((size_t)nsteps * nranks, sizeof(*lat));	/* each rank's, each step */
-	if (!tmp || !mine || !peer || !durs || !posts || !skews || !exc || !lat) {
+	ok = calloc(nsteps, sizeof(*ok));			/* each row complete */
+	if (!tmp || !mine || !peer || !durs || !posts || !skews || !exc || !lat || !ok) {
 		err = -ENOMEM;
 		goto out;
 	}
 	for (s = 0; s < nsteps; s++) {
 		const struct step_obs *row = &obs[s * nranks];
 
-		if (!row_complete(row, nranks))
+		/* once per row: the loops below run per rank (thousands, on the hub) */
+		ok[s] = row_complete(row, nranks);
+		if (!ok[s])
 			continue;
 		nrows++;
 		last = 0;
@@ -223,7 +226,7 @@ int detect__window(const struct step_obs *obs, int nsteps, int nranks, struct ve
 		for (m = 0, s = 0; s < nsteps; s++) {
 			const struct step_obs *row = &obs[s * nranks];
 
-			if (!row_complete(row, nranks))
+			if (!ok[s])
 				continue;
 			lat[s * nranks + r] = lateness(row, nranks, r, tmp);
 			skews[m++] = lat[s * nranks + r];
@@ -245,7 +248,7 @@ int detect__window(const struct step_obs *obs, int nsteps, int nranks, struct ve
 		for (m = 0, c = 0, s = 0; s < nsteps; s++) {
 			const int64_t *l = &lat[s * nranks];
 
-			if (!row_complete(&obs[s * nranks], nranks))
+			if (!ok[s])
 				continue;
 			m++;
 			c += l[late] >= (int64_t)threshold / 2;
@@ -270,7 +273,7 @@ int detect__window(const struct step_obs *obs, int nsteps, int nranks, struct ve
 		for (m = 0, s = 0; s < nsteps; s++) {
 			const struct step_obs *row = &obs[s * nranks];
 
-			if (!row_complete(row, nranks))
+			if (!ok[s])
 				continue;
 			exc[m++] = (int64_t)get_phase(&row[late], cand[c]) -
 				   (int64_t)peers_median(row, nranks, late, tmp, get_phase, cand[c]);
@@ -292,7 +295,7 @@ int detect__window(const struct step_obs *obs, int nsteps, int nranks, struct ve
 	for (m = 0, s = 0; s < nsteps; s++) {
 		const struct step_obs *row = &obs[s * nranks];
 
-		if (!row_complete(row, nranks))
+		if (!ok[s])
 			continue;
 		mine[m] = get_phase(&row[late], v->phase);
 		peer[m++] = peers_median(row, nranks, late, tmp, get_phase, v->phase);
@@ -324,6 +327,7 @@ out:
 	free(skews);
 	free(lat);
 	free(exc);
+	free(ok);
 	return err;
 }
 
