@@ -52,6 +52,12 @@ $(OUTPUT)/fuzz/fuzz_gpu_wire: tests/fuzz/fuzz_gpu_wire.c user/gpu_wire.c user/gp
 	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 		-iquote user -iquote cupti -D_GNU_SOURCE $^ -o $@
 
+$(OUTPUT)/fuzz/fuzz_hub: tests/fuzz/fuzz_hub.c user/hub.c user/jsonp.c user/json.c user/prom.c \
+		user/report.c user/detect.c user/steps.c user/gpu.c user/gpu_wire.c user/decode.c \
+		user/ranks.c user/procfs.c | $(OUTPUT)/fuzz
+	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+		-iquote user -iquote cupti -iquote bpf -I$(OBJ)/bpf -D_GNU_SOURCE $^ -lm -o $@
+
 fuzz: $(FUZZ_BINS)
 
 .PHONY: all deps check unit demo bench clean vmlinux fixtures fuzz

@@ -394,6 +394,17 @@ static bool from_loopback(struct MHD_Connection *c)
 }
 
 /* Per-rank data, captures and the page that shows them: not for anyone on the network. */
+/* Whether d was ever published (the hub's documents are not the daemon's). */
+static bool has_doc(struct httpd *h, enum httpd_doc d)
+{
+	bool have;
+
+	pthread_mutex_lock(&h->lock);
+	have = h->doc[d] != NULL;
+	pthread_mutex_unlock(&h->lock);
+	return have;
+}
+
 static bool guarded(const char *url)
 {
 	return strcmp(url, "/metrics") && strcmp(url, "/healthz");
@@ -446,6 +457,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		return serve_doc(h, c, HTTPD_DIAGNOSIS, "application/json");
 	if (!strcmp(url, "/api/v1/steps"))
 		return serve_steps(h, c);
+	if (!strcmp(url, "/api/v1/nodes") && has_doc(h, HTTPD_NODES))
+		return serve_doc(h, c, HTTPD_NODES, "application/json");
 	return text(c, MHD_HTTP_NOT_FOUND,
 		    "not found: try /, /metrics, /healthz, /api/v1/ranks, /api/v1/steps, "
 		    "/api/v1/diagnosis, /api/v1/captures/ID\n");

@@ -19,6 +19,7 @@ enum httpd_doc {
 	HTTPD_METRICS,		/* /metrics, text/plain; version=0.0.4 */
 	HTTPD_RANKS,		/* /api/v1/ranks, a JSON array */
 	HTTPD_DIAGNOSIS,	/* /api/v1/diagnosis, a JSON array: each job's latest verdict */
+	HTTPD_NODES,		/* /api/v1/nodes (the hub's), a JSON array: each node daemon */
 	HTTPD_DOC_MAX,
 };
 

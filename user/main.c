@@ -22,6 +22,8 @@ static void usage(FILE *f)
 "            which phase, and why (rankscope diagnose --help)\n"
 "  daemon    watch every training process on the node and serve Prometheus\n"
 "            metrics and a JSON API (rankscope daemon --help)\n"
+"  hub       join node daemons into one verdict per job across nodes\n"
+"            (rankscope hub --help)\n"
 "  capture   record a Perfetto/Chrome trace of every rank for N seconds\n"
 "            (rankscope capture --help)\n"
 "  inject    load the CUPTI library into a running process (rankscope inject --help)\n"
@@ -41,6 +43,8 @@ int main(int argc, char **argv)
 		return cmd_diagnose(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "daemon"))
 		return cmd_daemon(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "hub"))
+		return cmd_hub(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "capture"))
 		return cmd_capture(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "inject"))

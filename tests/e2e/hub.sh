@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# rankscope hub over two "nodes" on one machine: a real 4-rank OpenMPI job (zoo_mpi, 3 equal
+# buckets a step) whose rank 3 computes 8 ms more a step. Ranks 0 and 1 are moved into one
+# cgroup and ranks 2 and 3 into another; a daemon scoped to each (--cgroup, its own port and
+# lock file) sees only its node's ranks. Then:
+#  - daemon A alone says remote_wait (2 of 4 ranks seen), never communication;
+#  - the hub, pulling both, names rank 3 and compute with all 4 ranks seen, lists each rank
+#    with its node, lines node B up (same machine: the clock offset it finds must be within
+#    the error it states of 0), and serves /metrics that promtool accepts;
+#  - daemon B killed: the hub marks ranks 2 and 3 unobserved and keeps serving; restarted on
+#    the same port: the hub resumes with all 4 ranks;
+#  - rank 2 stopped: daemon B calls it a hang, and so does the hub.
+. "$(dirname "$0")/../lib.sh"
+need_root
+command -v mpirun >/dev/null || skip "OpenMPI not installed (make deps)"
+command -v promtool >/dev/null || skip "promtool not installed (make deps installs prometheus)"
+[ -x "$TOP/build/workloads/zoo_mpi" ] || fail "build/workloads/zoo_mpi is missing: make fixtures"
+ROOT=
+for r in /sys/fs/cgroup /sys/fs/cgroup/unified; do
+	[ -w "$r/cgroup.procs" ] && [ -e "$r/cgroup.controllers" ] && { ROOT=$r; break; }
+done
+[ -n "$ROOT" ] || skip "no writable cgroup v2 hierarchy (/sys/fs/cgroup[/unified])"
+CG=rankscope-hub-$$
+for n in a b; do
+	mkdir "$ROOT/$CG-$n" || fail "cannot make cgroup $CG-$n"
+done
+cleanup_cgroups() {
+	local n p i
+	for n in a b; do
+		[ -d "$ROOT/$CG-$n" ] || continue
+		while read -r p; do echo "$p" >$ROOT/cgroup.procs 2>/dev/null; done \
+			<"$ROOT/$CG-$n/cgroup.procs"
+		for ((i = 0; i < 50; i++)); do
+			rmdir "$ROOT/$CG-$n" 2>/dev/null && break
+			sleep 0.1
+		done
+	done
+}
+trap 'cleanup; cleanup_cgroups' EXIT
+
+bg job mpirun --allow-run-as-root --oversubscribe -np 4 "$TOP/build/workloads/zoo_mpi" \
+	--buckets 3 --steps 100000 --go-file "$T/go" --fault compute:3:8000
+wait_lines "$T/job.out" '^ready rank=' 4 60 || fail "the MPI job did not start"
+read -r -a PIDS <<<"$(ready_pids "$T/job.out" | tr , ' ')"
+[ "${#PIDS[@]}" = 4 ] || fail "expected 4 rank pids, got: ${PIDS[*]}"
+echo "${PIDS[0]}" >"$ROOT/$CG-a/cgroup.procs" && echo "${PIDS[1]}" >"$ROOT/$CG-a/cgroup.procs" &&
+	echo "${PIDS[2]}" >"$ROOT/$CG-b/cgroup.procs" &&
+	echo "${PIDS[3]}" >"$ROOT/$CG-b/cgroup.procs" || fail "cannot move the ranks into the cgroups"
+
+PORT_a=$(free_port)
+PORT_b=$(free_port)
+start_daemon() {	# node
+	local port=PORT_$1
+	mkdir -p "$T/$1"
+	bg "rsd_$1" "$RS" daemon --all --cgroup "/$CG-$1" --listen 127.0.0.1:${!port} \
+		--lock-file "$T/$1/daemon.lock" --hang-timeout 2
+	wait_lines "$T/rsd_$1.out" 'watching for training processes' 1 30 ||
+		fail "daemon $1 did not start: $(tail -3 "$T/rsd_$1.out")"
+}
+start_daemon a
+start_daemon b
+for p in "${PIDS[@]:0:2}"; do
+	wait_lines "$T/rsd_a.out" "attached to PID $p:" 1 20 || fail "daemon a did not attach to $p"
+done
+for p in "${PIDS[@]:2:2}"; do
+	wait_lines "$T/rsd_b.out" "attached to PID $p:" 1 20 || fail "daemon b did not attach to $p"
+done
+touch "$T/go"
+PORT_h=$(free_port)
+HUB=http://127.0.0.1:$PORT_h
+bg hub "$RS" hub --peers "127.0.0.1:$PORT_a,127.0.0.1:$PORT_b" --listen 127.0.0.1:$PORT_h \
+	--interval 0.5 --json
+wait_lines "$T/hub.out" '"class":"compute","rank":3' 1 30 ||
+	fail "the hub named no compute straggler on rank 3: $(grep -v '^{' "$T/hub.out" | tail -5)"
+sleep 2
+get() {	# url file
+	http_get "$1" >"$T/get" || fail "GET $1"
+	[ "$(head -1 "$T/get")" = 200 ] || fail "GET $1: $(head -3 "$T/get")"
+	tail -n +2 "$T/get" >"$2"
+}
+get "$HUB/api/v1/diagnosis" "$T/h_diag.json"
+get "$HUB/api/v1/nodes" "$T/h_nodes.json"
+get "$HUB/api/v1/ranks" "$T/h_ranks.json"
+get "$HUB/metrics" "$T/h_metrics.txt"
+get "$HUB/api/v1/steps?last=20" "$T/h_steps.json"
+get "http://127.0.0.1:$PORT_a/api/v1/diagnosis" "$T/a_diag.json"
+promtool check metrics <"$T/h_metrics.txt" || fail "promtool check metrics on the hub's /metrics"
+$PY - "$T" "$PORT_a" "$PORT_b" "${PIDS[@]}" <<'PY' || exit 1
+import json, sys
+t, pa, pb, pids = sys.argv[1], sys.argv[2], sys.argv[3], [int(x) for x in sys.argv[4:]]
+ld = lambda n: json.load(open(f"{t}/{n}"))
+diag = [d for d in ld("h_diag.json")]
+assert len(diag) == 1, diag
+d = diag[0]
+assert (d["class"], d["rank"], d["ranks_seen"], d["world_size"]) == ("compute", 3, 4, 4), d
+ranks = sorted((r["rank"], r["node"], r["observed"]) for r in ld("h_ranks.json"))
+want = [(0, f"127.0.0.1:{pa}", True), (1, f"127.0.0.1:{pa}", True),
+        (2, f"127.0.0.1:{pb}", True), (3, f"127.0.0.1:{pb}", True)]
+assert ranks == want, ranks
+nodes = {n["node"]: n for n in ld("h_nodes.json")}
+assert all(n["up"] for n in nodes.values()), nodes
+jobs = [j for n in nodes.values() for j in n["jobs"]]
+assert len(jobs) == 2 and all(j["lined_up"] for j in jobs), jobs
+other = [j for j in jobs if not j["reference"]][0]
+assert abs(other["clock_offset_ns"]) <= other["clock_error_ns"], other
+print(f"hub: compute on rank 3, 4 of 4 ranks; node B lined up at step shift "
+      f"{other['step_shift']}, clock offset {other['clock_offset_ns']} ns "
+      f"+- {other['clock_error_ns']} ns (same machine: 0)")
+steps = ld("h_steps.json")
+assert steps and all("node" in s and s["job"] == d["job"] for s in steps), steps[:2]
+a = [v for v in ld("a_diag.json") if v.get("job") == d["job"]]
+assert a and a[0]["class"] == "remote_wait" and a[0]["ranks_seen"] == 2 and \
+    a[0]["world_size"] == 4, a
+print("daemon A alone:", a[0]["class"], "with", a[0]["ranks_seen"], "of", a[0]["world_size"])
+v = [json.loads(l) for l in open(f"{t}/hub.out") if l.startswith("{")]
+hits = [x for x in v if x["class"] != "none"]
+wrong = [(x["class"], x["rank"]) for x in hits if (x["class"], x["rank"]) != ("compute", 3)]
+assert len(wrong) <= 1, wrong
+PY
+grep -q '^rankscope_straggler_verdict{job_id="[^"]*",class="compute",rank="3"' "$T/h_metrics.txt" ||
+	fail "no job verdict series on the hub's /metrics"
+
+# node B's daemon dies: its ranks are unobserved, and the hub keeps serving
+kill -KILL "$PID_rsd_b"
+wait_lines "$T/hub.out" "node 127.0.0.1:$PORT_b does not answer" 1 10 ||
+	fail "the hub did not notice daemon B stopped"
+sleep 3
+get "$HUB/api/v1/ranks" "$T/h_ranks2.json"
+get "$HUB/api/v1/nodes" "$T/h_nodes2.json"
+$PY - "$T" "$PORT_b" <<'PY' || exit 1
+import json, sys
+t, pb = sys.argv[1], sys.argv[2]
+r = {x["rank"]: x["observed"] for x in json.load(open(f"{t}/h_ranks2.json"))}
+assert r == {0: True, 1: True, 2: False, 3: False}, r
+n = {x["node"]: x for x in json.load(open(f"{t}/h_nodes2.json"))}
+b = n[f"127.0.0.1:{pb}"]
+assert not b["up"] and b["why"] and b["failed_polls"] >= 3, b
+print("daemon B down:", b["why"])
+PY
+wait_lines "$T/hub.out" '"ranks_seen":2,"world_size":4' 1 15 ||
+	fail "no verdict with 2 of 4 ranks observed after daemon B stopped"
+
+# back on the same port: the hub resumes
+start_daemon b
+wait_lines "$T/hub.out" "node 127.0.0.1:$PORT_b answers again" 1 15 ||
+	fail "the hub did not resume daemon B"
+wait_lines "$T/hub.out" '"class":"compute","rank":3' 2 40 ||
+	fail "no compute verdict on rank 3 after daemon B came back"
+
+# rank 2 stopped: daemon B sees it stopped while rank 3 waits, a hang; the hub says so too
+kill -STOP "${PIDS[2]}"
+wait_lines "$T/hub.out" '"class":"hang","rank":2' 1 20 || {
+	kill -CONT "${PIDS[2]}"
+	fail "the hub did not report the hang on rank 2: $(tail -3 "$T/hub.out")"
+}
+kill -CONT "${PIDS[2]}"
+grep -q '"class":"communication"' "$T/hub.out" && fail "the hub blamed the network"
+pass "hub: straggler named across 2 nodes, node loss and return, hang from a node"

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# libFuzzer on what node daemons send the hub (user/hub.c, user/jsonp.c), with ASan and UBSan:
+# ranks, step and diagnosis answers for four nodes, node failures, and every few inputs a
+# judgement and every document rendered. Seeded with valid answers; bounded in time
+# (FUZZ_SECONDS, default 20). Any crash, leak or sanitizer report fails the test.
+. "$(dirname "$0")/../lib.sh"
+BIN=$TOP/build/fuzz/fuzz_hub
+[ -x "$BIN" ] || skip "no libFuzzer build (clang with -fsanitize=fuzzer; make fuzz)"
+mkdir -p "$T/corpus"
+$PY - "$T/corpus" <<'PY' || fail "seed corpus"
+import json, sys
+d = sys.argv[1]
+def put(name, kind, node, doc):
+    open(f"{d}/{name}", "wb").write(bytes([kind << 2 | node]) + json.dumps(doc).encode())
+for node in range(2):
+    put(f"ranks{node}", 0, node, [{"type": "rank", "job": "j", "rank": 2 * node + r, "pid": 9,
+                                   "world_size": 4} for r in range(2)])
+    steps = [{"type": "step", "job": "j", "rank": 2 * node + r, "step": k, "start_ns": 10**9 * k,
+              "dur_ns": 10**7 + k * 997 % 3000000, "phases": {"compute": 6 * 10**6, "comm": 10**6}}
+             for k in range(1, 40) for r in range(2)]
+    put(f"steps{node}", 1, node, {"cursor": 80, "lost": 0, "more": False, "steps": steps})
+    put(f"diag{node}", 3, node, [{"type": "verdict", "job": "j", "class": "hang", "rank": 1,
+                                  "evidence": {"detail": "stopped"}}])
+open(f"{d}/up", "wb").write(bytes([4 << 2]) + b"\0")
+PY
+secs=${FUZZ_SECONDS:-20}
+"$BIN" -max_total_time="$secs" -max_len=65536 -rss_limit_mb=1024 -print_final_stats=1 \
+	"$T/corpus" >"$T/fuzz.log" 2>&1
+rc=$?
+grep -E '^(#[0-9]+.*DONE|stat::number_of_executed_units|stat::peak_rss_mb)' "$T/fuzz.log" | tail -3
+if [ $rc -ne 0 ]; then
+	tail -30 "$T/fuzz.log"
+	fail "the fuzzer found a crash (exit $rc)"
+fi
+pass "the hub's readers of node answers fuzzed for ${secs} s without a finding"

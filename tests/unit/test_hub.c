@@ -1,0 +1,295 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * hub: a job across two nodes, fed as the nodes' daemons serve it. Node B's clock is offset
+ * from node A's by seconds to days and its steps are numbered from a later attach; the
+ * verdicts must not change, and the offset found must be within the error the hub states.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include "hub.h"
+
+#define MS	1000000ULL
+#define US	1000ULL
+#define STEPS	160
+#define LATE_ATTACH	37	/* node B's daemon saw its first step at the job's step 37 */
+
+struct seen {
+	int n;
+	enum vclass cls[256];
+	int rank[256];
+	uint64_t step[256];
+	int ranks_seen[256], world[256];
+};
+
+static void on_verdict(void *ctx, const char *job, const struct job_verdict *v, int rank)
+{
+	struct seen *s = ctx;
+
+	if (s->n == 256)
+		return;
+	s->cls[s->n] = v->cls;
+	s->rank[s->n] = rank;
+	s->step[s->n] = v->step;
+	s->ranks_seen[s->n] = v->ranks_seen;
+	s->world[s->n] = v->world_size;
+	s->n++;
+}
+
+static uint64_t rnd(uint64_t *x)
+{
+	*x = *x * 6364136223846793005ULL + 1442695040888963407ULL;
+	return *x >> 33;
+}
+
+/* The job: 4 ranks, 0 and 1 on node A, 2 and 3 on node B; slow computes 4 ms more a step. */
+struct gen {
+	uint64_t seed;
+	uint64_t t;		/* the job's time (node A's clock) */
+	int g;			/* the next job step */
+	int slow;
+};
+
+static void ranks_doc(char *buf, size_t n, int lo)
+{
+	snprintf(buf, n, "[{\"type\":\"rank\",\"job\":\"j1\",\"rank\":%d,\"pid\":%d,\"world_size\":4},"
+		 "{\"type\":\"rank\",\"job\":\"j1\",\"rank\":%d,\"pid\":%d,\"world_size\":4},"
+		 "{\"type\":\"rank\",\"pid\":99}]", lo, 100 + lo, lo + 1, 101 + lo);
+}
+
+/*
+ * nsteps job steps as each node serves them: node A numbers them g + 1 from the start, node
+ * B g - LATE_ATTACH + 1 from its attach, on a clock offset by off.
+ */
+static void steps_docs(struct gen *gn, int nsteps, uint64_t off, char *a, char *b, size_t n,
+		       uint64_t cur)
+{
+	size_t la, lb;
+	int s, r;
+
+	la = snprintf(a, n, "{\"cursor\":%llu,\"lost\":0,\"more\":false,\"steps\":[",
+		      (unsigned long long)(cur + nsteps));
+	lb = snprintf(b, n, "{\"cursor\":%llu,\"lost\":0,\"more\":false,\"steps\":[",
+		      (unsigned long long)(cur + nsteps));
+	for (s = 0; s < nsteps; s++, gn->g++) {
+		uint64_t base = 6 * MS + rnd(&gn->seed) % (2 * MS), work[4], dur = 0;
+
+		for (r = 0; r < 4; r++) {
+			work[r] = base + rnd(&gn->seed) % (100 * US) + (r == gn->slow ? 4 * MS : 0);
+			dur = work[r] > dur ? work[r] : dur;
+		}
+		dur += 500 * US;	/* the all-reduce, after the last arrival */
+		for (r = 0; r < 4; r++) {
+			char *d = r < 2 ? a : b;
+			size_t *l = r < 2 ? &la : &lb;
+			uint64_t k = r < 2 ? gn->g + 1 : gn->g - LATE_ATTACH + 1;
+
+			if (r >= 2 && gn->g < LATE_ATTACH)
+				continue;
+			*l += snprintf(d + *l, n - *l,
+				       "%s{\"type\":\"step\",\"job\":\"j1\",\"rank\":%d,\"pid\":%d,"
+				       "\"step\":%llu,\"start_ns\":%llu,\"dur_ns\":%llu,\"phases\":"
+				       "{\"compute\":%llu,\"comm\":%llu,\"sched_delay\":0}}",
+				       d[*l - 1] == '[' ? "" : ",", r, 100 + r,
+				       (unsigned long long)k,
+				       (unsigned long long)(gn->t + (r < 2 ? 0 : off)),
+				       (unsigned long long)dur, (unsigned long long)work[r],
+				       (unsigned long long)(dur - work[r]));
+		}
+		gn->t += dur;
+	}
+	snprintf(a + la, n - la, "]}");
+	snprintf(b + lb, n - lb, "]}");
+}
+
+/* Run the job through a hub with node B's clock off by off; the verdicts in s. */
+static struct hub *run(uint64_t off, int slow, struct seen *s, int *na, int *nb)
+{
+	static char a[1 << 20], b[1 << 20], ra[512], rb[512];
+	struct gen gn = { .seed = 42, .t = 5 * 86400 * 1000 * MS, .slow = slow };
+	uint64_t ca = 0, cb = 0;
+	struct hub *h = hub__new(8);
+	char err[160];
+	bool more;
+	int p;
+
+	assert_non_null(h);
+	memset(s, 0, sizeof(*s));
+	*na = hub__node(h, "10.0.0.1:9464");
+	*nb = hub__node(h, "10.0.0.2:9464");
+	ranks_doc(ra, sizeof(ra), 0);
+	ranks_doc(rb, sizeof(rb), 2);
+	for (p = 0; p < STEPS / 10; p++) {
+		uint64_t cur = ca;
+
+		steps_docs(&gn, 10, off, a, b, sizeof(a), cur);
+		assert_int_equal(hub__feed_ranks(h, *na, ra, strlen(ra), err, sizeof(err)), 0);
+		assert_int_equal(hub__feed_ranks(h, *nb, rb, strlen(rb), err, sizeof(err)), 0);
+		assert_int_equal(hub__feed_steps(h, *na, a, strlen(a), &ca, &more, err,
+						 sizeof(err)), 0);
+		assert_int_equal(hub__feed_steps(h, *nb, b, strlen(b), &cb, &more, err,
+						 sizeof(err)), 0);
+		hub__node_ok(h, *na, p);
+		hub__node_ok(h, *nb, p);
+		hub__judge(h, p, on_verdict, s);
+	}
+	return h;
+}
+
+static void two_nodes__clock_offsets_seconds_to_days__same_verdicts(void **state)
+{
+	static const int64_t offs[] = { 3 * 1000 * MS, 86400LL * 1000 * MS,
+					-2 * 86400LL * 1000 * MS, 7 * MS };
+	static struct seen first, s;
+	int i, k, na, nb, late = 0;
+	int64_t shift, offset;
+	uint64_t err;
+	struct hub *h;
+
+	for (i = 0; i < (int)(sizeof(offs) / sizeof(offs[0])); i++) {
+		h = run((uint64_t)offs[i], 3, &s, &na, &nb);
+		/* lined up: node B's step k is the job's k + LATE_ATTACH; its clock found within
+		 * the stated error (and that error is small against the steps) */
+		assert_true(hub__offset(h, "j1", nb, &shift, &offset, &err));
+		assert_int_equal(shift, LATE_ATTACH);
+		assert_true(llabs(offset - offs[i]) <= (int64_t)err);
+		assert_true(err < 1 * MS && err >= HUB_CLOCK_ERR_MIN_NS);
+		assert_true(hub__offset(h, "j1", na, &shift, &offset, &err));
+		assert_int_equal(offset, 0);
+		/* rank 3, on node B, computes more: named across the nodes */
+		for (k = 0; k < s.n; k++) {
+			if (s.cls[k] == V_NONE)
+				continue;
+			assert_int_equal(s.cls[k], V_COMPUTE);
+			assert_int_equal(s.rank[k], 3);
+			assert_int_equal(s.ranks_seen[k], 4);
+			assert_int_equal(s.world[k], 4);
+			late++;
+		}
+		assert_true(late > 0);
+		if (!i)
+			first = s;
+		/* the same verdicts whatever the clocks */
+		assert_int_equal(s.n, first.n);
+		for (k = 0; k < s.n; k++) {
+			assert_int_equal(s.cls[k], first.cls[k]);
+			assert_int_equal(s.rank[k], first.rank[k]);
+			assert_int_equal(s.step[k], first.step[k]);
+		}
+		hub__free(h);
+	}
+}
+
+static void healthy_job__no_verdict_and_node_down__ranks_unobserved(void **state)
+{
+	static struct seen s;
+	static char a[1 << 20], b[1 << 20];
+	struct gen gn = { .seed = 7, .t = 1000 * MS, .slow = -1 };
+	uint64_t ca = 0;
+	char err[160];
+	struct hub *h;
+	int k, na, nb, before;
+	size_t len;
+	char *doc;
+	bool more;
+
+	h = run(11 * 1000 * MS, -1, &s, &na, &nb);
+	for (k = 0; k < s.n; k++)
+		assert_int_equal(s.cls[k], V_NONE);
+	assert_true(s.n > 0);
+	/* node B stops answering: after 3 failed polls its ranks are unobserved */
+	hub__node_failed(h, nb, "connect: refused", 100);
+	hub__node_failed(h, nb, "connect: refused", 101);
+	hub__node_failed(h, nb, "connect: refused", 102);
+	gn.g = STEPS;
+	gn.t = 10000 * MS;
+	before = s.n;
+	for (k = 0; k < 4; k++) {
+		steps_docs(&gn, 10, 0, a, b, sizeof(a), 1000 + k * 10);
+		ca = 1000 + k * 10;
+		assert_int_equal(hub__feed_steps(h, na, a, strlen(a), &ca, &more, err,
+						 sizeof(err)), 0);
+		hub__judge(h, 200 + k, on_verdict, &s);
+	}
+	assert_true(s.n > before);
+	for (k = before; k < s.n; k++) {
+		assert_int_equal(s.ranks_seen[k], 2);
+		assert_int_equal(s.world[k], 4);
+	}
+	/* no step for 5 minutes: the job is over, its slot freed */
+	hub__judge(h, 400 + HUB_RETAIN_NS, on_verdict, &s);
+	doc = hub__diagnosis(h, &len);
+	assert_string_equal(doc, "[]");
+	free(doc);
+	hub__free(h);
+}
+
+static void bad_answers__refused_and_counted__other_job_untouched(void **state)
+{
+	static const char *const garbage[] = {
+		"", "<html>502 Bad Gateway</html>", "{\"cursor\":-1,\"steps\":[]}",
+		"{\"cursor\":5}", "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]",
+		"{\"cursor\":1,\"steps\":[1,2", "\"\\ud800",
+	};
+	static struct seen s;
+	char err[160], *doc;
+	uint64_t cur = 9;
+	struct hub *h;
+	size_t i, len;
+	int na, nb, nc;
+	bool more;
+
+	h = run(0, 3, &s, &na, &nb);
+	for (i = 0; i < sizeof(garbage) / sizeof(garbage[0]); i++) {
+		err[0] = 0;
+		assert_int_equal(hub__feed_steps(h, na, garbage[i], strlen(garbage[i]), &cur, &more,
+						 err, sizeof(err)), -EINVAL);
+		assert_true(err[0]);
+		assert_int_equal(cur, 9);	/* the cursor is not moved by a bad answer */
+		assert_int_equal(hub__feed_ranks(h, na, garbage[i], strlen(garbage[i]), err,
+						 sizeof(err)), -EINVAL);
+		assert_int_equal(hub__feed_diagnosis(h, na, garbage[i], strlen(garbage[i]), err,
+						     sizeof(err)), -EINVAL);
+	}
+	/* a third node claims rank 3 of j1 while node B serves it: counted, not taken */
+	nc = hub__node(h, "10.0.0.3:9464");
+	hub__node_ok(h, nc, 1000);
+	doc = "[{\"job\":\"j1\",\"rank\":3,\"pid\":5}]";
+	assert_int_equal(hub__feed_ranks(h, nc, doc, strlen(doc), err, sizeof(err)), 0);
+	doc = hub__nodes(h, &len);
+	assert_non_null(doc);
+	assert_non_null(strstr(doc, "\"node\":\"10.0.0.3:9464\",\"up\":true,\"why\":null,"
+				    "\"polls\":1,\"failed_polls\":0,\"bad_answers\":0,"
+				    "\"duplicate_ranks\":1"));
+	free(doc);
+	doc = hub__ranks(h, &len);
+	assert_non_null(strstr(doc, "\"rank\":3,\"world_size\":4,\"pid\":103,"
+				    "\"node\":\"10.0.0.2:9464\""));
+	free(doc);
+	doc = hub__diagnosis(h, &len);
+	assert_non_null(strstr(doc, "\"class\":\"compute\",\"rank\":3"));
+	free(doc);
+	doc = hub__metrics(h, &len);
+	assert_non_null(strstr(doc, "rankscope_straggler_verdict{job_id=\"j1\",class=\"compute\","
+				    "rank=\"3\""));
+	free(doc);
+	hub__free(h);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(two_nodes__clock_offsets_seconds_to_days__same_verdicts),
+		cmocka_unit_test(healthy_job__no_verdict_and_node_down__ranks_unobserved),
+		cmocka_unit_test(bad_answers__refused_and_counted__other_job_untouched),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,1185 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/* Jobs across nodes, lined up without a shared clock and judged as one: see hub.h. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "detect.h"
+#include "hub.h"
+#include "json.h"
+#include "jsonp.h"
+#include "prom.h"
+#include "report.h"
+
+#define LABELS(...) ((const char *const[]){ __VA_ARGS__, NULL })
+#define HUB_MAX_VALUES	(1 << 20)	/* JSON values in one answer */
+#define HUB_PENDING	65536		/* step lines waiting for hub__drain_steps */
+#define HUB_REALIGN	64		/* job steps between checks of a node's line-up */
+
+struct hrank {
+	int rank;
+	int node;
+	int64_t pid;
+	int world;
+	struct hub_step ring[HUB_STEPS];
+	int n, head;		/* the ring's newest is at head - 1 */
+};
+
+struct jnode {
+	int node;
+	bool aligned;
+	int64_t shift;		/* the job's step = the node's + shift */
+	int64_t offset_ns;	/* the node's clock - the reference node's */
+	uint64_t err_ns;
+	uint64_t checked_k;	/* the node step it was last lined up at */
+	uint64_t waited;	/* judgements held back for it to line up */
+	uint64_t wait_from_ns;
+};
+
+struct hjob {
+	char id[128];
+	int world;
+	struct hrank **r;	/* sorted by rank */
+	int nr, cap;
+	struct jnode *jn;
+	int njn;
+	int ref;		/* the reference node (the lowest rank's) */
+	uint64_t judged_k;	/* the last job step judged */
+	struct job_verdict last;
+	int last_rank;
+	bool emitted;
+	uint64_t last_emit_k;
+	enum vclass cand_cls;
+	int cand_rank, cand_n;
+	struct persist persist;
+	/* a node's own verdict of a kind only it can see (a hang, a divergence, an exit) */
+	struct job_verdict node_v;
+	int node_v_rank;
+	bool have_node_v;
+	uint64_t fed_ns;	/* when a step of it last came (the hub's clock) */
+};
+
+struct hnode {
+	char name[96];
+	bool up, gone, ever;
+	int fails;
+	uint64_t last_ok_ns;
+	char why[160];
+	struct hub_node_stats st;
+};
+
+struct pending {
+	char job[128];
+	int rank;
+	char *json;
+	size_t len;
+};
+
+struct hub {
+	int window;
+	struct hnode *nodes;
+	int nn;
+	struct hjob *jobs[HUB_MAX_JOBS];
+	int nj;
+	struct pending *pend;
+	int npend;
+	int nranks;		/* of all jobs */
+	uint64_t now;		/* the latest time the caller gave */
+};
+
+struct hub *hub__new(int window)
+{
+	struct hub *h = calloc(1, sizeof(*h));
+
+	if (!h)
+		return NULL;
+	h->window = window > 1 ? window : HUB_WINDOW;
+	h->nodes = calloc(HUB_MAX_NODES, sizeof(*h->nodes));
+	h->pend = calloc(HUB_PENDING, sizeof(*h->pend));
+	if (!h->nodes || !h->pend) {
+		hub__free(h);
+		return NULL;
+	}
+	return h;
+}
+
+static void job_free(struct hjob *j)
+{
+	int i;
+
+	if (!j)
+		return;
+	for (i = 0; i < j->nr; i++)
+		free(j->r[i]);
+	free(j->r);
+	free(j->jn);
+	free(j);
+}
+
+void hub__free(struct hub *h)
+{
+	int i;
+
+	if (!h)
+		return;
+	for (i = 0; i < h->nj; i++)
+		job_free(h->jobs[i]);
+	for (i = 0; i < h->npend; i++)
+		free(h->pend[i].json);
+	free(h->pend);
+	free(h->nodes);
+	free(h);
+}
+
+int hub__node(struct hub *h, const char *name)
+{
+	int i;
+
+	for (i = 0; i < h->nn; i++)
+		if (!strcmp(h->nodes[i].name, name)) {
+			h->nodes[i].gone = false;
+			return i;
+		}
+	if (h->nn == HUB_MAX_NODES)
+		return -ENOSPC;
+	snprintf(h->nodes[h->nn].name, sizeof(h->nodes[h->nn].name), "%s", name);
+	return h->nn++;
+}
+
+static struct hjob *find_job(struct hub *h, const char *id, bool make)
+{
+	struct hjob *j;
+	int i;
+
+	for (i = 0; i < h->nj; i++)
+		if (!strcmp(h->jobs[i]->id, id))
+			return h->jobs[i];
+	if (!make || h->nj == HUB_MAX_JOBS)
+		return NULL;
+	j = calloc(1, sizeof(*j));
+	if (!j)
+		return NULL;
+	snprintf(j->id, sizeof(j->id), "%s", id);
+	j->fed_ns = h->now;
+	j->world = -1;
+	j->ref = -1;
+	j->last_rank = -1;
+	h->jobs[h->nj++] = j;
+	return j;
+}
+
+static struct hrank *find_rank(struct hjob *j, int rank)
+{
+	int lo = 0, hi = j->nr - 1, m;
+
+	while (lo <= hi) {
+		m = (lo + hi) / 2;
+		if (j->r[m]->rank == rank)
+			return j->r[m];
+		if (j->r[m]->rank < rank)
+			lo = m + 1;
+		else
+			hi = m - 1;
+	}
+	return NULL;
+}
+
+static struct jnode *find_jnode(struct hjob *j, int node, bool make)
+{
+	struct jnode *n;
+	int i;
+
+	for (i = 0; i < j->njn; i++)
+		if (j->jn[i].node == node)
+			return &j->jn[i];
+	if (!make)
+		return NULL;
+	n = realloc(j->jn, sizeof(*n) * (j->njn + 1));
+	if (!n)
+		return NULL;
+	j->jn = n;
+	n = &j->jn[j->njn++];
+	memset(n, 0, sizeof(*n));
+	n->node = node;
+	return n;
+}
+
+/* The rank of a job, made on first sight; NULL when it is another node's (a duplicate). */
+static struct hrank *add_rank(struct hub *h, struct hjob *j, int node, int rank, bool *dup)
+{
+	struct hrank *r = find_rank(j, rank), **nr;
+	int i;
+
+	*dup = false;
+	if (r) {
+		/* the same (job, rank) from two nodes: the first keeps it while it answers */
+		if (r->node != node) {
+			if (h->nodes[r->node].up && !h->nodes[r->node].gone) {
+				*dup = true;
+				return NULL;
+			}
+			r->node = node;
+			r->n = r->head = 0;
+		}
+		return r;
+	}
+	if (j->nr == HUB_JOB_RANKS || h->nranks == HUB_MAX_RANKS || !find_jnode(j, node, true)) {
+		h->nodes[node].st.bad++;
+		return NULL;
+	}
+	if (j->nr == j->cap) {
+		nr = realloc(j->r, sizeof(*nr) * (j->cap ? j->cap * 2 : 8));
+		if (!nr)
+			return NULL;
+		j->r = nr;
+		j->cap = j->cap ? j->cap * 2 : 8;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	r->rank = rank;
+	r->node = node;
+	r->world = -1;
+	for (i = j->nr; i > 0 && j->r[i - 1]->rank > rank; i--)
+		j->r[i] = j->r[i - 1];
+	j->r[i] = r;
+	j->nr++;
+	h->nranks++;
+	return r;
+}
+
+static int bad(char *err, size_t n, const char *what, const struct jsonp *d)
+{
+	snprintf(err, n, "%s%s%s", what, d && d->err[0] ? ": " : "", d ? d->err : "");
+	return -EINVAL;
+}
+
+int hub__feed_ranks(struct hub *h, int node, const char *text, size_t len, char *err, size_t n)
+{
+	struct jsonp d = {};
+	const struct jsonp_val *v;
+	int err_ = 0;
+
+	if (jsonp__parse(&d, text, len, HUB_MAX_VALUES) || jsonp__root(&d)->type != JSONP_ARR) {
+		err_ = bad(err, n, "ranks: not a JSON array", &d);
+		goto out;
+	}
+	for (v = jsonp__first(&d, jsonp__root(&d)); v; v = jsonp__next(&d, v)) {
+		const char *job = jsonp__str(&d, v, "job");
+		int64_t rank, pid = 0, world = -1;
+		struct hrank *r;
+		struct hjob *j;
+		bool dup;
+
+		if (!job || !jsonp__int64(&d, v, "rank", &rank) || rank < 0 || rank >= (1 << 24))
+			continue;	/* a process with no rank yet */
+		jsonp__int64(&d, v, "pid", &pid);
+		jsonp__int64(&d, v, "world_size", &world);
+		j = find_job(h, job, true);
+		if (!j)
+			continue;
+		r = add_rank(h, j, node, (int)rank, &dup);
+		if (dup) {
+			h->nodes[node].st.dups++;
+			continue;
+		}
+		if (!r)
+			continue;
+		r->pid = pid;
+		r->world = world > 0 && world < (1 << 24) ? (int)world : -1;
+		if (r->world > j->world)
+			j->world = r->world;
+	}
+out:
+	jsonp__free(&d);
+	return err_;
+}
+
+static void push_step(struct hrank *r, const struct hub_step *s)
+{
+	/* steps come oldest first; a number not past the newest is a repeat or a restart */
+	if (r->n && s->k <= r->ring[(r->head + HUB_STEPS - 1) % HUB_STEPS].k) {
+		if (s->k + HUB_STEPS > r->ring[(r->head + HUB_STEPS - 1) % HUB_STEPS].k)
+			return;
+		r->n = r->head = 0;
+	}
+	r->ring[r->head] = *s;
+	r->head = (r->head + 1) % HUB_STEPS;
+	if (r->n < HUB_STEPS)
+		r->n++;
+}
+
+static void keep_line(struct hub *h, struct hjob *jb, int rank, int node,
+		      const struct hub_step *s)
+{
+	const struct jnode *jn = find_jnode(jb, node, false);
+	const char *job = jb->id;
+	struct pending *p;
+	struct json j;
+	int ph;
+
+	if (h->npend == HUB_PENDING)
+		return;
+	json__init(&j);
+	json__obj_begin(&j);
+	json__kstr(&j, "type", "step");
+	json__kstr(&j, "job", job);
+	json__kint(&j, "rank", rank);
+	json__kstr(&j, "node", h->nodes[node].name);
+	/* the job's step number once the node is lined up with the reference node */
+	if (jn && jn->aligned && (int64_t)s->k + jn->shift >= 0)
+		json__kuint(&j, "step", s->k + jn->shift);
+	json__kuint(&j, "node_step", s->k);
+	json__kuint(&j, "start_ns", s->start_ns);
+	json__kuint(&j, "dur_ns", s->dur_ns);
+	json__key(&j, "phases");
+	json__obj_begin(&j);
+	for (ph = 0; ph < PH_MAX; ph++)
+		json__kuint(&j, steps__phase_name(ph), s->ph[ph]);
+	json__obj_end(&j);
+	json__obj_end(&j);
+	if (j.err) {
+		json__free(&j);
+		return;
+	}
+	p = &h->pend[h->npend++];
+	snprintf(p->job, sizeof(p->job), "%s", job);
+	p->rank = rank;
+	p->json = j.buf;
+	p->len = j.len;
+}
+
+/* A node's daemon started again: its ranks' steps are renumbered, so line them up anew. */
+static void node_restarted(struct hub *h, int node)
+{
+	struct jnode *jn;
+	int i, k;
+
+	for (i = 0; i < h->nj; i++) {
+		for (k = 0; k < h->jobs[i]->nr; k++)
+			if (h->jobs[i]->r[k]->node == node)
+				h->jobs[i]->r[k]->n = h->jobs[i]->r[k]->head = 0;
+		jn = find_jnode(h->jobs[i], node, false);
+		if (jn)
+			jn->aligned = false;
+		/* the job's step numbers were the reference node's: they start again too */
+		if (h->jobs[i]->ref == node) {
+			h->jobs[i]->ref = -1;
+			h->jobs[i]->judged_k = 0;
+		}
+	}
+}
+
+int hub__feed_steps(struct hub *h, int node, const char *text, size_t len, uint64_t *cursor,
+		    bool *more, char *err, size_t n)
+{
+	struct jsonp d = {};
+	const struct jsonp_val *root, *steps, *v, *phs;
+	uint64_t cur, lost = 0;
+	int err_ = 0, ph;
+
+	*more = false;
+	if (jsonp__parse(&d, text, len, HUB_MAX_VALUES)) {
+		err_ = bad(err, n, "steps: not JSON", &d);
+		goto out;
+	}
+	root = jsonp__root(&d);
+	steps = jsonp__get(&d, root, "steps");
+	if (!jsonp__uint64(&d, root, "cursor", &cur) || !steps || steps->type != JSONP_ARR) {
+		err_ = bad(err, n, "steps: no cursor and steps (is it a rankscope daemon?)", NULL);
+		goto out;
+	}
+	jsonp__uint64(&d, root, "lost", &lost);
+	h->nodes[node].st.lost += lost;
+	v = jsonp__get(&d, root, "more");
+	*more = v && v->type == JSONP_BOOL && v->b;
+	/* the daemon restarted: its lines, and its steps, count from 1 again */
+	if (cur < *cursor) {
+		node_restarted(h, node);
+		*cursor = 0;
+		*more = true;
+		goto out;
+	}
+	*cursor = cur;
+	for (v = jsonp__first(&d, steps); v; v = jsonp__next(&d, v)) {
+		const char *job = jsonp__str(&d, v, "job");
+		struct hub_step s = {};
+		struct hrank *r;
+		struct hjob *j;
+		int64_t rank;
+		bool dup;
+
+		phs = jsonp__get(&d, v, "phases");
+		if (!job || !jsonp__int64(&d, v, "rank", &rank) || rank < 0 || rank >= (1 << 24) ||
+		    !jsonp__uint64(&d, v, "step", &s.k) ||
+		    !jsonp__uint64(&d, v, "start_ns", &s.start_ns) ||
+		    !jsonp__uint64(&d, v, "dur_ns", &s.dur_ns) || !phs ||
+		    phs->type != JSONP_OBJ) {
+			h->nodes[node].st.bad++;
+			continue;
+		}
+		for (ph = 0; ph < PH_MAX; ph++)
+			jsonp__uint64(&d, phs, steps__phase_name(ph), &s.ph[ph]);
+		j = find_job(h, job, true);
+		if (!j)
+			continue;
+		r = add_rank(h, j, node, (int)rank, &dup);
+		if (dup) {
+			h->nodes[node].st.dups++;
+			continue;
+		}
+		if (!r)
+			continue;
+		push_step(r, &s);
+		j->fed_ns = h->now;
+		h->nodes[node].st.steps++;
+		keep_line(h, j, r->rank, node, &s);
+	}
+out:
+	jsonp__free(&d);
+	return err_;
+}
+
+int hub__feed_diagnosis(struct hub *h, int node, const char *text, size_t len, char *err,
+			size_t n)
+{
+	struct jsonp d = {};
+	const struct jsonp_val *v, *ev;
+	int err_ = 0;
+
+	if (jsonp__parse(&d, text, len, HUB_MAX_VALUES) || jsonp__root(&d)->type != JSONP_ARR) {
+		err_ = bad(err, n, "diagnosis: not a JSON array", &d);
+		goto out;
+	}
+	for (v = jsonp__first(&d, jsonp__root(&d)); v; v = jsonp__next(&d, v)) {
+		const char *job = jsonp__str(&d, v, "job"), *cls = jsonp__str(&d, v, "class");
+		const char *detail;
+		struct job_verdict jv = {};
+		struct hjob *j;
+		int64_t rank = -1, x;
+
+		if (!job || !cls || !(j = find_job(h, job, false)))
+			continue;
+		jsonp__int64(&d, v, "rank", &rank);
+		if (strcmp(cls, "hang") && strcmp(cls, "divergent") && strcmp(cls, "rank_exited")) {
+			/* the node no longer says so: the hub's own judgement stands again */
+			if (j->have_node_v && j->node_v.col == node)
+				j->have_node_v = false;
+			continue;
+		}
+		jv.cls = !strcmp(cls, "hang") ? V_HANG : !strcmp(cls, "divergent") ? V_DIVERGENT :
+			 V_RANK_EXITED;
+		jv.v.cls = jv.cls;
+		jv.col = node;		/* which node said it */
+		if (jsonp__int64(&d, v, "step", &x) && x >= 0)
+			jv.step = x;
+		if (jsonp__int64(&d, v, "t_ns", &x) && x >= 0)
+			jv.t_ns = x;
+		ev = jsonp__get(&d, v, "evidence");
+		detail = jsonp__str(&d, ev, "detail");
+		snprintf(jv.detail, sizeof(jv.detail), "%s (seen by node %s)", detail ? detail : cls,
+			 h->nodes[node].name);
+		j->node_v = jv;
+		j->node_v_rank = (int)rank;
+		j->have_node_v = true;
+	}
+out:
+	jsonp__free(&d);
+	return err_;
+}
+
+void hub__tick(struct hub *h, uint64_t now_ns)
+{
+	h->now = now_ns;
+}
+
+void hub__node_failed(struct hub *h, int node, const char *why, uint64_t now_ns)
+{
+	struct hnode *n = &h->nodes[node];
+
+	n->st.fails++;
+	snprintf(n->why, sizeof(n->why), "%s", why);
+	if (++n->fails >= HUB_DOWN_POLLS)
+		n->up = false;
+}
+
+void hub__node_ok(struct hub *h, int node, uint64_t now_ns)
+{
+	struct hnode *n = &h->nodes[node];
+
+	h->now = now_ns;
+	n->st.polls++;
+	n->fails = 0;
+	n->up = n->ever = true;
+	n->gone = false;
+	n->last_ok_ns = now_ns;
+	n->why[0] = 0;
+}
+
+void hub__node_bad(struct hub *h, int node)
+{
+	h->nodes[node].st.bad++;
+}
+
+void hub__node_gone(struct hub *h, int node)
+{
+	h->nodes[node].gone = true;
+	h->nodes[node].up = false;
+	snprintf(h->nodes[node].why, sizeof(h->nodes[node].why), "no longer among the peers");
+}
+
+static bool observed(const struct hub *h, const struct hrank *r)
+{
+	return h->nodes[r->node].up && !h->nodes[r->node].gone;
+}
+
+/* The rank's step with the node's number k, or NULL. */
+static const struct hub_step *step_at(const struct hrank *r, uint64_t k)
+{
+	const struct hub_step *newest;
+	uint64_t back;
+
+	if (!r->n)
+		return NULL;
+	newest = &r->ring[(r->head + HUB_STEPS - 1) % HUB_STEPS];
+	if (k > newest->k)
+		return NULL;
+	back = newest->k - k;
+	/* steps are numbered without gaps on a node, but lines can be lost: search near */
+	if (back < (uint64_t)r->n) {
+		const struct hub_step *s = &r->ring[(r->head + HUB_STEPS - 1 - back) % HUB_STEPS];
+
+		if (s->k == k)
+			return s;
+	}
+	for (back = 0; back < (uint64_t)r->n; back++) {
+		const struct hub_step *s = &r->ring[(r->head + HUB_STEPS - 1 - back) % HUB_STEPS];
+
+		if (s->k == k)
+			return s;
+		if (s->k < k)
+			break;
+	}
+	return NULL;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The first rank of the node among the job's, or NULL. */
+static const struct hrank *node_rank(const struct hjob *j, int node)
+{
+	int i;
+
+	for (i = 0; i < j->nr; i++)
+		if (j->r[i]->node == node && j->r[i]->n)
+			return j->r[i];
+	return NULL;
+}
+
+/*
+ * Line node b's steps up with the reference rank a's: the shift under which matched steps'
+ * lengths differ least (median), when that is clearly less than under any other shift. The
+ * clock offset: the median of the matched starts' differences; its error, the 90th percentile
+ * of the differences' distance from it.
+ */
+static void align(const struct hrank *a, const struct hrank *b, struct jnode *jn)
+{
+	uint64_t diff[HUB_STEPS], best = UINT64_MAX, second = UINT64_MAX, m;
+	int64_t d, lo, hi, best_d = 0, off[HUB_STEPS];
+	const struct hub_step *sa, *sb;
+	int i, k, nm;
+
+	int use = b->n < HUB_ALIGN_USE ? b->n : HUB_ALIGN_USE;
+
+	if (a->n < HUB_ALIGN_MIN || b->n < HUB_ALIGN_MIN)
+		return;
+	/* shifts that overlap by HUB_ALIGN_MIN steps at least */
+	sa = &a->ring[(a->head + HUB_STEPS - a->n) % HUB_STEPS];
+	sb = &b->ring[(b->head + HUB_STEPS - use) % HUB_STEPS];
+	lo = (int64_t)sa->k - (int64_t)(sb->k + use);
+	hi = (int64_t)(sa->k + a->n) - (int64_t)sb->k;
+	for (d = lo; d <= hi; d++) {
+		for (nm = 0, i = 0; i < use; i++) {
+			const struct hub_step *x = &b->ring[(b->head + HUB_STEPS - use + i) % HUB_STEPS];
+			const struct hub_step *y;
+
+			if ((int64_t)x->k + d < 0 || !(y = step_at(a, x->k + d)))
+				continue;
+			diff[nm++] = x->dur_ns > y->dur_ns ? x->dur_ns - y->dur_ns :
+				     y->dur_ns - x->dur_ns;
+		}
+		if (nm < HUB_ALIGN_MIN)
+			continue;
+		qsort(diff, nm, sizeof(*diff), cmp_u64);
+		m = diff[nm / 2];
+		if (m < best) {
+			second = best;
+			best = m;
+			best_d = d;
+		} else if (m < second) {
+			second = m;
+		}
+	}
+	/* sharp: the best shift's lengths agree 4x better than any other's (steps that do not
+	 * jitter cannot be told apart; wait for more). Once lined up, a check that still finds
+	 * the same shift best keeps it: the nodes cut some steps at other collectives of the
+	 * cycle now and then, which blurs the lengths but does not move the steps */
+	if (best == UINT64_MAX)
+		return;
+	if (second != UINT64_MAX && best * 4 > second && !(jn->aligned && best_d == jn->shift)) {
+		jn->checked_k = b->ring[(b->head + HUB_STEPS - 1) % HUB_STEPS].k;
+		return;
+	}
+	for (nm = 0, i = 0; i < use; i++) {
+		const struct hub_step *x = &b->ring[(b->head + HUB_STEPS - use + i) % HUB_STEPS];
+		const struct hub_step *y;
+
+		if ((int64_t)x->k + best_d < 0 || !(y = step_at(a, x->k + best_d)))
+			continue;
+		off[nm++] = (int64_t)(x->start_ns - y->start_ns);
+	}
+	qsort(off, nm, sizeof(*off), cmp_i64);
+	jn->offset_ns = off[nm / 2];
+	for (k = 0; k < nm; k++)
+		diff[k] = off[k] > jn->offset_ns ? off[k] - jn->offset_ns : jn->offset_ns - off[k];
+	qsort(diff, nm, sizeof(*diff), cmp_u64);
+	jn->err_ns = diff[(nm * 9) / 10 < nm ? (nm * 9) / 10 : nm - 1];
+	/* and the offset holds the nodes' ranks' own skew at the step's end: two ranks leave one
+	 * collective microseconds apart on one host, tens of them across a network */
+	if (jn->err_ns < HUB_CLOCK_ERR_MIN_NS)
+		jn->err_ns = HUB_CLOCK_ERR_MIN_NS;
+	jn->shift = best_d;
+	jn->aligned = true;
+	jn->checked_k = b->ring[(b->head + HUB_STEPS - 1) % HUB_STEPS].k;
+}
+
+static void align_job(struct hub *h, struct hjob *j)
+{
+	const struct hrank *a, *b;
+	int i;
+
+	/* the reference: the node of the lowest observed rank */
+	for (i = 0; i < j->nr && !(observed(h, j->r[i]) && j->r[i]->n); i++)
+		;
+	if (i == j->nr)
+		return;
+	if (j->ref != j->r[i]->node) {
+		/* job steps are numbered as the reference node numbers them: anew */
+		j->ref = j->r[i]->node;
+		j->judged_k = 0;
+		for (i = 0; i < j->njn; i++)
+			j->jn[i].aligned = false;
+	}
+	a = node_rank(j, j->ref);
+	for (i = 0; i < j->njn; i++) {
+		struct jnode *jn = &j->jn[i];
+
+		if (jn->aligned)
+			jn->waited = 0;
+		if (jn->node == j->ref) {
+			jn->aligned = true;
+			jn->shift = jn->offset_ns = 0;
+			jn->err_ns = 0;
+			continue;
+		}
+		b = node_rank(j, jn->node);
+		if (!b || !h->nodes[jn->node].up)
+			continue;
+		if (jn->aligned &&
+		    b->ring[(b->head + HUB_STEPS - 1) % HUB_STEPS].k < jn->checked_k + HUB_REALIGN)
+			continue;
+		/* again now and then: lines were lost, or a node's steps were cut anew */
+		align(a, b, jn);
+	}
+}
+
+/* The median of sorted v[0..n-1] without one element equal to x (n >= 2). */
+static int64_t peers_median(const int64_t *v, int n, int64_t x)
+{
+	int lo = 0, hi = n - 1, at, m = n - 1;
+
+	/* where x sits: any index holding it will do, equal values being alike */
+	while (lo < hi) {
+		int mid = (lo + hi) / 2;
+
+		if (v[mid] < x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	at = lo;
+#define WITHOUT(i) v[(i) < at ? (i) : (i) + 1]
+	if (m % 2)
+		return WITHOUT(m / 2);
+	return WITHOUT(m / 2 - 1) + (WITHOUT(m / 2) - WITHOUT(m / 2 - 1)) / 2;
+#undef WITHOUT
+}
+
+/*
+ * The window's rows over the observed, lined-up ranks, in the detector's terms. No clock is
+ * shared, so every rank's step ends at the same made-up instant; a rank arrives its time in
+ * collectives before it; its lateness is its own work (the step less its collectives) over
+ * its peers' median.
+ */
+static int build_rows(struct hub *h, struct hjob *j, uint64_t kend, int w, struct step_obs *obs,
+		      int *cols, int ncols)
+{
+	int64_t *work = NULL, *tmp = NULL;
+	int s, c, rows = 0;
+
+	work = calloc(ncols, sizeof(*work));
+	tmp = calloc(ncols, sizeof(*tmp));
+	if (!work || !tmp)
+		goto out;
+	for (s = 0; s < w; s++) {
+		uint64_t k = kend - (w - 1 - s), done = (k + 1) * 1000000000ULL;
+		struct step_obs *row = &obs[s * ncols];
+
+		for (c = 0; c < ncols; c++) {
+			const struct hrank *r = j->r[cols[c]];
+			const struct jnode *jn = find_jnode(j, r->node, false);
+			const struct hub_step *st;
+			uint64_t comm;
+
+			if ((int64_t)k - jn->shift < 0 || !(st = step_at(r, k - jn->shift)))
+				break;
+			comm = st->ph[PH_COMM] < st->dur_ns ? st->ph[PH_COMM] : st->dur_ns;
+			row[c].present = true;
+			row[c].dur_ns = st->dur_ns;
+			memcpy(row[c].ph.ns, st->ph, sizeof(row[c].ph.ns));
+			row[c].ph.other_nr = -1;
+			row[c].done_ns = done;
+			row[c].arrival_ns = done - comm;
+			work[c] = (int64_t)(st->dur_ns - comm);
+		}
+		if (c < ncols) {
+			rows = -ENOENT;
+			goto out;
+		}
+		/* each rank's peers' median from one sort: without the rank's own value the
+		 * median moves by at most one place (thousands of ranks: n log n, not n^2) */
+		memcpy(tmp, work, sizeof(*tmp) * ncols);
+		qsort(tmp, ncols, sizeof(*tmp), cmp_i64);
+		for (c = 0; c < ncols; c++) {
+			row[c].has_late = true;
+			row[c].late_ns = work[c] - peers_median(tmp, ncols, work[c]);
+			row[c].wait_ns = done - row[c].arrival_ns;
+		}
+		detect__split_comm(row, ncols);
+		rows++;
+	}
+out:
+	free(work);
+	free(tmp);
+	return rows;
+}
+
+/* The newest job step every observed, lined-up rank has. */
+static bool newest_common(struct hub *h, struct hjob *j, int *cols, int ncols, uint64_t *k)
+{
+	uint64_t best = UINT64_MAX, mine;
+	int c;
+
+	for (c = 0; c < ncols; c++) {
+		const struct hrank *r = j->r[cols[c]];
+		const struct jnode *jn = find_jnode(j, r->node, false);
+
+		if (!r->n)
+			return false;
+		mine = r->ring[(r->head + HUB_STEPS - 1) % HUB_STEPS].k + jn->shift;
+		best = mine < best ? mine : best;
+	}
+	*k = best;
+	return best != UINT64_MAX;
+}
+
+static void judge_job(struct hub *h, struct hjob *j, uint64_t now_ns,
+		      void (*on_verdict)(void *, const char *, const struct job_verdict *, int),
+		      void *ctx)
+{
+	struct step_obs *obs = NULL;
+	struct job_verdict jv = {};
+	int *cols = NULL, ncols = 0, i, w = h->window, unseen = 0;
+	uint64_t k;
+
+	align_job(h, j);
+	/* a node's own verdict of what only it can see (no step completes in a hang) */
+	if (j->have_node_v) {
+		if (!j->emitted || j->last.cls != j->node_v.cls || j->last_rank != j->node_v_rank) {
+			for (i = 0, ncols = 0; i < j->nr; i++)
+				ncols += observed(h, j->r[i]);
+			j->last = j->node_v;
+			j->last.ranks_seen = ncols;
+			j->last.world_size = j->world > j->nr ? j->world : j->nr;
+			j->last.t_ns = now_ns;
+			j->last_rank = j->node_v_rank;
+			j->emitted = true;
+			if (on_verdict)
+				on_verdict(ctx, j->id, &j->last, j->last_rank);
+		}
+		return;
+	}
+	cols = calloc(j->nr ? j->nr : 1, sizeof(*cols));
+	if (!cols)
+		return;
+	for (i = 0; i < j->nr; i++) {
+		struct jnode *jn = find_jnode(j, j->r[i]->node, false);
+
+		if (observed(h, j->r[i]) && jn && jn->aligned && j->r[i]->n) {
+			cols[ncols++] = i;
+			continue;
+		}
+		unseen++;
+		/* a node that answers but is not lined up yet: wait for it a while rather than
+		 * judge without its ranks (and call their absence remote_wait) */
+		if (observed(h, j->r[i]) && jn && !jn->aligned && j->r[i]->n) {
+			if (!jn->waited++)
+				jn->wait_from_ns = now_ns;
+			if (now_ns - jn->wait_from_ns < HUB_ALIGN_WAIT_NS)
+				goto out;
+		}
+	}
+	if (ncols < 2 || !newest_common(h, j, cols, ncols, &k) || k < (uint64_t)w ||
+	    k <= j->judged_k)
+		goto out;
+	obs = calloc((size_t)w * ncols, sizeof(*obs));
+	if (!obs || build_rows(h, j, k, w, obs, cols, ncols) != w)
+		goto out;
+	j->judged_k = k;
+	if (detect__window(obs, w, ncols, &jv.v))
+		goto out;
+	jv.cls = jv.v.cls;
+	jv.col = jv.v.rank;
+	jv.step = k;
+	jv.first = k + 1 - w;
+	jv.last = k;
+	jv.t_ns = now_ns;
+	jv.ranks_seen = ncols;
+	jv.world_size = j->world > j->nr ? j->world : j->nr;
+	if (jv.col >= 0 && jv.v.phase == PH_OTHER)
+		snprintf(jv.detail, sizeof(jv.detail), "off CPU, not waiting for input, storage, a "
+			 "collective or a CPU (the node's step lines say what it was blocked in)");
+	/* aligned and waiting, with ranks of the job not observed: one of those is what the
+	 * others wait for, not the network */
+	if (jv.cls == V_COMMUNICATION && (unseen || jv.world_size > ncols)) {
+		jv.cls = jv.v.cls = V_REMOTE_WAIT;
+		snprintf(jv.detail, sizeof(jv.detail), "the %d ranks observed (of %d) arrive "
+			 "together and wait %.1f ms after the last of them; ranks not observed (a "
+			 "node not answering, or without a daemon) hold them", ncols, jv.world_size,
+			 jv.v.post_arrival_ns / 1e6);
+	}
+	/* a new story near the threshold must hold for two judgements in a row */
+	if (jv.cls != V_NONE && jv.v.skew_ns < 2 * (int64_t)detect__threshold(jv.v.step_ns) &&
+	    !(j->emitted && jv.cls == j->last.cls && jv.col >= 0 &&
+	      j->r[cols[jv.col]]->rank == j->last_rank)) {
+		int rank = jv.col >= 0 ? j->r[cols[jv.col]]->rank : -1;
+
+		if (jv.cls == j->cand_cls && rank == j->cand_rank) {
+			j->cand_n++;
+		} else {
+			j->cand_cls = jv.cls;
+			j->cand_rank = rank;
+			j->cand_n = 1;
+		}
+		if (j->cand_n < 2)
+			goto out;
+	}
+	j->cand_n = 0;
+	i = jv.col >= 0 ? j->r[cols[jv.col]]->rank : -1;
+	jv.persistent = detect__persistent(&j->persist, i);
+	if (j->emitted && jv.cls == j->last.cls && i == j->last_rank &&
+	    k - j->last_emit_k < (uint64_t)w && !(jv.persistent && !j->last.persistent)) {
+		j->last = jv;
+		goto out;
+	}
+	j->last = jv;
+	j->last_rank = i;
+	j->emitted = true;
+	j->last_emit_k = k;
+	if (on_verdict)
+		on_verdict(ctx, j->id, &jv, i);
+out:
+	free(obs);
+	free(cols);
+}
+
+void hub__judge(struct hub *h, uint64_t now_ns,
+		void (*on_verdict)(void *ctx, const char *job, const struct job_verdict *v,
+				   int rank),
+		void *ctx)
+{
+	int i, k;
+
+	h->now = now_ns;
+	for (i = 0; i < h->nj; i++)
+		judge_job(h, h->jobs[i], now_ns, on_verdict, ctx);
+	/* a job no node has sent a step of for HUB_RETAIN_NS is over: its slot is freed */
+	for (i = 0, k = 0; i < h->nj; i++) {
+		struct hjob *j = h->jobs[i];
+
+		if (now_ns > j->fed_ns + HUB_RETAIN_NS) {
+			h->nranks -= j->nr;
+			job_free(j);
+			continue;
+		}
+		h->jobs[k++] = j;
+	}
+	h->nj = k;
+}
+
+static char *finish(struct json *j, size_t *len)
+{
+	if (j->err) {
+		json__free(j);
+		return NULL;
+	}
+	*len = j->len;
+	return j->buf;
+}
+
+char *hub__diagnosis(struct hub *h, size_t *len)
+{
+	struct json j;
+	int i;
+
+	json__init(&j);
+	json__arr_begin(&j);
+	for (i = 0; i < h->nj; i++) {
+		const struct hjob *jb = h->jobs[i];
+		const struct hrank *r = NULL;
+		int k;
+
+		if (!jb->emitted) {
+			json__obj_begin(&j);
+			json__kstr(&j, "type", "verdict");
+			json__kstr(&j, "job", jb->id);
+			json__kstr(&j, "class", "none");
+			json__kstr(&j, "detail", "no verdict yet: too few steps lined up across nodes");
+			json__obj_end(&j);
+			continue;
+		}
+		for (k = 0; k < jb->nr && jb->last_rank >= 0; k++)
+			if (jb->r[k]->rank == jb->last_rank)
+				r = jb->r[k];
+		report__verdict(&j, &jb->last, jb->id, jb->last_rank, r ? (pid_t)r->pid : 0);
+	}
+	json__arr_end(&j);
+	return finish(&j, len);
+}
+
+char *hub__ranks(struct hub *h, size_t *len)
+{
+	struct json j;
+	int i, k;
+
+	json__init(&j);
+	json__arr_begin(&j);
+	for (i = 0; i < h->nj; i++) {
+		const struct hjob *jb = h->jobs[i];
+
+		for (k = 0; k < jb->nr; k++) {
+			const struct hrank *r = jb->r[k];
+
+			json__obj_begin(&j);
+			json__kstr(&j, "type", "rank");
+			json__kstr(&j, "job", jb->id);
+			json__kint(&j, "rank", r->rank);
+			json__kint(&j, "world_size", r->world);
+			json__kint(&j, "pid", r->pid);
+			json__kstr(&j, "node", h->nodes[r->node].name);
+			json__key(&j, "observed");
+			json__bool(&j, observed(h, r));
+			json__kuint(&j, "steps", r->n);
+			json__obj_end(&j);
+		}
+	}
+	json__arr_end(&j);
+	return finish(&j, len);
+}
+
+char *hub__nodes(struct hub *h, size_t *len)
+{
+	struct json j;
+	int i, k;
+
+	json__init(&j);
+	json__arr_begin(&j);
+	for (i = 0; i < h->nn; i++) {
+		const struct hnode *n = &h->nodes[i];
+
+		json__obj_begin(&j);
+		json__kstr(&j, "node", n->name);
+		json__key(&j, "up");
+		json__bool(&j, n->up);
+		json__kstr(&j, "why", n->why[0] ? n->why : NULL);
+		json__kuint(&j, "polls", n->st.polls);
+		json__kuint(&j, "failed_polls", n->st.fails);
+		json__kuint(&j, "bad_answers", n->st.bad);
+		json__kuint(&j, "duplicate_ranks", n->st.dups);
+		json__kuint(&j, "lost_steps", n->st.lost);
+		json__key(&j, "jobs");
+		json__arr_begin(&j);
+		for (k = 0; k < h->nj; k++) {
+			const struct jnode *jn = find_jnode(h->jobs[k], i, false);
+
+			if (!jn)
+				continue;
+			json__obj_begin(&j);
+			json__kstr(&j, "job", h->jobs[k]->id);
+			json__key(&j, "lined_up");
+			json__bool(&j, jn->aligned);
+			json__key(&j, "reference");
+			json__bool(&j, h->jobs[k]->ref == i);
+			if (jn->aligned) {
+				json__kint(&j, "step_shift", jn->shift);
+				json__kint(&j, "clock_offset_ns", jn->offset_ns);
+				json__kuint(&j, "clock_error_ns", jn->err_ns);
+			}
+			json__obj_end(&j);
+		}
+		json__arr_end(&j);
+		json__obj_end(&j);
+	}
+	json__arr_end(&j);
+	return finish(&j, len);
+}
+
+char *hub__metrics(struct hub *h, size_t *len)
+{
+	struct prom p;
+	char rank[16];
+	int i, k, up = 0;
+	char *out;
+
+	prom__init(&p);
+	for (i = 0; i < h->nn; i++)
+		up += h->nodes[i].up;
+	prom__family(&p, "rankscope_hub_nodes", "gauge", "Node daemons the hub polls.");
+	prom__sample(&p, "rankscope_hub_nodes", NULL, h->nn);
+	prom__family(&p, "rankscope_hub_nodes_up", "gauge", "Node daemons that answer.");
+	prom__sample(&p, "rankscope_hub_nodes_up", NULL, up);
+	prom__family(&p, "rankscope_hub_node_up", "gauge",
+		     "1 while the node's daemon answers; 0 after 3 failed polls in a row.");
+	for (i = 0; i < h->nn; i++)
+		prom__sample(&p, "rankscope_hub_node_up", LABELS("node", h->nodes[i].name),
+			     h->nodes[i].up);
+	prom__family(&p, "rankscope_hub_poll_failures_total", "counter",
+		     "Polls of a node that failed (no answer, an error status, a timeout).");
+	for (i = 0; i < h->nn; i++)
+		prom__sample(&p, "rankscope_hub_poll_failures_total",
+			     LABELS("node", h->nodes[i].name), h->nodes[i].st.fails);
+	prom__family(&p, "rankscope_hub_bad_answers_total", "counter",
+		     "Answers from a node that were not what a daemon serves (not JSON, too big).");
+	for (i = 0; i < h->nn; i++)
+		prom__sample(&p, "rankscope_hub_bad_answers_total",
+			     LABELS("node", h->nodes[i].name), h->nodes[i].st.bad);
+	prom__family(&p, "rankscope_hub_duplicate_ranks_total", "counter",
+		     "Step or rank lines for a (job, rank) that another node already serves.");
+	for (i = 0; i < h->nn; i++)
+		prom__sample(&p, "rankscope_hub_duplicate_ranks_total",
+			     LABELS("node", h->nodes[i].name), h->nodes[i].st.dups);
+	prom__family(&p, "rankscope_hub_lost_steps_total", "counter",
+		     "Step lines a node dropped before the hub asked for them.");
+	for (i = 0; i < h->nn; i++)
+		prom__sample(&p, "rankscope_hub_lost_steps_total",
+			     LABELS("node", h->nodes[i].name), h->nodes[i].st.lost);
+	prom__family(&p, "rankscope_hub_clock_offset_seconds", "gauge",
+		     "A node's CLOCK_MONOTONIC minus the job's reference node's, from matched steps.");
+	for (k = 0; k < h->nj; k++)
+		for (i = 0; i < h->jobs[k]->njn; i++)
+			if (h->jobs[k]->jn[i].aligned)
+				prom__sample(&p, "rankscope_hub_clock_offset_seconds",
+					     LABELS("job_id", h->jobs[k]->id, "node",
+						    h->nodes[h->jobs[k]->jn[i].node].name),
+					     h->jobs[k]->jn[i].offset_ns / 1e9);
+	prom__family(&p, "rankscope_hub_clock_error_seconds", "gauge",
+		     "The error of that offset: 90% of matched steps are within it.");
+	for (k = 0; k < h->nj; k++)
+		for (i = 0; i < h->jobs[k]->njn; i++)
+			if (h->jobs[k]->jn[i].aligned)
+				prom__sample(&p, "rankscope_hub_clock_error_seconds",
+					     LABELS("job_id", h->jobs[k]->id, "node",
+						    h->nodes[h->jobs[k]->jn[i].node].name),
+					     h->jobs[k]->jn[i].err_ns / 1e9);
+	prom__family(&p, "rankscope_job_ranks_seen", "gauge",
+		     "Ranks of the job the hub observes (on nodes that answer, lined up).");
+	prom__family(&p, "rankscope_job_world_size", "gauge", "Ranks in the job.");
+	for (k = 0; k < h->nj; k++) {
+		const struct hjob *jb = h->jobs[k];
+
+		if (!jb->emitted)
+			continue;
+		prom__sample(&p, "rankscope_job_ranks_seen", LABELS("job_id", jb->id),
+			     jb->last.ranks_seen);
+		prom__sample(&p, "rankscope_job_world_size", LABELS("job_id", jb->id),
+			     jb->last.world_size);
+	}
+	prom__family(&p, "rankscope_straggler_verdict", "gauge",
+		     "The job's current verdict across nodes: 1 on the series of its class and "
+		     "rank.");
+	for (k = 0; k < h->nj; k++) {
+		const struct hjob *jb = h->jobs[k];
+
+		if (!jb->emitted)
+			continue;
+		snprintf(rank, sizeof(rank), "%d", jb->last_rank);
+		prom__sample(&p, "rankscope_straggler_verdict",
+			     LABELS("job_id", jb->id, "class", detect__class_name(jb->last.cls),
+				    "rank", rank, "persistent",
+				    jb->last.persistent ? "true" : "false"), 1);
+	}
+	prom__family(&p, "rankscope_straggler_skew_seconds", "gauge",
+		     "The late rank's lateness over its peers' median (0 without a late rank).");
+	for (k = 0; k < h->nj; k++)
+		if (h->jobs[k]->emitted)
+			prom__sample(&p, "rankscope_straggler_skew_seconds",
+				     LABELS("job_id", h->jobs[k]->id),
+				     h->jobs[k]->last_rank >= 0 ?
+				     h->jobs[k]->last.v.skew_ns / 1e9 : 0);
+	if (p.err) {
+		prom__free(&p);
+		return NULL;
+	}
+	out = p.buf;
+	*len = p.len;
+	return out;
+}
+
+void hub__drain_steps(struct hub *h, void (*fn)(void *ctx, const char *job, int rank,
+						 const char *json, size_t len), void *ctx)
+{
+	int i;
+
+	for (i = 0; i < h->npend; i++) {
+		if (fn)
+			fn(ctx, h->pend[i].job, h->pend[i].rank, h->pend[i].json, h->pend[i].len);
+		free(h->pend[i].json);
+	}
+	h->npend = 0;
+}
+
+bool hub__offset(struct hub *h, const char *job, int node, int64_t *shift, int64_t *offset_ns,
+		 uint64_t *err_ns)
+{
+	struct hjob *j = find_job(h, job, false);
+	const struct jnode *jn = j ? find_jnode(j, node, false) : NULL;
+
+	if (!jn || !jn->aligned)
+		return false;
+	*shift = jn->shift;
+	*offset_ns = jn->offset_ns;
+	*err_ns = jn->err_ns;
+	return true;
+}
