@@ -59,8 +59,9 @@ if have kubectl; then
 	fi
 	# The components, as a user enables them: a copy with `components:` added.
 	cp -r "$K" "$T/k"
-	printf 'components:\n  - privileged\n  - prometheus-operator\n  - token\n' >>"$T/k/kustomization.yaml"
-	echo "== kubectl kustomize $K with components privileged, prometheus-operator, token"
+	printf 'components:\n  - privileged\n  - prometheus-operator\n  - token\n  - hub\n' \
+		>>"$T/k/kustomization.yaml"
+	echo "== kubectl kustomize $K with components privileged, prometheus-operator, token, hub"
 	if kubectl kustomize "$T/k" >"$T/components.yaml"; then
 		rendered+=("components=$T/components.yaml")
 	else
@@ -269,7 +270,8 @@ for arg in sys.argv[2:]:
         if not mnt.get("readOnly") or \
            f"--token-file={mnt.get('mountPath')}/token" not in args:
             err(f"{variant}: --token-file must name the read-only token mount")
-        svc = kinds.get("Service", [{}])[0].get("spec", {})
+        svc = next((x for x in kinds.get("Service", []) if x["metadata"]["name"] == "rankscope"),
+                   {}).get("spec", {})
         if svc.get("clusterIP") != "None" or \
            any(labels.get(k) != v for k, v in svc.get("selector", {}).items()) or \
            [p.get("port") for p in svc.get("ports", [])] != [port]:
@@ -279,6 +281,43 @@ for arg in sys.argv[2:]:
         if np.get("podSelector", {}).get("matchLabels", {}).items() - labels.items() or \
            nports != [port] or len(np.get("ingress", [{}])[0].get("from", [])) != 2:
             err(f"{variant}: the NetworkPolicy must let Prometheus and the hub reach port {port}")
+        # hub/: a Deployment without privileges that polls the headless Service, its token
+        # from the same Secret, its /healthz probed on its own port; the NetworkPolicy lets it in
+        hubs = kinds.get("Deployment", [])
+        if len(hubs) != 1:
+            err(f"{variant}: expected one hub Deployment, found {len(hubs)}")
+        else:
+            hp = hubs[0]["spec"]["template"]["spec"]
+            hl = hubs[0]["spec"]["template"]["metadata"]["labels"]
+            hc = hp["containers"][0]
+            ha = hc.get("args", [])
+            hport = {p.get("name"): p["containerPort"] for p in hc.get("ports", [])}
+            hlisten = [a.split("=", 1)[1] for a in ha if a.startswith("--listen=")]
+            if ha[:1] != ["hub"] or \
+               f"--peers=rankscope.{ns['metadata']['name']}.svc:{port}" not in ha:
+                err(f"{variant}: the hub must run `hub --peers=rankscope.NS.svc:{port}`")
+            if len(hlisten) != 1 or int(hlisten[0].rsplit(":", 1)[1]) not in hport.values():
+                err(f"{variant}: the hub's --listen port must be its containerPort")
+            for probe in ("readinessProbe", "livenessProbe"):
+                g = hc.get(probe, {}).get("httpGet", {})
+                if g.get("path") != "/healthz" or hport.get(g.get("port"), g.get("port")) \
+                   not in hport.values():
+                    err(f"{variant}: the hub's {probe} must be httpGet /healthz on its port")
+            sc = hc.get("securityContext", {})
+            if hp.get("hostPID") or hp.get("hostNetwork") or sc.get("privileged") or \
+               sc.get("allowPrivilegeEscalation") is not False or \
+               sc.get("capabilities", {}).get("drop") != ["ALL"]:
+                err(f"{variant}: the hub needs no privileges: no hostPID/hostNetwork, "
+                    "capabilities dropped, no privilege escalation")
+            hv = {v["name"]: v for v in hp.get("volumes", [])}.get("token", {}).get("secret", {})
+            hm = {m["name"]: m for m in hc.get("volumeMounts", [])}.get("token", {})
+            if hv.get("secretName") != "rankscope-token" or hv.get("defaultMode") != 0o400 or \
+               f"--token-file={hm.get('mountPath')}/token" not in ha:
+                err(f"{variant}: the hub's --token-file must name Secret rankscope-token (0400)")
+            froms = [f.get("podSelector", {}).get("matchLabels", {})
+                     for r in np.get("ingress", []) for f in r.get("from", [])]
+            if not any(f and not (f.items() - hl.items()) for f in froms):
+                err(f"{variant}: the NetworkPolicy does not let the hub's pods in")
     if not errs:
         print(f"  {variant}: ok ({', '.join(sorted(kinds))})")
 sys.exit(1 if errs else 0)
