@@ -1056,6 +1056,26 @@ static void phase_run(void *ctx, enum phase ph, uint64_t s, uint64_t e)
 	pc->j->ops.on_phase(pc->j->ops.ctx, pc->col, ph, s, e);
 }
 
+/* Count a collective of the step on its communicator. */
+static void step_comm(struct job_step *st, const struct tl_coll *c)
+{
+	int i;
+
+	for (i = 0; i < st->ncomm && st->comm[i].comm != c->comm; i++)
+		;
+	if (i == st->ncomm) {
+		if (i == JOB_STEP_COMMS) {
+			st->comm_other_ops++;
+			return;
+		}
+		st->comm[st->ncomm++].comm = c->comm;
+	}
+	st->comm[i].ops++;
+	st->comm[i].bytes += c->bytes;
+	if (c->exit)
+		st->comm[i].inside_ns += c->exit - c->enter;
+}
+
 static void build_step(const struct job *j, const struct job_rank *r, uint64_t k, uint64_t s,
 		       uint64_t e, struct step_obs *o, struct job_step *st)
 {
@@ -1075,6 +1095,7 @@ static void build_step(const struct job *j, const struct job_rank *r, uint64_t k
 			st->collectives++;
 			if (c->exit)
 				st->inside_ns += c->exit - c->enter;
+			step_comm(st, c);
 			/* arrival: the step's first collective, on any thread (gloo workers) */
 			if (!o->arrival_ns) {
 				o->arrival_ns = c->enter;

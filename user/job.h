@@ -47,6 +47,16 @@ struct job_cfg {
 struct job_rank;
 
 /* A completed step of one rank, for output. */
+#define JOB_STEP_COMMS	4	/* communicators a step line lists; more are counted */
+
+/* A step's collectives on one communicator (by the hash of its global name). */
+struct job_step_comm {
+	uint64_t comm;
+	uint32_t ops;
+	uint64_t bytes;
+	uint64_t inside_ns;
+};
+
 struct job_step {
 	int col;		/* rank column */
 	uint64_t index;
@@ -64,6 +74,9 @@ struct job_step {
 	int stage;		/* pipeline stage from the send/receive graph; -1: none */
 	int stages;		/* the pipeline's stages (0: no pipeline) */
 	int micro;		/* micro-batches a step (the first stage's sends) */
+	struct job_step_comm comm[JOB_STEP_COMMS];
+	int ncomm;
+	uint32_t comm_other_ops;	/* on communicators past JOB_STEP_COMMS */
 };
 
 #define JOB_GROUP_SHOW	72	/* ranks (and -1 ends) of a verdict's groups it lists */

@@ -388,8 +388,10 @@ static void phases_obj(struct json *j, const struct phases *ph)
 }
 
 void report__step(struct json *j, const char *job, int rank, pid_t pid, const struct job_step *st,
-		  const char *rule, double confidence)
+		  const char *rule, double confidence, const struct comm_use *comms, int ncomms)
 {
+	int i, k;
+
 	json__obj_begin(j);
 	json__kstr(j, "type", "step");
 	json__kstr(j, "job", job);
@@ -403,6 +405,22 @@ void report__step(struct json *j, const char *job, int rank, pid_t pid, const st
 	json__kuint(j, "worker_io_bytes", st->worker_io_bytes);
 	json__kuint(j, "collectives", st->collectives);
 	json__kuint(j, "inside_ns", st->inside_ns);
+	/* the step's collectives by communicator, named as in /api/v1/ranks */
+	json__key(j, "communicators");
+	json__arr_begin(j);
+	for (i = 0; i < st->ncomm; i++) {
+		for (k = 0; k < ncomms && comms[k].hash != st->comm[i].comm; k++)
+			;
+		json__obj_begin(j);
+		json__kstr(j, "name", k < ncomms ? comms[k].name : NULL);
+		json__kuint(j, "ops", st->comm[i].ops);
+		json__kuint(j, "bytes", st->comm[i].bytes);
+		json__kuint(j, "inside_ns", st->comm[i].inside_ns);
+		json__obj_end(j);
+	}
+	json__arr_end(j);
+	if (st->comm_other_ops)
+		json__kuint(j, "communicators_other_ops", st->comm_other_ops);
 	if (st->has_gpu) {
 		json__kuint(j, "gpu_busy_ns", st->gpu_busy_ns);
 		json__kuint(j, "gpu_idle_ns", st->dur_ns > st->gpu_busy_ns ?

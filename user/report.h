@@ -65,7 +65,7 @@ void report__steps_text(FILE *f, const int *rank, const struct job_step *const *
 
 /* {"type":"step",...}: one per rank per step. */
 void report__step(struct json *j, const char *job, int rank, pid_t pid, const struct job_step *st,
-		  const char *rule, double confidence);
+		  const char *rule, double confidence, const struct comm_use *comms, int ncomms);
 
 /* {"type":"verdict",...} */
 /* How steps are found: {"type":"rule",...}, once learned and again when the pattern changed. */

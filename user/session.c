@@ -1095,7 +1095,7 @@ static void job_on_step(void *ctx, const struct job_step *st, const char *rule)
 	if (!s->o.json && !s->httpd)
 		return;
 	job__rule(j->model, &conf, NULL);
-	report__step(&s->j, j->id, rs->info.rank, rs->pid, st, rule, conf);
+	report__step(&s->j, j->id, rs->info.rank, rs->pid, st, rule, conf, rs->comms, rs->ncomms);
 	if (s->httpd && !s->j.err)
 		httpd__add_step(s->httpd, j->id, rs->info.rank, s->j.buf, s->j.len);
 	if (s->o.json)

@@ -126,9 +126,28 @@ static void api__verdict_and_step__carry_the_job(void **state)
 	assert_non_null(strstr(j.buf, "{\"type\":\"verdict\",\"job\":\"mpi-1\","));
 	assert_non_null(strstr(j.buf, "\"class\":\"compute\",\"rank\":1,\"pid\":101,\"persistent\":true"));
 	json__reset(&j);
-	report__step(&j, "ddp \"2\"", 0, 102, &st, "ddp_marker", 1.0);
+	report__step(&j, "ddp \"2\"", 0, 102, &st, "ddp_marker", 1.0, NULL, 0);
 	assert_non_null(strstr(j.buf, "{\"type\":\"step\",\"job\":\"ddp \\\"2\\\"\",\"rank\":0,"
 				      "\"pid\":102,\"step\":4,"));
+	assert_non_null(strstr(j.buf, "\"communicators\":[],"));
+	/* the step's collectives by communicator, named as the rank's communicators are */
+	{
+		struct comm_use cu[2] = { { .name = "MPI_COMM_WORLD", .hash = 7 },
+					  { .name = "mpi:sub:1f", .hash = 9 } };
+
+		st.ncomm = 2;
+		st.comm[0] = (struct job_step_comm){ .comm = 9, .ops = 6, .bytes = 6 << 14,
+						     .inside_ns = 1200 };
+		st.comm[1] = (struct job_step_comm){ .comm = 8, .ops = 1, .bytes = 64,
+						     .inside_ns = 30 };
+		st.comm_other_ops = 2;
+		json__reset(&j);
+		report__step(&j, "j", 0, 102, &st, "period", 1.0, cu, 2);
+		assert_non_null(strstr(j.buf, "\"communicators\":[{\"name\":\"mpi:sub:1f\",\"ops\":6,"
+					      "\"bytes\":98304,\"inside_ns\":1200},{\"name\":null,"
+					      "\"ops\":1,\"bytes\":64,\"inside_ns\":30}],"
+					      "\"communicators_other_ops\":2,"));
+	}
 	json__free(&j);
 	free(f);
 }
