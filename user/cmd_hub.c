@@ -112,7 +112,7 @@ static int add_peers(const char *list)
 		colon = strrchr(item, ':');
 		if (!colon || colon == item) {
 			pr_warn("hub: bad --peers item '%s': want host:port (e.g. "
-				"rankscope.monitoring.svc:9464)", item);
+				"rankscope.rankscope.svc:9464)", item);
 			goto bad;
 		}
 		*colon = 0;
@@ -216,7 +216,7 @@ static int parse(int argc, char **argv)
 	}
 	if (!g.npeers) {
 		pr_warn("hub: no --peers: name the node daemons, e.g. --peers "
-			"rankscope.monitoring.svc:9464 (a headless Service) or host1:9464,host2:9464");
+			"rankscope.rankscope.svc:9464 (a headless Service) or host1:9464,host2:9464");
 		return -EINVAL;
 	}
 	return 0;
