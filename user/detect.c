@@ -257,7 +257,11 @@ int detect__window(const struct step_obs *obs, int nsteps, int nranks, struct ve
 					break;
 			most += r == nranks && l[late] >= (int64_t)threshold / 4;
 		}
-		consistent = c >= m * DETECT_CONSISTENT || most >= m * DETECT_CONSISTENT;
+		/* or late by twice the threshold in the median step, and by half of it in most
+		 * steps: a CPU quota throttles its rank in bursts (some steps run free between
+		 * them), and a rank late by half a step in most steps is no burst of noise */
+		consistent = c >= m * DETECT_CONSISTENT || most >= m * DETECT_CONSISTENT ||
+			     (best_skew >= 2 * (int64_t)threshold && c >= m * DETECT_MOSTLY);
 	}
 	if (best_skew < (int64_t)threshold || !consistent) {
 		v->skew_ns = best_skew;

@@ -28,6 +28,8 @@ enum vclass {
 #define DETECT_SKEW_FRAC	0.25
 #define DETECT_CONSISTENT	0.75	/* ... and late by half that (or the latest rank, by a
 					 * quarter), in 3/4 of the window's steps */
+#define DETECT_MOSTLY	0.60	/* ... or, late by twice the threshold at the median, late by
+					 * half of it in 3/5 of the steps */
 #define DETECT_EXPLAINED	0.50	/* a late rank's own phase explains half its lateness at least */
 #define DETECT_COMM_FRAC	0.50	/* post-arrival time over half the step is communication-bound */
 #define DETECT_COMM_MIN_NS	5000000	/* ... and over 5 ms: CPU contention delays completions too */

@@ -381,6 +381,36 @@ static void window__late_in_few_steps__none(void **state)
 	free(x);
 }
 
+/*
+ * A CPU quota throttles its rank in bursts: late by most of a step in 6 of the 10 steps, on
+ * time in the others (it ran free between two throttled periods). Late by twice the threshold
+ * at the median and by half of it in 3/5 of the steps: a verdict, where the 3/4 rule alone
+ * would wait for a window with fewer free steps. Late by as much in 5 of 10 steps only: none.
+ */
+static void window__throttled_in_bursts__cpu_contention(void **state)
+{
+	static const int late[] = { 0, 1, 3, 4, 6, 8 };
+	struct window *x = healthy();
+	struct verdict v;
+	size_t i;
+
+	for (i = 0; i < sizeof(late) / sizeof(late[0]); i++)
+		x->w[late[i]][1].sched = 600 * MS;
+	add_jitter(x);
+	judge(x, &v);
+	assert_int_equal(v.cls, V_CPU_CONTENTION);
+	assert_int_equal(v.rank, 1);
+	free(x);
+
+	x = healthy();
+	for (i = 1; i < sizeof(late) / sizeof(late[0]); i++)
+		x->w[late[i]][1].sched = 600 * MS;
+	add_jitter(x);
+	judge(x, &v);
+	assert_int_equal(v.cls, V_NONE);
+	free(x);
+}
+
 static void window__varying_work_always_latest__late_rank_found(void **state)
 {
 	static const int extra_ms[NSTEPS] = { 15, 100, 120, 30, 110, 130, 20, 105, 125, 115 };
@@ -882,6 +912,7 @@ int main(void)
 		cmocka_unit_test(window__tiny_steps_skew_under_floor__none),
 		cmocka_unit_test(window__skew_under_step_fraction__none),
 		cmocka_unit_test(window__late_in_few_steps__none),
+		cmocka_unit_test(window__throttled_in_bursts__cpu_contention),
 		cmocka_unit_test(window__varying_work_always_latest__late_rank_found),
 		cmocka_unit_test(window__outlier_step_on_other_rank__same_verdict),
 		cmocka_unit_test(window__one_huge_step_vs_steady_late_rank__median_wins),
