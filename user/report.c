@@ -33,6 +33,13 @@ void report__rank(struct json *j, const struct rank_state *rs, const char *const
 	json__kint(j, "pid", rs->pid);
 	json__kstr(j, "comm", rs->comm);
 	json__kstr(j, "job", rs->info.job);
+	/* what the process is doing now, for the hub: a stopped rank on one node is what another
+	 * node's ranks wait for */
+	if (rs->pstate)
+		json__kstr(j, "state", rs->exited || rs->pstate == '?' ? "gone" :
+				       rs->pstate == 'T' || rs->pstate == 't' ? "stopped" :
+				       rs->pstate == 'Z' ? "zombie" :
+				       rs->pstate == 'R' ? "running" : "sleeping");
 	json__kstr(j, "rank_source", ranks__source_name(rs->info.src));
 	if (rs->info.src_var[0])
 		json__kstr(j, "rank_var", rs->info.src_var);

@@ -955,9 +955,12 @@ static void publish(struct session *s, uint64_t t)
 	json__arr_begin(&j);
 	comm_members(s);
 	for (i = 0; i < s->nranks; i++) {
+		struct proc_stat ps;
+
 		if (!s->ranks[i].used || !s->ranks[i].json)
 			continue;
-		/* again, for the communicators' current counts */
+		s->ranks[i].pstate = procfs__stat(s->ranks[i].pid, &ps) ? '?' : ps.state;
+		/* again, for the communicators' current counts, and its state */
 		rank_line(s, &s->ranks[i]);
 		json__raw(&j, s->j.err ? s->ranks[i].json : s->j.buf);
 		json__reset(&s->j);

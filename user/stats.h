@@ -56,6 +56,7 @@ struct rank_state {
 	uint64_t libs_next_ns;		/* the daemon's next look at its maps (backing off) */
 	uint32_t libs_wait_s;
 	bool exited;
+	char pstate;			/* /proc/PID/stat state at the last publish; 0: not read */
 	int exit_code;
 	uint64_t workers;		/* forked processes seen */
 	int markers;			/* --steps marker/usdt probes attached */
