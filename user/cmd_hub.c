@@ -57,7 +57,7 @@ static struct {
 	int naddrs;
 	const char *listen, *token_file;
 	char token[HTTPD_TOKEN_MAX + 1];
-	double interval_s, duration_s;
+	double interval_s, duration_s, hang_s;
 	int timeout_ms, window;
 	bool json;
 	int next_fetch;		/* the next address a fetcher takes */
@@ -84,6 +84,8 @@ static void usage(FILE *f)
 "      --interval SEC     poll every SEC seconds (default 1)\n"
 "      --timeout-ms MS    each request's whole time, connect to last byte (default 2000)\n"
 "      --window N         steps a verdict is judged over (default 8)\n"
+"      --hang-timeout S   no rank of a job finished a step for S seconds and one is stopped\n"
+"                         or a zombie on its node: a hang on that rank (default 60)\n"
 "      --json             verdicts as JSON lines on stdout (default: text)\n"
 "      --duration SEC     stop after SEC seconds (default: until SIGINT/SIGTERM)\n"
 "  -h, --help             this help\n"
@@ -147,6 +149,7 @@ static int parse(int argc, char **argv)
 		{ "interval", required_argument, NULL, 'i' },
 		{ "timeout-ms", required_argument, NULL, 'T' },
 		{ "window", required_argument, NULL, 'w' },
+		{ "hang-timeout", required_argument, NULL, 'H' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "help", no_argument, NULL, 'h' },
@@ -159,6 +162,7 @@ static int parse(int argc, char **argv)
 	g.interval_s = 1;
 	g.timeout_ms = 2000;
 	g.window = HUB_WINDOW;
+	g.hang_s = HUB_HANG_NS / 1e9;
 	while ((c = getopt_long(argc, argv, "P:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'P':
@@ -189,6 +193,13 @@ static int parse(int argc, char **argv)
 			g.window = strtol(optarg, &end, 10);
 			if (*end || g.window < 4 || g.window > 64) {
 				pr_warn("hub: bad --window '%s': want 4..64 steps", optarg);
+				return -EINVAL;
+			}
+			break;
+		case 'H':
+			g.hang_s = strtod(optarg, &end);
+			if (*end || !(g.hang_s >= 1 && g.hang_s <= 86400)) {
+				pr_warn("hub: bad --hang-timeout '%s': want 1..86400 seconds", optarg);
 				return -EINVAL;
 			}
 			break;
@@ -482,6 +493,7 @@ int cmd_hub(int argc, char **argv)
 		pr_warn("hub: out of memory");
 		return 1;
 	}
+	hub__set_hang_timeout(g.hub, (uint64_t)(g.hang_s * 1e9));
 	if (httpd__start(g.listen, g.token[0] ? g.token : NULL, &g.httpd, err, sizeof(err))) {
 		pr_warn("hub: %s", err);
 		hub__free(g.hub);

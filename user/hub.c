@@ -16,11 +16,16 @@
 #define HUB_PENDING	65536		/* step lines waiting for hub__drain_steps */
 #define HUB_REALIGN	64		/* job steps between checks of a node's line-up */
 
+enum hstate { HS_UNKNOWN, HS_RUNNING, HS_SLEEPING, HS_STOPPED, HS_ZOMBIE, HS_GONE };
+static const char *const state_names[] = { NULL, "running", "sleeping", "stopped", "zombie",
+					   "gone" };
+
 struct hrank {
 	int rank;
 	int node;
 	int64_t pid;
 	int world;
+	enum hstate state;	/* as its node's /api/v1/ranks last said */
 	struct hub_step ring[HUB_STEPS];
 	int n, head;		/* the ring's newest is at head - 1 */
 };
@@ -31,6 +36,7 @@ struct jnode {
 	int64_t shift;		/* the job's step = the node's + shift */
 	int64_t offset_ns;	/* the node's clock - the reference node's */
 	uint64_t err_ns;
+	uint64_t phase_ns;	/* of which: a collective's share of the step (see align()) */
 	uint64_t checked_k;	/* the node step it was last lined up at */
 	uint64_t waited;	/* judgements held back for it to line up */
 	uint64_t wait_from_ns;
@@ -85,6 +91,7 @@ struct hub {
 	int npend;
 	int nranks;		/* of all jobs */
 	uint64_t now;		/* the latest time the caller gave */
+	uint64_t hang_ns;	/* no step for this long, with a rank stopped: a hang */
 };
 
 struct hub *hub__new(int window)
@@ -94,6 +101,7 @@ struct hub *hub__new(int window)
 	if (!h)
 		return NULL;
 	h->window = window > 1 ? window : HUB_WINDOW;
+	h->hang_ns = HUB_HANG_NS;
 	h->nodes = calloc(HUB_MAX_NODES, sizeof(*h->nodes));
 	h->pend = calloc(HUB_PENDING, sizeof(*h->pend));
 	if (!h->nodes || !h->pend) {
@@ -265,7 +273,7 @@ int hub__feed_ranks(struct hub *h, int node, const char *text, size_t len, char 
 		goto out;
 	}
 	for (v = jsonp__first(&d, jsonp__root(&d)); v; v = jsonp__next(&d, v)) {
-		const char *job = jsonp__str(&d, v, "job");
+		const char *job = jsonp__str(&d, v, "job"), *st;
 		int64_t rank, pid = 0, world = -1;
 		struct hrank *r;
 		struct hjob *j;
@@ -286,6 +294,11 @@ int hub__feed_ranks(struct hub *h, int node, const char *text, size_t len, char 
 		if (!r)
 			continue;
 		r->pid = pid;
+		st = jsonp__str(&d, v, "state");
+		r->state = !st ? HS_UNKNOWN : !strcmp(st, "running") ? HS_RUNNING :
+			   !strcmp(st, "sleeping") ? HS_SLEEPING : !strcmp(st, "stopped") ?
+			   HS_STOPPED : !strcmp(st, "zombie") ? HS_ZOMBIE : !strcmp(st, "gone") ?
+			   HS_GONE : HS_UNKNOWN;
 		r->world = world > 0 && world < (1 << 24) ? (int)world : -1;
 		if (r->world > j->world)
 			j->world = r->world;
@@ -407,6 +420,7 @@ int hub__feed_steps(struct hub *h, int node, const char *text, size_t len, uint6
 		struct hrank *r;
 		struct hjob *j;
 		int64_t rank;
+		uint64_t x;
 		bool dup;
 
 		phs = jsonp__get(&d, v, "phases");
@@ -420,6 +434,8 @@ int hub__feed_steps(struct hub *h, int node, const char *text, size_t len, uint6
 		}
 		for (ph = 0; ph < PH_MAX; ph++)
 			jsonp__uint64(&d, phs, steps__phase_name(ph), &s.ph[ph]);
+		if (jsonp__uint64(&d, v, "collectives", &x) && x < (1u << 30))
+			s.collectives = (uint32_t)x;
 		j = find_job(h, job, true);
 		if (!j)
 			continue;
@@ -491,6 +507,11 @@ out:
 void hub__tick(struct hub *h, uint64_t now_ns)
 {
 	h->now = now_ns;
+}
+
+void hub__set_hang_timeout(struct hub *h, uint64_t ns)
+{
+	h->hang_ns = ns;
 }
 
 void hub__node_failed(struct hub *h, int node, const char *why, uint64_t now_ns)
@@ -660,6 +681,21 @@ static void align(const struct hrank *a, const struct hrank *b, struct jnode *jn
 	 * collective microseconds apart on one host, tens of them across a network */
 	if (jn->err_ns < HUB_CLOCK_ERR_MIN_NS)
 		jn->err_ns = HUB_CLOCK_ERR_MIN_NS;
+	/* steps of several collectives: two daemons may end their steps at different ones of
+	 * the cycle (each learns the step on its own ranks), which moves every start alike and
+	 * hides from the spread; a collective's share of the step bounds it */
+	for (nm = 0, i = 0; i < use; i++) {
+		const struct hub_step *x = &b->ring[(b->head + HUB_STEPS - use + i) % HUB_STEPS];
+
+		if (x->collectives > 1)
+			diff[nm++] = x->dur_ns / x->collectives;
+	}
+	jn->phase_ns = 0;
+	if (nm * 2 > use) {
+		qsort(diff, nm, sizeof(*diff), cmp_u64);
+		jn->phase_ns = diff[nm / 2];
+		jn->err_ns += jn->phase_ns;
+	}
 	jn->shift = best_d;
 	jn->aligned = true;
 	jn->checked_k = b->ring[(b->head + HUB_STEPS - 1) % HUB_STEPS].k;
@@ -811,7 +847,7 @@ static void judge_job(struct hub *h, struct hjob *j, uint64_t now_ns,
 {
 	struct step_obs *obs = NULL;
 	struct job_verdict jv = {};
-	int *cols = NULL, ncols = 0, i, w = h->window, unseen = 0;
+	int *cols = NULL, ncols = 0, i, k2, w = h->window, unseen = 0;
 	uint64_t k;
 
 	align_job(h, j);
@@ -830,6 +866,38 @@ static void judge_job(struct hub *h, struct hjob *j, uint64_t now_ns,
 				on_verdict(ctx, j->id, &j->last, j->last_rank);
 		}
 		return;
+	}
+	/* no rank of the job has finished a step for the hang timeout, and one is stopped (its
+	 * node says so): that rank holds every other, on whatever node they wait */
+	if (j->fed_ns && now_ns >= j->fed_ns + h->hang_ns) {
+		for (i = 0; i < j->nr; i++)
+			if (observed(h, j->r[i]) && (j->r[i]->state == HS_STOPPED ||
+						     j->r[i]->state == HS_ZOMBIE))
+				break;
+		if (i < j->nr && !(j->emitted && j->last.cls == V_HANG &&
+				   j->last_rank == j->r[i]->rank)) {
+			struct job_verdict hv = {};
+
+			hv.cls = hv.v.cls = V_HANG;
+			hv.col = -1;
+			hv.step = j->judged_k;
+			hv.t_ns = now_ns;
+			hv.world_size = j->world > j->nr ? j->world : j->nr;
+			for (k2 = 0; k2 < j->nr; k2++)
+				hv.ranks_seen += observed(h, j->r[k2]);
+			snprintf(hv.detail, sizeof(hv.detail), "rank %d (pid %lld on node %s) is %s, "
+				 "and no rank of the job has finished a step for %.0f s",
+				 j->r[i]->rank, (long long)j->r[i]->pid, h->nodes[j->r[i]->node].name,
+				 j->r[i]->state == HS_STOPPED ? "stopped (SIGSTOP or a debugger)" :
+				 "a zombie", (now_ns - j->fed_ns) / 1e9);
+			j->last = hv;
+			j->last_rank = j->r[i]->rank;
+			j->emitted = true;
+			if (on_verdict)
+				on_verdict(ctx, j->id, &hv, j->last_rank);
+		}
+		if (i < j->nr)
+			return;
 	}
 	cols = calloc(j->nr ? j->nr : 1, sizeof(*cols));
 	if (!cols)
@@ -1001,6 +1069,7 @@ char *hub__ranks(struct hub *h, size_t *len)
 			json__kstr(&j, "node", h->nodes[r->node].name);
 			json__key(&j, "observed");
 			json__bool(&j, observed(h, r));
+			json__kstr(&j, "state", state_names[r->state]);
 			json__kuint(&j, "steps", r->n);
 			json__obj_end(&j);
 		}
@@ -1046,6 +1115,7 @@ char *hub__nodes(struct hub *h, size_t *len)
 				json__kint(&j, "step_shift", jn->shift);
 				json__kint(&j, "clock_offset_ns", jn->offset_ns);
 				json__kuint(&j, "clock_error_ns", jn->err_ns);
+				json__kuint(&j, "clock_error_phase_ns", jn->phase_ns);
 			}
 			json__obj_end(&j);
 		}

@@ -32,6 +32,7 @@
 #define HUB_ALIGN_WAIT_NS 30000000000ULL	/* verdicts wait this long for a node to line up */
 #define HUB_CLOCK_ERR_MIN_NS 20000	/* the least error a clock offset is stated with */
 #define HUB_RETAIN_NS	300000000000ULL	/* a job with no new step for this long is over */
+#define HUB_HANG_NS	60000000000ULL	/* the default hang timeout, as the daemon's */
 #define HUB_WINDOW	8	/* steps a verdict is judged over (as the daemon's default) */
 #define HUB_DOWN_POLLS	3	/* failed polls in a row before a node's ranks are unobserved */
 
@@ -40,6 +41,7 @@ struct hub_step {
 	uint64_t start_ns;	/* the node's clock */
 	uint64_t dur_ns;
 	uint64_t ph[PH_MAX];
+	uint32_t collectives;	/* in the step, as its node counted them (0: not said) */
 };
 
 struct hub_node_stats {
@@ -66,6 +68,10 @@ int hub__feed_steps(struct hub *h, int node, const char *text, size_t len, uint6
 		    bool *more, char *err, size_t n);
 int hub__feed_diagnosis(struct hub *h, int node, const char *text, size_t len, char *err,
 			size_t n);
+
+/* No rank of a job has finished a step for ns, and a rank of it is stopped or a zombie (as
+ * its node's /api/v1/ranks says): a hang on that rank, whichever node sees the others wait. */
+void hub__set_hang_timeout(struct hub *h, uint64_t ns);
 
 /* The time now (CLOCK_MONOTONIC ns), before each round of polls: a job that no node has sent
  * a step of for HUB_RETAIN_NS is let go at the next hub__judge(). */

@@ -153,6 +153,17 @@ wait_lines "$T/hub.out" '"class":"hang","rank":2' 1 20 || {
 	kill -CONT "${PIDS[2]}"
 	fail "the hub did not report the hang on rank 2: $(tail -3 "$T/hub.out")"
 }
+# the rank's state, as its node says, reaches the hub (ranks are asked for every 10 polls)
+stopped=
+for ((i = 0; i < 15; i++)); do
+	get "$HUB/api/v1/ranks" "$T/h_ranks3.json"
+	$PY -c 'import json, sys
+r = {x["rank"]: x["state"] for x in json.load(open(sys.argv[1]))}
+sys.exit(0 if r[2] == "stopped" and r[0] in ("running", "sleeping") else 1)' "$T/h_ranks3.json" &&
+		{ stopped=1; break; }
+	sleep 1
+done
 kill -CONT "${PIDS[2]}"
+[ -n "$stopped" ] || fail "the hub does not show rank 2 stopped: $(cat "$T/h_ranks3.json")"
 grep -q '"class":"communication"' "$T/hub.out" && fail "the hub blamed the network"
 pass "hub: straggler named across 2 nodes, node loss and return, hang from a node"

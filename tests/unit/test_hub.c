@@ -223,6 +223,22 @@ static void healthy_job__no_verdict_and_node_down__ranks_unobserved(void **state
 		assert_int_equal(s.ranks_seen[k], 2);
 		assert_int_equal(s.world[k], 4);
 	}
+	/* rank 0 (node A) stopped, and no step for the hang timeout: a hang on rank 0, from its
+	 * node's word on its state; a rank that is merely gone is no hang */
+	doc = "[{\"job\":\"j1\",\"rank\":0,\"pid\":100,\"world_size\":4,\"state\":\"gone\"}]";
+	assert_int_equal(hub__feed_ranks(h, na, doc, strlen(doc), err, sizeof(err)), 0);
+	before = s.n;
+	hub__judge(h, 300 + HUB_HANG_NS, on_verdict, &s);
+	for (k = before; k < s.n; k++)
+		assert_int_not_equal(s.cls[k], V_HANG);
+	doc = "[{\"job\":\"j1\",\"rank\":0,\"pid\":100,\"world_size\":4,\"state\":\"stopped\"}]";
+	assert_int_equal(hub__feed_ranks(h, na, doc, strlen(doc), err, sizeof(err)), 0);
+	hub__judge(h, 301 + HUB_HANG_NS, on_verdict, &s);
+	assert_int_equal(s.cls[s.n - 1], V_HANG);
+	assert_int_equal(s.rank[s.n - 1], 0);
+	before = s.n;
+	hub__judge(h, 302 + HUB_HANG_NS, on_verdict, &s);
+	assert_int_equal(s.n, before);		/* said once */
 	/* no step for 5 minutes: the job is over, its slot freed */
 	hub__judge(h, 400 + HUB_RETAIN_NS, on_verdict, &s);
 	doc = hub__diagnosis(h, &len);
