@@ -55,6 +55,7 @@ struct gen {
 	uint64_t t;		/* the job's time (node A's clock) */
 	int g;			/* the next job step */
 	int slow;
+	int colls;		/* collectives a step, as the step lines say */
 };
 
 static void ranks_doc(char *buf, size_t n, int lo)
@@ -95,12 +96,13 @@ static void steps_docs(struct gen *gn, int nsteps, uint64_t off, char *a, char *
 				continue;
 			*l += snprintf(d + *l, n - *l,
 				       "%s{\"type\":\"step\",\"job\":\"j1\",\"rank\":%d,\"pid\":%d,"
-				       "\"step\":%llu,\"start_ns\":%llu,\"dur_ns\":%llu,\"phases\":"
+				       "\"step\":%llu,\"start_ns\":%llu,\"dur_ns\":%llu,"
+				       "\"collectives\":%d,\"phases\":"
 				       "{\"compute\":%llu,\"comm\":%llu,\"sched_delay\":0}}",
 				       d[*l - 1] == '[' ? "" : ",", r, 100 + r,
 				       (unsigned long long)k,
 				       (unsigned long long)(gn->t + (r < 2 ? 0 : off)),
-				       (unsigned long long)dur, (unsigned long long)work[r],
+				       (unsigned long long)dur, gn->colls, (unsigned long long)work[r],
 				       (unsigned long long)(dur - work[r]));
 		}
 		gn->t += dur;
@@ -110,10 +112,12 @@ static void steps_docs(struct gen *gn, int nsteps, uint64_t off, char *a, char *
 }
 
 /* Run the job through a hub with node B's clock off by off; the verdicts in s. */
+static int colls = 1;	/* collectives a step in run()'s step lines */
+
 static struct hub *run(uint64_t off, int slow, struct seen *s, int *na, int *nb)
 {
 	static char a[1 << 20], b[1 << 20], ra[512], rb[512];
-	struct gen gn = { .seed = 42, .t = 5 * 86400 * 1000 * MS, .slow = slow };
+	struct gen gn = { .seed = 42, .t = 5 * 86400 * 1000 * MS, .slow = slow, .colls = colls };
 	uint64_t ca = 0, cb = 0;
 	struct hub *h = hub__new(8);
 	char err[160];
@@ -185,6 +189,15 @@ static void two_nodes__clock_offsets_seconds_to_days__same_verdicts(void **state
 		}
 		hub__free(h);
 	}
+	/* steps of 3 collectives: the two daemons could end their steps at different ones, so
+	 * the error owns up to a collective's share of the step (about 3.5 ms here) */
+	colls = 3;
+	h = run(offs[0], 3, &s, &na, &nb);
+	assert_true(hub__offset(h, "j1", nb, &shift, &offset, &err));
+	assert_true(llabs(offset - offs[0]) <= (int64_t)err);
+	assert_true(err >= 3 * MS);
+	hub__free(h);
+	colls = 1;
 }
 
 static void healthy_job__no_verdict_and_node_down__ranks_unobserved(void **state)
