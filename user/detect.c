@@ -54,14 +54,14 @@ const char *detect__experiment(enum vclass c)
 	}
 }
 
-static int cmp_u64(const void *a, const void *b)
+int detect__cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 
 	return x < y ? -1 : x > y;
 }
 
-static int cmp_i64(const void *a, const void *b)
+int detect__cmp_i64(const void *a, const void *b)
 {
 	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
 
@@ -78,7 +78,7 @@ uint64_t detect__median(const uint64_t *v, int n)
 	if (!t)
 		return v[0];
 	memcpy(t, v, sizeof(*t) * n);
-	qsort(t, n, sizeof(*t), cmp_u64);
+	qsort(t, n, sizeof(*t), detect__cmp_u64);
 	/* the mean of the middle two, without overflow or a lost carry */
 	m = n % 2 ? t[n / 2] : t[n / 2 - 1] / 2 + t[n / 2] / 2 + (t[n / 2 - 1] & t[n / 2] & 1);
 	free(t);
@@ -89,7 +89,7 @@ static int64_t median_i64(int64_t *v, int n)
 {
 	if (n <= 0)
 		return 0;
-	qsort(v, n, sizeof(*v), cmp_i64);
+	qsort(v, n, sizeof(*v), detect__cmp_i64);
 	return n % 2 ? v[n / 2] : v[n / 2 - 1] + (v[n / 2] - v[n / 2 - 1]) / 2;
 }
 

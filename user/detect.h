@@ -98,6 +98,10 @@ const char *detect__class_name(enum vclass c);
 /* The bounded experiment (seed 004) that could disprove a verdict of this class. */
 const char *detect__experiment(enum vclass c);
 
+/* qsort comparators of uint64_t and int64_t, ascending. */
+int detect__cmp_u64(const void *a, const void *b);
+int detect__cmp_i64(const void *a, const void *b);
+
 /* Median of n values (copied; n > 0). */
 uint64_t detect__median(const uint64_t *v, int n);
 

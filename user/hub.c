@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /* Jobs across nodes, lined up without a shared clock and judged as one: see hub.h. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -584,20 +585,6 @@ static const struct hub_step *step_at(const struct hrank *r, uint64_t k)
 	return NULL;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static int cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* The first rank of the node among the job's, or NULL. */
 static const struct hrank *node_rank(const struct hjob *j, int node)
 {
@@ -643,7 +630,7 @@ static void align(const struct hrank *a, const struct hrank *b, struct jnode *jn
 		}
 		if (nm < HUB_ALIGN_MIN)
 			continue;
-		qsort(diff, nm, sizeof(*diff), cmp_u64);
+		qsort(diff, nm, sizeof(*diff), detect__cmp_u64);
 		m = diff[nm / 2];
 		if (m < best) {
 			second = best;
@@ -671,11 +658,11 @@ static void align(const struct hrank *a, const struct hrank *b, struct jnode *jn
 			continue;
 		off[nm++] = (int64_t)(x->start_ns - y->start_ns);
 	}
-	qsort(off, nm, sizeof(*off), cmp_i64);
+	qsort(off, nm, sizeof(*off), detect__cmp_i64);
 	jn->offset_ns = off[nm / 2];
 	for (k = 0; k < nm; k++)
 		diff[k] = off[k] > jn->offset_ns ? off[k] - jn->offset_ns : jn->offset_ns - off[k];
-	qsort(diff, nm, sizeof(*diff), cmp_u64);
+	qsort(diff, nm, sizeof(*diff), detect__cmp_u64);
 	jn->err_ns = diff[(nm * 9) / 10 < nm ? (nm * 9) / 10 : nm - 1];
 	/* and the offset holds the nodes' ranks' own skew at the step's end: two ranks leave one
 	 * collective microseconds apart on one host, tens of them across a network */
@@ -692,7 +679,7 @@ static void align(const struct hrank *a, const struct hrank *b, struct jnode *jn
 	}
 	jn->phase_ns = 0;
 	if (nm * 2 > use) {
-		qsort(diff, nm, sizeof(*diff), cmp_u64);
+		qsort(diff, nm, sizeof(*diff), detect__cmp_u64);
 		jn->phase_ns = diff[nm / 2];
 		jn->err_ns += jn->phase_ns;
 	}
@@ -807,7 +794,7 @@ static int build_rows(struct hub *h, struct hjob *j, uint64_t kend, int w, struc
 		/* each rank's peers' median from one sort: without the rank's own value the
 		 * median moves by at most one place (thousands of ranks: n log n, not n^2) */
 		memcpy(tmp, work, sizeof(*tmp) * ncols);
-		qsort(tmp, ncols, sizeof(*tmp), cmp_i64);
+		qsort(tmp, ncols, sizeof(*tmp), detect__cmp_i64);
 		for (c = 0; c < ncols; c++) {
 			row[c].has_late = true;
 			row[c].late_ns = work[c] - peers_median(tmp, ncols, work[c]);
@@ -841,63 +828,77 @@ static bool newest_common(struct hub *h, struct hjob *j, int *cols, int ncols, u
 	return best != UINT64_MAX;
 }
 
-static void judge_job(struct hub *h, struct hjob *j, uint64_t now_ns,
-		      void (*on_verdict)(void *, const char *, const struct job_verdict *, int),
+typedef void (*verdict_fn)(void *ctx, const char *job, const struct job_verdict *v, int rank);
+
+/* The job's story is now v, on rank (-1: none): kept, and told. */
+static void emit(struct hjob *j, const struct job_verdict *v, int rank, verdict_fn on_verdict,
+		 void *ctx)
+{
+	j->last = *v;
+	j->last_rank = rank;
+	j->emitted = true;
+	if (on_verdict)
+		on_verdict(ctx, j->id, &j->last, rank);
+}
+
+/* A verdict of what no step shows (a node's own, a stopped rank): the job's counts now. */
+static void emit_now(struct hub *h, struct hjob *j, struct job_verdict *v, int rank,
+		     uint64_t now_ns, verdict_fn on_verdict, void *ctx)
+{
+	int i;
+
+	v->ranks_seen = 0;
+	for (i = 0; i < j->nr; i++)
+		v->ranks_seen += observed(h, j->r[i]);
+	v->world_size = j->world > j->nr ? j->world : j->nr;
+	v->t_ns = now_ns;
+	emit(j, v, rank, on_verdict, ctx);
+}
+
+/* A rank its node says is stopped or a zombie, or NULL. */
+static const struct hrank *stopped_rank(struct hub *h, const struct hjob *j)
+{
+	int i;
+
+	for (i = 0; i < j->nr; i++)
+		if (observed(h, j->r[i]) &&
+		    (j->r[i]->state == HS_STOPPED || j->r[i]->state == HS_ZOMBIE))
+			return j->r[i];
+	return NULL;
+}
+
+static void judge_job(struct hub *h, struct hjob *j, uint64_t now_ns, verdict_fn on_verdict,
 		      void *ctx)
 {
 	struct step_obs *obs = NULL;
 	struct job_verdict jv = {};
-	int *cols = NULL, ncols = 0, i, k2, w = h->window, unseen = 0;
+	int *cols = NULL, ncols = 0, i, w = h->window, unseen = 0;
+	const struct hrank *sr;
 	uint64_t k;
 
 	align_job(h, j);
 	/* a node's own verdict of what only it can see (no step completes in a hang) */
 	if (j->have_node_v) {
-		if (!j->emitted || j->last.cls != j->node_v.cls || j->last_rank != j->node_v_rank) {
-			for (i = 0, ncols = 0; i < j->nr; i++)
-				ncols += observed(h, j->r[i]);
-			j->last = j->node_v;
-			j->last.ranks_seen = ncols;
-			j->last.world_size = j->world > j->nr ? j->world : j->nr;
-			j->last.t_ns = now_ns;
-			j->last_rank = j->node_v_rank;
-			j->emitted = true;
-			if (on_verdict)
-				on_verdict(ctx, j->id, &j->last, j->last_rank);
-		}
+		if (!j->emitted || j->last.cls != j->node_v.cls || j->last_rank != j->node_v_rank)
+			emit_now(h, j, &j->node_v, j->node_v_rank, now_ns, on_verdict, ctx);
 		return;
 	}
 	/* no rank of the job has finished a step for the hang timeout, and one is stopped (its
 	 * node says so): that rank holds every other, on whatever node they wait */
-	if (j->fed_ns && now_ns >= j->fed_ns + h->hang_ns) {
-		for (i = 0; i < j->nr; i++)
-			if (observed(h, j->r[i]) && (j->r[i]->state == HS_STOPPED ||
-						     j->r[i]->state == HS_ZOMBIE))
-				break;
-		if (i < j->nr && !(j->emitted && j->last.cls == V_HANG &&
-				   j->last_rank == j->r[i]->rank)) {
-			struct job_verdict hv = {};
+	sr = j->fed_ns && now_ns >= j->fed_ns + h->hang_ns ? stopped_rank(h, j) : NULL;
+	if (sr) {
+		if (!(j->emitted && j->last.cls == V_HANG && j->last_rank == sr->rank)) {
+			struct job_verdict hv = { .cls = V_HANG, .v.cls = V_HANG, .col = -1,
+						  .step = j->judged_k };
 
-			hv.cls = hv.v.cls = V_HANG;
-			hv.col = -1;
-			hv.step = j->judged_k;
-			hv.t_ns = now_ns;
-			hv.world_size = j->world > j->nr ? j->world : j->nr;
-			for (k2 = 0; k2 < j->nr; k2++)
-				hv.ranks_seen += observed(h, j->r[k2]);
 			snprintf(hv.detail, sizeof(hv.detail), "rank %d (pid %lld on node %s) is %s, "
-				 "and no rank of the job has finished a step for %.0f s",
-				 j->r[i]->rank, (long long)j->r[i]->pid, h->nodes[j->r[i]->node].name,
-				 j->r[i]->state == HS_STOPPED ? "stopped (SIGSTOP or a debugger)" :
+				 "and no rank of the job has finished a step for %.0f s", sr->rank,
+				 (long long)sr->pid, h->nodes[sr->node].name,
+				 sr->state == HS_STOPPED ? "stopped (SIGSTOP or a debugger)" :
 				 "a zombie", (now_ns - j->fed_ns) / 1e9);
-			j->last = hv;
-			j->last_rank = j->r[i]->rank;
-			j->emitted = true;
-			if (on_verdict)
-				on_verdict(ctx, j->id, &hv, j->last_rank);
+			emit_now(h, j, &hv, sr->rank, now_ns, on_verdict, ctx);
 		}
-		if (i < j->nr)
-			return;
+		return;
 	}
 	cols = calloc(j->nr ? j->nr : 1, sizeof(*cols));
 	if (!cols)
@@ -972,21 +973,14 @@ static void judge_job(struct hub *h, struct hjob *j, uint64_t now_ns,
 		j->last = jv;
 		goto out;
 	}
-	j->last = jv;
-	j->last_rank = i;
-	j->emitted = true;
 	j->last_emit_k = k;
-	if (on_verdict)
-		on_verdict(ctx, j->id, &jv, i);
+	emit(j, &jv, i, on_verdict, ctx);
 out:
 	free(obs);
 	free(cols);
 }
 
-void hub__judge(struct hub *h, uint64_t now_ns,
-		void (*on_verdict)(void *ctx, const char *job, const struct job_verdict *v,
-				   int rank),
-		void *ctx)
+void hub__judge(struct hub *h, uint64_t now_ns, verdict_fn on_verdict, void *ctx)
 {
 	int i, k;
 
@@ -1126,6 +1120,18 @@ char *hub__nodes(struct hub *h, size_t *len)
 	return finish(&j, len);
 }
 
+/* A counter family with one sample per node, from the field at off of its stats. */
+static void node_counter(struct prom *p, const struct hub *h, const char *name,
+			 const char *help, size_t off)
+{
+	int i;
+
+	prom__family(p, name, "counter", help);
+	for (i = 0; i < h->nn; i++)
+		prom__sample(p, name, LABELS("node", h->nodes[i].name),
+			     *(const uint64_t *)((const char *)&h->nodes[i].st + off));
+}
+
 char *hub__metrics(struct hub *h, size_t *len)
 {
 	struct prom p;
@@ -1145,26 +1151,18 @@ char *hub__metrics(struct hub *h, size_t *len)
 	for (i = 0; i < h->nn; i++)
 		prom__sample(&p, "rankscope_hub_node_up", LABELS("node", h->nodes[i].name),
 			     h->nodes[i].up);
-	prom__family(&p, "rankscope_hub_poll_failures_total", "counter",
-		     "Polls of a node that failed (no answer, an error status, a timeout).");
-	for (i = 0; i < h->nn; i++)
-		prom__sample(&p, "rankscope_hub_poll_failures_total",
-			     LABELS("node", h->nodes[i].name), h->nodes[i].st.fails);
-	prom__family(&p, "rankscope_hub_bad_answers_total", "counter",
-		     "Answers from a node that were not what a daemon serves (not JSON, too big).");
-	for (i = 0; i < h->nn; i++)
-		prom__sample(&p, "rankscope_hub_bad_answers_total",
-			     LABELS("node", h->nodes[i].name), h->nodes[i].st.bad);
-	prom__family(&p, "rankscope_hub_duplicate_ranks_total", "counter",
-		     "Step or rank lines for a (job, rank) that another node already serves.");
-	for (i = 0; i < h->nn; i++)
-		prom__sample(&p, "rankscope_hub_duplicate_ranks_total",
-			     LABELS("node", h->nodes[i].name), h->nodes[i].st.dups);
-	prom__family(&p, "rankscope_hub_lost_steps_total", "counter",
-		     "Step lines a node dropped before the hub asked for them.");
-	for (i = 0; i < h->nn; i++)
-		prom__sample(&p, "rankscope_hub_lost_steps_total",
-			     LABELS("node", h->nodes[i].name), h->nodes[i].st.lost);
+	node_counter(&p, h, "rankscope_hub_poll_failures_total",
+		     "Polls of a node that failed (no answer, an error status, a timeout).",
+		     offsetof(struct hub_node_stats, fails));
+	node_counter(&p, h, "rankscope_hub_bad_answers_total",
+		     "Answers from a node that were not what a daemon serves (not JSON, too big).",
+		     offsetof(struct hub_node_stats, bad));
+	node_counter(&p, h, "rankscope_hub_duplicate_ranks_total",
+		     "Step or rank lines for a (job, rank) that another node already serves.",
+		     offsetof(struct hub_node_stats, dups));
+	node_counter(&p, h, "rankscope_hub_lost_steps_total",
+		     "Step lines a node dropped before the hub asked for them.",
+		     offsetof(struct hub_node_stats, lost));
 	prom__family(&p, "rankscope_hub_clock_offset_seconds", "gauge",
 		     "A node's CLOCK_MONOTONIC minus the job's reference node's, from matched steps.");
 	for (k = 0; k < h->nj; k++)
