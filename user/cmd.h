@@ -23,6 +23,13 @@ int cmd_hub(int argc, char **argv);
  * the reason printed. */
 int cmd__parse_opts(int argc, char **argv, struct session_opts *o, enum cmd_verb verb);
 
+/* An option's number or seconds within [lo, hi]: 0, or -EINVAL with a line naming the verb,
+ * the option and the range. */
+int cmd__parse_num(const char *verb, const char *opt, const char *arg, long lo, long hi,
+		   long *out);
+int cmd__parse_secs(const char *verb, const char *opt, const char *arg, double lo, double hi,
+		    double *out);
+
 /* rankscope capture --server URL: ask a running daemon. Set by cmd__parse_opts. */
 extern const char *cmd_capture_server;
 

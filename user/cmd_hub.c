@@ -155,7 +155,7 @@ static int parse(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
-	char *end;
+	long n;
 	int c;
 
 	g.listen = "127.0.0.1:9465";
@@ -176,42 +176,29 @@ static int parse(int argc, char **argv)
 			g.token_file = optarg;
 			break;
 		case 'i':
-			g.interval_s = strtod(optarg, &end);
-			if (*end || !(g.interval_s >= 0.1 && g.interval_s <= 60)) {
-				pr_warn("hub: bad --interval '%s': want 0.1..60 seconds", optarg);
+			if (cmd__parse_secs("hub", "--interval", optarg, 0.1, 60, &g.interval_s))
 				return -EINVAL;
-			}
 			break;
 		case 'T':
-			g.timeout_ms = strtol(optarg, &end, 10);
-			if (*end || g.timeout_ms < 100 || g.timeout_ms > 60000) {
-				pr_warn("hub: bad --timeout-ms '%s': want 100..60000", optarg);
+			if (cmd__parse_num("hub", "--timeout-ms", optarg, 100, 60000, &n))
 				return -EINVAL;
-			}
+			g.timeout_ms = n;
 			break;
 		case 'w':
-			g.window = strtol(optarg, &end, 10);
-			if (*end || g.window < 4 || g.window > 64) {
-				pr_warn("hub: bad --window '%s': want 4..64 steps", optarg);
+			if (cmd__parse_num("hub", "--window", optarg, 4, 64, &n))
 				return -EINVAL;
-			}
+			g.window = n;
 			break;
 		case 'H':
-			g.hang_s = strtod(optarg, &end);
-			if (*end || !(g.hang_s >= 1 && g.hang_s <= 86400)) {
-				pr_warn("hub: bad --hang-timeout '%s': want 1..86400 seconds", optarg);
+			if (cmd__parse_secs("hub", "--hang-timeout", optarg, 1, 86400, &g.hang_s))
 				return -EINVAL;
-			}
 			break;
 		case 'j':
 			g.json = true;
 			break;
 		case 'd':
-			g.duration_s = strtod(optarg, &end);
-			if (*end || !(g.duration_s > 0)) {
-				pr_warn("hub: bad --duration '%s': want seconds over 0", optarg);
+			if (cmd__parse_secs("hub", "--duration", optarg, 0.001, 1e7, &g.duration_s))
 				return -EINVAL;
-			}
 			break;
 		case 'h':
 			usage(stdout);

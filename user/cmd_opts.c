@@ -155,16 +155,18 @@ enum {
 static const char *who = "attach";
 const char *cmd_capture_server;
 
-static int parse_num(const char *opt, const char *arg, long lo, long hi, long *out)
+int cmd__parse_num(const char *verb, const char *opt, const char *arg, long lo, long hi,
+		   long *out)
 {
 	if (!parse_long(arg, lo, hi, out))
 		return 0;
-	pr_warn("%s: invalid %s '%s': expected a whole number from %ld to %ld", who, opt,
+	pr_warn("%s: invalid %s '%s': expected a whole number from %ld to %ld", verb, opt,
 		arg, lo, hi);
 	return -EINVAL;
 }
 
-static int parse_secs(const char *opt, const char *arg, double lo, double hi, double *out)
+int cmd__parse_secs(const char *verb, const char *opt, const char *arg, double lo, double hi,
+		    double *out)
 {
 	char *end;
 	double v;
@@ -172,12 +174,22 @@ static int parse_secs(const char *opt, const char *arg, double lo, double hi, do
 	errno = 0;
 	v = strtod(arg, &end);
 	if (!*arg || *end || errno || !(v >= lo && v <= hi)) {
-		pr_warn("%s: invalid %s '%s': expected seconds from %g to %g", who, opt, arg,
+		pr_warn("%s: invalid %s '%s': expected seconds from %g to %g", verb, opt, arg,
 			lo, hi);
 		return -EINVAL;
 	}
 	*out = v;
 	return 0;
+}
+
+static int parse_num(const char *opt, const char *arg, long lo, long hi, long *out)
+{
+	return cmd__parse_num(who, opt, arg, lo, hi, out);
+}
+
+static int parse_secs(const char *opt, const char *arg, double lo, double hi, double *out)
+{
+	return cmd__parse_secs(who, opt, arg, lo, hi, out);
 }
 
 static const char *verb_name(enum cmd_verb v)
