@@ -126,3 +126,36 @@ try:
     print(r.status); sys.stdout.write(r.read().decode())
 except urllib.error.HTTPError as e:
     print(e.code); sys.stdout.write(e.read().decode())' "$1" "${2:-GET}"; }
+
+# test_cgroups NAME...: a cgroup $ROOT/$CG-NAME for each NAME, in a writable hierarchy (v2, the
+# v2 part of a hybrid setup, else v1 pids: a daemon's --cgroup matches the path in any), its
+# processes moved out and it removed at exit. Skips without one.
+test_cgroups() {
+	local r n
+	ROOT=
+	for r in /sys/fs/cgroup /sys/fs/cgroup/unified /sys/fs/cgroup/pids; do
+		[ -w "$r/cgroup.procs" ] && { ROOT=$r; break; }
+	done
+	[ -n "$ROOT" ] || skip "no writable cgroup hierarchy (v2 /sys/fs/cgroup[/unified] or v1 pids)"
+	CG=rankscope-test-$$
+	CG_NAMES=("$@")
+	for n in "${CG_NAMES[@]}"; do
+		mkdir "$ROOT/$CG-$n" || fail "cannot make cgroup $ROOT/$CG-$n"
+	done
+	trap 'cleanup; cleanup_cgroups' EXIT
+}
+
+cleanup_cgroups() {
+	local n p i
+	for n in "${CG_NAMES[@]}"; do
+		[ -d "$ROOT/$CG-$n" ] || continue
+		while read -r p; do echo "$p" >"$ROOT/cgroup.procs" 2>/dev/null; done \
+			<"$ROOT/$CG-$n/cgroup.procs"
+		# killed ranks stay in it until they are reaped
+		for ((i = 0; i < 50; i++)); do
+			rmdir "$ROOT/$CG-$n" 2>/dev/null && break
+			sleep 0.1
+		done
+		[ -d "$ROOT/$CG-$n" ] && echo "could not remove cgroup $ROOT/$CG-$n" >&2
+	done
+}

@@ -8,12 +8,7 @@
 need_root
 command -v mpirun >/dev/null || skip "OpenMPI not installed (make deps)"
 [ -x "$TOP/build/workloads/zoo_mpi" ] || fail "build/workloads/zoo_mpi is missing: make fixtures"
-# a cgroup v2 hierarchy: the unified one, or the v2 part of a hybrid setup; else v1 pids
-ROOT=
-for r in /sys/fs/cgroup /sys/fs/cgroup/unified /sys/fs/cgroup/pids; do
-	[ -w "$r/cgroup.procs" ] && { ROOT=$r; break; }
-done
-[ -n "$ROOT" ] || skip "no writable cgroup hierarchy (v2 /sys/fs/cgroup[/unified] or v1 pids)"
+test_cgroups a b
 
 # bad values: one clear line each, exit 2
 for bad in relative/path /a/../b /a//b; do
@@ -24,26 +19,6 @@ for bad in relative/path /a/../b /a//b; do
 done
 "$RS" attach -p $$ --cgroup /x >"$T/bad.out" 2>&1 && fail "attach took --cgroup"
 grep -q "daemon option" "$T/bad.out" || fail "attach --cgroup: $(cat "$T/bad.out")"
-
-CG=rankscope-test-$$
-for n in a b; do
-	mkdir "$ROOT/$CG-$n" || fail "cannot make cgroup $CG-$n"
-done
-cleanup_cgroups() {
-	local n p i
-	for n in a b; do
-		[ -d "$ROOT/$CG-$n" ] || continue
-		while read -r p; do echo "$p" >$ROOT/cgroup.procs 2>/dev/null; done \
-			<"$ROOT/$CG-$n/cgroup.procs"
-		# killed ranks stay in it until they are reaped
-		for ((i = 0; i < 50; i++)); do
-			rmdir "$ROOT/$CG-$n" 2>/dev/null && break
-			sleep 0.1
-		done
-		[ -d "$ROOT/$CG-$n" ] && echo "could not remove cgroup $ROOT/$CG-$n" >&2
-	done
-}
-trap 'cleanup; cleanup_cgroups' EXIT
 
 # the jobs, each started inside its cgroup (its ranks are born there)
 for n in a b; do

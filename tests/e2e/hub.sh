@@ -15,28 +15,7 @@ need_root
 command -v mpirun >/dev/null || skip "OpenMPI not installed (make deps)"
 command -v promtool >/dev/null || skip "promtool not installed (make deps installs prometheus)"
 [ -x "$TOP/build/workloads/zoo_mpi" ] || fail "build/workloads/zoo_mpi is missing: make fixtures"
-ROOT=
-for r in /sys/fs/cgroup /sys/fs/cgroup/unified; do
-	[ -w "$r/cgroup.procs" ] && [ -e "$r/cgroup.controllers" ] && { ROOT=$r; break; }
-done
-[ -n "$ROOT" ] || skip "no writable cgroup v2 hierarchy (/sys/fs/cgroup[/unified])"
-CG=rankscope-hub-$$
-for n in a b; do
-	mkdir "$ROOT/$CG-$n" || fail "cannot make cgroup $CG-$n"
-done
-cleanup_cgroups() {
-	local n p i
-	for n in a b; do
-		[ -d "$ROOT/$CG-$n" ] || continue
-		while read -r p; do echo "$p" >$ROOT/cgroup.procs 2>/dev/null; done \
-			<"$ROOT/$CG-$n/cgroup.procs"
-		for ((i = 0; i < 50; i++)); do
-			rmdir "$ROOT/$CG-$n" 2>/dev/null && break
-			sleep 0.1
-		done
-	done
-}
-trap 'cleanup; cleanup_cgroups' EXIT
+test_cgroups a b
 
 bg job mpirun --allow-run-as-root --oversubscribe -np 4 "$TOP/build/workloads/zoo_mpi" \
 	--buckets 3 --steps 100000 --go-file "$T/go" --fault compute:3:8000
