@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /* Jobs across nodes, lined up without a shared clock and judged as one: see hub.h. */
 #include <errno.h>
+#include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,12 @@ struct hrank {
 	enum hstate state;	/* as its node's /api/v1/ranks last said */
 	struct hub_step ring[HUB_STEPS];
 	int n, head;		/* the ring's newest is at head - 1 */
+	/* the text of the latest distinct sequences of collectives, to tell a divergence */
+	struct {
+		uint64_t sig;
+		char ops[JOB_SIG_TEXT];
+	} sigs[HUB_SIGS];
+	int sig_next;
 };
 
 struct jnode {
@@ -52,6 +59,7 @@ struct hjob {
 	int njn;
 	int ref;		/* the reference node (the lowest rank's) */
 	uint64_t judged_k;	/* the last job step judged */
+	uint64_t div_k;		/* the last job step looked at for a divergence */
 	struct job_verdict last;
 	int last_rank;
 	bool emitted;
@@ -363,6 +371,65 @@ static void keep_line(struct hub *h, struct hjob *jb, int rank, int node,
 	p->len = j.len;
 }
 
+static uint64_t fnv(const char *p)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (; *p; p++)
+		h = (h ^ (unsigned char)*p) * 0x100000001b3ULL;
+	return h ? h : 1;
+}
+
+/* The step line's first named communicator with a sequence of collectives: its name's hash
+ * and the sequence's into s, and the sequence's text returned (NULL: none said). */
+static const char *step_sig(const struct jsonp *d, const struct jsonp_val *v, struct hub_step *s)
+{
+	const struct jsonp_val *cs = jsonp__get(d, v, "communicators"), *c;
+
+	if (!cs || cs->type != JSONP_ARR)
+		return NULL;
+	for (c = jsonp__first(d, cs); c; c = jsonp__next(d, c)) {
+		const char *name = jsonp__str(d, c, "name"), *sig = jsonp__str(d, c, "sig"), *ops;
+		char *end;
+
+		if (!name || !sig || !*name)
+			continue;
+		errno = 0;
+		s->sig = strtoull(sig, &end, 16);
+		if (errno || *end || end == sig || !s->sig) {
+			s->sig = 0;
+			continue;
+		}
+		s->sig_comm = fnv(name);
+		ops = jsonp__str(d, c, "sig_ops");
+		return ops ? ops : "";
+	}
+	return NULL;
+}
+
+/* Keep the text of a sequence the rank has not shown lately. */
+static void keep_sig(struct hrank *r, uint64_t sig, const char *ops)
+{
+	int i;
+
+	for (i = 0; i < HUB_SIGS; i++)
+		if (r->sigs[i].sig == sig)
+			return;
+	r->sigs[r->sig_next].sig = sig;
+	snprintf(r->sigs[r->sig_next].ops, sizeof(r->sigs[r->sig_next].ops), "%s", ops);
+	r->sig_next = (r->sig_next + 1) % HUB_SIGS;
+}
+
+static const char *sig_text(const struct hrank *r, uint64_t sig)
+{
+	int i;
+
+	for (i = 0; i < HUB_SIGS; i++)
+		if (r->sigs[i].sig == sig && r->sigs[i].ops[0])
+			return r->sigs[i].ops;
+	return "a sequence not kept";
+}
+
 /* A node's daemon started again: its ranks' steps are renumbered, so line them up anew. */
 static void node_restarted(struct hub *h, int node)
 {
@@ -379,7 +446,7 @@ static void node_restarted(struct hub *h, int node)
 		/* the job's step numbers were the reference node's: they start again too */
 		if (h->jobs[i]->ref == node) {
 			h->jobs[i]->ref = -1;
-			h->jobs[i]->judged_k = 0;
+			h->jobs[i]->judged_k = h->jobs[i]->div_k = 0;
 		}
 	}
 }
@@ -416,7 +483,7 @@ int hub__feed_steps(struct hub *h, int node, const char *text, size_t len, uint6
 	}
 	*cursor = cur;
 	for (v = jsonp__first(&d, steps); v; v = jsonp__next(&d, v)) {
-		const char *job = jsonp__str(&d, v, "job");
+		const char *job = jsonp__str(&d, v, "job"), *ops;
 		struct hub_step s = {};
 		struct hrank *r;
 		struct hjob *j;
@@ -437,6 +504,7 @@ int hub__feed_steps(struct hub *h, int node, const char *text, size_t len, uint6
 			jsonp__uint64(&d, phs, steps__phase_name(ph), &s.ph[ph]);
 		if (jsonp__uint64(&d, v, "collectives", &x) && x < (1u << 30))
 			s.collectives = (uint32_t)x;
+		ops = step_sig(&d, v, &s);
 		j = find_job(h, job, true);
 		if (!j)
 			continue;
@@ -448,6 +516,8 @@ int hub__feed_steps(struct hub *h, int node, const char *text, size_t len, uint6
 		if (!r)
 			continue;
 		push_step(r, &s);
+		if (ops)
+			keep_sig(r, s.sig, ops);
 		j->fed_ns = h->now;
 		h->nodes[node].st.steps++;
 		keep_line(h, j, r->rank, node, &s);
@@ -809,6 +879,82 @@ out:
 	return rows;
 }
 
+struct sigc {
+	uint64_t comm, sig;
+	int c;
+};
+
+static int cmp_sigc(const void *a, const void *b)
+{
+	const struct sigc *x = a, *y = b;
+
+	if (x->comm != y->comm)
+		return x->comm < y->comm ? -1 : 1;
+	if (x->sig != y->sig)
+		return x->sig < y->sig ? -1 : 1;
+	return x->c - y->c;
+}
+
+/*
+ * Ranks sharing a communicator entered different sequences of collectives in one step of the
+ * window: the odd one out against a strict majority of that communicator's ranks (two ranks
+ * alone name none). Returns its column, the detail in jv, or -1.
+ */
+static int divergence(struct hjob *j, const int *cols, int ncols, uint64_t kend,
+		      struct job_verdict *jv)
+{
+	struct sigc *v = calloc(ncols ? ncols : 1, sizeof(*v));
+	int c, n, a, b, m, best, bn, odd = -1;
+	uint64_t k;
+
+	/* every step since the last look (judgements skip steps; a divergence is one step) */
+	k = j->div_k && j->div_k < kend && kend - j->div_k < HUB_STEPS ? j->div_k + 1 :
+	    kend > HUB_STEPS / 2 ? kend - HUB_STEPS / 2 : 0;
+	for (; v && k <= kend && odd < 0; k++) {
+
+		for (n = 0, c = 0; c < ncols; c++) {
+			const struct hrank *r = j->r[cols[c]];
+			const struct jnode *jn = find_jnode(j, r->node, false);
+			const struct hub_step *st = step_at(r, k - jn->shift);
+
+			if (st && st->sig_comm && st->sig)
+				v[n++] = (struct sigc){ st->sig_comm, st->sig, c };
+		}
+		qsort(v, n, sizeof(*v), cmp_sigc);
+		for (a = 0; a < n && odd < 0; a = b) {
+			for (b = a; b < n && v[b].comm == v[a].comm; b++)
+				;
+			/* the sequence most of the communicator's ranks entered */
+			for (best = a, bn = 0, m = a; m < b; ) {
+				int e = m;
+
+				while (e < b && v[e].sig == v[m].sig)
+					e++;
+				if (e - m > bn) {
+					bn = e - m;
+					best = m;
+				}
+				m = e;
+			}
+			if (b - a < 3 || bn == b - a || bn * 2 <= b - a)
+				continue;
+			/* the lowest rank outside it (columns are in rank order) */
+			for (odd = -1, m = a; m < b; m++)
+				if (v[m].sig != v[best].sig && (odd < 0 || v[m].c < odd))
+					odd = v[m].c;
+			snprintf(jv->detail, sizeof(jv->detail), "in step %" PRIu64 " this rank "
+				 "entered [%.70s]; %d other rank(s) on its communicator entered "
+				 "[%.70s]", k, sig_text(j->r[cols[odd]], step_at(j->r[cols[odd]],
+				 k - find_jnode(j, j->r[cols[odd]]->node, false)->shift)->sig), bn,
+				 sig_text(j->r[cols[v[best].c]], v[best].sig));
+			jv->step = k;
+		}
+		j->div_k = k;
+	}
+	free(v);
+	return odd;
+}
+
 /* The newest job step every observed, lined-up rank has. */
 static bool newest_common(struct hub *h, struct hjob *j, int *cols, int ncols, uint64_t *k)
 {
@@ -872,7 +1018,7 @@ static void judge_job(struct hub *h, struct hjob *j, uint64_t now_ns, verdict_fn
 {
 	struct step_obs *obs = NULL;
 	struct job_verdict jv = {};
-	int *cols = NULL, ncols = 0, i, w = h->window, unseen = 0;
+	int *cols = NULL, ncols = 0, i, w = h->window, unseen = 0, odd;
 	const struct hrank *sr;
 	uint64_t k;
 
@@ -949,8 +1095,16 @@ static void judge_job(struct hub *h, struct hjob *j, uint64_t now_ns, verdict_fn
 			 "node not answering, or without a daemon) hold them", ncols, jv.world_size,
 			 jv.v.post_arrival_ns / 1e6);
 	}
+	/* ranks that should do the same entered different collectives: a fact, not a trend */
+	odd = divergence(j, cols, ncols, k, &jv);
+	if (odd >= 0) {
+		jv.cls = jv.v.cls = V_DIVERGENT;
+		jv.col = jv.v.rank = odd;
+		jv.v.phase = PH_COMM;
+	}
 	/* a new story near the threshold must hold for two judgements in a row */
-	if (jv.cls != V_NONE && jv.v.skew_ns < 2 * (int64_t)detect__threshold(jv.v.step_ns) &&
+	if (odd < 0 && jv.cls != V_NONE &&
+	    jv.v.skew_ns < 2 * (int64_t)detect__threshold(jv.v.step_ns) &&
 	    !(j->emitted && jv.cls == j->last.cls && jv.col >= 0 &&
 	      j->r[cols[jv.col]]->rank == j->last_rank)) {
 		int rank = jv.col >= 0 ? j->r[cols[jv.col]]->rank : -1;

@@ -35,6 +35,7 @@
 #define HUB_HANG_NS	60000000000ULL	/* the default hang timeout, as the daemon's */
 #define HUB_WINDOW	8	/* steps a verdict is judged over (as the daemon's default) */
 #define HUB_DOWN_POLLS	3	/* failed polls in a row before a node's ranks are unobserved */
+#define HUB_SIGS	4	/* distinct sequences of collectives a rank's text is kept of */
 
 struct hub_step {
 	uint64_t k;		/* the node's step number */
@@ -42,6 +43,9 @@ struct hub_step {
 	uint64_t dur_ns;
 	uint64_t ph[PH_MAX];
 	uint32_t collectives;	/* in the step, as its node counted them (0: not said) */
+	uint64_t sig_comm;	/* the step's first named communicator with collectives (a hash
+				 * of its name; 0: none) */
+	uint64_t sig;		/* and its sequence of collectives, as the node hashed it */
 };
 
 struct hub_node_stats {

@@ -1056,6 +1056,23 @@ static void phase_run(void *ctx, enum phase ph, uint64_t s, uint64_t e)
 	pc->j->ops.on_phase(pc->j->ops.ctx, pc->col, ph, s, e);
 }
 
+/* Add a collective to its communicator's sequence of the step (FNV-1a over op and bytes). */
+static void step_sig(struct job_step_comm *sc, const struct tl_coll *c)
+{
+	uint64_t h = sc->sig ? sc->sig : 0xcbf29ce484222325ULL, x = (uint64_t)c->op << 56 ^ c->bytes;
+	size_t len = strlen(sc->sig_ops);
+	int i;
+
+	for (i = 0; i < 8; i++, x >>= 8)
+		h = (h ^ (x & 0xff)) * 0x100000001b3ULL;
+	sc->sig = h ? h : 1;
+	if (len + 4 >= sizeof(sc->sig_ops) || (len >= 3 && !strcmp(sc->sig_ops + len - 3, "...")))
+		return;
+	if (snprintf(sc->sig_ops + len, sizeof(sc->sig_ops) - len, "%s%s:%" PRIu64, len ? " " : "",
+		     decode__op_name(c->op), c->bytes) >= (int)(sizeof(sc->sig_ops) - len))
+		snprintf(sc->sig_ops + len, sizeof(sc->sig_ops) - len, " ...");
+}
+
 /* Count a collective of the step on its communicator. */
 static void step_comm(struct job_step *st, const struct tl_coll *c)
 {
@@ -1074,6 +1091,8 @@ static void step_comm(struct job_step *st, const struct tl_coll *c)
 	st->comm[i].bytes += c->bytes;
 	if (c->exit)
 		st->comm[i].inside_ns += c->exit - c->enter;
+	if (!is_p2p(c))
+		step_sig(&st->comm[i], c);
 }
 
 static void build_step(const struct job *j, const struct job_rank *r, uint64_t k, uint64_t s,
@@ -1700,6 +1719,9 @@ static void check_divergence(struct job *j, uint64_t k)
 		}
 		/* point-to-point: a pipeline's stages send and receive at the same seq */
 		if (best < 0 || is_p2p(at[best]))
+			continue;
+		/* seeing part of the job, a tie names no odd one out: the hub, seeing all, does */
+		if (partial(j) && same * 2 <= j->n)
 			continue;
 		for (odd = -1, c = 0; c < j->n && odd < 0; c++)
 			if (at[c] && (at[c]->op != at[best]->op || at[c]->bytes != at[best]->bytes))

@@ -49,12 +49,19 @@ struct job_rank;
 /* A completed step of one rank, for output. */
 #define JOB_STEP_COMMS	4	/* communicators a step line lists; more are counted */
 
+#define JOB_SIG_TEXT	128	/* the start of a step's sequence of collectives, as text */
+
 /* A step's collectives on one communicator (by the hash of its global name). */
 struct job_step_comm {
 	uint64_t comm;
 	uint32_t ops;
 	uint64_t bytes;
 	uint64_t inside_ns;
+	/* the step's sequence of collectives on it (sends and receives left out: a pipeline's
+	 * stages differ), for a hub to compare across nodes: a hash of each one's operation and
+	 * bytes in order (0: none), and its start as "op:bytes op:bytes ..." */
+	uint64_t sig;
+	char sig_ops[JOB_SIG_TEXT];
 };
 
 struct job_step {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /* JSON lines and the terminal table. */
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -423,6 +424,13 @@ void report__step(struct json *j, const char *job, int rank, pid_t pid, const st
 		json__kuint(j, "ops", st->comm[i].ops);
 		json__kuint(j, "bytes", st->comm[i].bytes);
 		json__kuint(j, "inside_ns", st->comm[i].inside_ns);
+		if (st->comm[i].sig) {
+			char hex[17];
+
+			snprintf(hex, sizeof(hex), "%016" PRIx64, st->comm[i].sig);
+			json__kstr(j, "sig", hex);
+			json__kstr(j, "sig_ops", st->comm[i].sig_ops);
+		}
 		json__obj_end(j);
 	}
 	json__arr_end(j);

@@ -56,6 +56,8 @@ struct gen {
 	int g;			/* the next job step */
 	int slow;
 	int colls;		/* collectives a step, as the step lines say */
+	int div_rank, div_g;	/* at job step div_g, rank div_rank enters another sequence */
+	bool per_node_comm;	/* each node's ranks on a communicator of their own */
 };
 
 static void ranks_doc(char *buf, size_t n, int lo)
@@ -91,6 +93,7 @@ static void steps_docs(struct gen *gn, int nsteps, uint64_t off, char *a, char *
 			char *d = r < 2 ? a : b;
 			size_t *l = r < 2 ? &la : &lb;
 			uint64_t k = r < 2 ? gn->g + 1 : gn->g - LATE_ATTACH + 1;
+			bool odd = gn->div_g && r == gn->div_rank && gn->g == gn->div_g;
 
 			if (r >= 2 && gn->g < LATE_ATTACH)
 				continue;
@@ -98,12 +101,18 @@ static void steps_docs(struct gen *gn, int nsteps, uint64_t off, char *a, char *
 				       "%s{\"type\":\"step\",\"job\":\"j1\",\"rank\":%d,\"pid\":%d,"
 				       "\"step\":%llu,\"start_ns\":%llu,\"dur_ns\":%llu,"
 				       "\"collectives\":%d,\"phases\":"
-				       "{\"compute\":%llu,\"comm\":%llu,\"sched_delay\":0}}",
+				       "{\"compute\":%llu,\"comm\":%llu,\"sched_delay\":0},"
+				       "\"communicators\":[{\"name\":\"%s\",\"ops\":%d,"
+				       "\"sig\":\"%s\",\"sig_ops\":\"%s\"}]}",
 				       d[*l - 1] == '[' ? "" : ",", r, 100 + r,
 				       (unsigned long long)k,
 				       (unsigned long long)(gn->t + (r < 2 ? 0 : off)),
 				       (unsigned long long)dur, gn->colls, (unsigned long long)work[r],
-				       (unsigned long long)(dur - work[r]));
+				       (unsigned long long)(dur - work[r]),
+				       gn->per_node_comm && r >= 2 ? "nccl:bbbb" : "nccl:aaaa", gn->colls,
+				       odd ? "00000000000d1e55" : "00000000000011aa",
+				       odd ? "broadcast:128 allreduce:4096" :
+				       "broadcast:64 allreduce:4096");
 		}
 		gn->t += dur;
 	}
@@ -114,16 +123,22 @@ static void steps_docs(struct gen *gn, int nsteps, uint64_t off, char *a, char *
 /* Run the job through a hub with node B's clock off by off; the verdicts in s. */
 static int colls = 1;	/* collectives a step in run()'s step lines */
 
+static struct gen gen_with;	/* divergence and communicators for run()'s job */
+
 static struct hub *run(uint64_t off, int slow, struct seen *s, int *na, int *nb)
 {
 	static char a[1 << 20], b[1 << 20], ra[512], rb[512];
-	struct gen gn = { .seed = 42, .t = 5 * 86400 * 1000 * MS, .slow = slow, .colls = colls };
+	struct gen gn = gen_with;
 	uint64_t ca = 0, cb = 0;
 	struct hub *h = hub__new(8);
 	char err[160];
 	bool more;
 	int p;
 
+	gn.seed = 42;
+	gn.t = 5 * 86400 * 1000 * MS;
+	gn.slow = slow;
+	gn.colls = colls;
 	assert_non_null(h);
 	memset(s, 0, sizeof(*s));
 	*na = hub__node(h, "10.0.0.1:9464");
@@ -312,12 +327,45 @@ static void bad_answers__refused_and_counted__other_job_untouched(void **state)
 	hub__free(h);
 }
 
+/*
+ * At one step, rank 2 (node B, its clock days off) enters a broadcast of other bytes: the hub
+ * names it, once, at that step, however the nodes number their steps. With each node's ranks
+ * on a communicator of their own, two ranks against two name nobody.
+ */
+static void divergent__odd_rank_across_nodes__named_at_its_step(void **state)
+{
+	struct seen s;
+	struct hub *h;
+	int na, nb, i, div, where = -1;
+
+	(void)state;
+	gen_with = (struct gen){ .div_rank = 2, .div_g = 100 };
+	h = run(3 * 86400 * 1000 * MS + 17 * MS, -1, &s, &na, &nb);
+	for (i = 0, div = 0; i < s.n; i++)
+		if (s.cls[i] == V_DIVERGENT) {
+			div++;
+			where = i;
+		}
+	assert_int_equal(div, 1);
+	assert_int_equal(s.rank[where], 2);
+	assert_int_equal(s.step[where], 101);	/* node A's numbering: g + 1 */
+	hub__free(h);
+
+	gen_with.per_node_comm = true;
+	h = run(3 * 86400 * 1000 * MS + 17 * MS, -1, &s, &na, &nb);
+	for (i = 0; i < s.n; i++)
+		assert_int_not_equal(s.cls[i], V_DIVERGENT);
+	hub__free(h);
+	gen_with = (struct gen){};
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(two_nodes__clock_offsets_seconds_to_days__same_verdicts),
 		cmocka_unit_test(healthy_job__no_verdict_and_node_down__ranks_unobserved),
 		cmocka_unit_test(bad_answers__refused_and_counted__other_job_untouched),
+		cmocka_unit_test(divergent__odd_rank_across_nodes__named_at_its_step),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Divergent collectives across nodes: a real 4-rank OpenMPI job (zoo_mpi, 3 equal buckets a
+# step) in which, at one step, rank R posts a broadcast of twice the bytes its peers post
+# (zoo_mpi's divergent fault: same sequence number, different signature; the job goes on).
+# Ranks 0 and 1 run in one cgroup ("node" A), 2 and 3 in another ("node" B), a daemon scoped
+# to each. R is drawn from 0..3, so the odd rank is on either node.
+#  - the hub, pulling both, names R and divergent (its majority is 3 of 4 ranks);
+#  - no other rank is ever called divergent (a healthy step's sequences match on every rank:
+#    no false divergence from how each node cut its steps);
+#  - neither daemon alone names a wrong rank (B sees a tie of 1 to 1 when R is on it).
+. "$(dirname "$0")/../lib.sh"
+need_root
+command -v mpirun >/dev/null || skip "OpenMPI not installed (make deps)"
+[ -x "$TOP/build/workloads/zoo_mpi" ] || fail "build/workloads/zoo_mpi is missing: make fixtures"
+test_cgroups a b
+
+ODD=$((RANDOM % 4))
+# ~3 ms a step: the fault comes some 10 s after go, once the hub is lined up and judging
+AT=3000
+bg job mpirun --allow-run-as-root --oversubscribe -np 4 "$TOP/build/workloads/zoo_mpi" \
+	--buckets 3 --steps 6000 --go-file "$T/go" --fault "divergent:$ODD:$AT"
+wait_lines "$T/job.out" '^ready rank=' 4 60 || fail "the MPI job did not start"
+read -r -a PIDS <<<"$(ready_pids "$T/job.out" | tr , ' ')"
+[ "${#PIDS[@]}" = 4 ] || fail "expected 4 rank pids, got: ${PIDS[*]}"
+for i in 0 1; do echo "${PIDS[$i]}" >"$ROOT/$CG-a/cgroup.procs"; done &&
+	for i in 2 3; do echo "${PIDS[$i]}" >"$ROOT/$CG-b/cgroup.procs"; done ||
+	fail "cannot move the ranks into the cgroups"
+
+PORT_a=$(free_port)
+PORT_b=$(free_port)
+for n in a b; do
+	port=PORT_$n
+	mkdir -p "$T/$n"
+	bg "rsd_$n" "$RS" daemon --all --cgroup "/$CG-$n" --listen 127.0.0.1:${!port} \
+		--lock-file "$T/$n/daemon.lock" --json
+	wait_lines "$T/rsd_$n.out" 'watching for training processes' 1 30 ||
+		fail "daemon $n did not start: $(tail -3 "$T/rsd_$n.out")"
+done
+for i in 0 1 2 3; do
+	n=$([ "$i" -lt 2 ] && echo a || echo b)
+	wait_lines "$T/rsd_$n.out" "attached to PID ${PIDS[$i]}:" 1 20 ||
+		fail "daemon $n did not attach to ${PIDS[$i]}"
+done
+PORT_h=$(free_port)
+bg hub "$RS" hub --peers "127.0.0.1:$PORT_a,127.0.0.1:$PORT_b" --listen 127.0.0.1:$PORT_h \
+	--interval 0.5 --json
+touch "$T/go"
+wait_lines "$T/hub.out" '"class":"divergent"' 1 60 ||
+	fail "the hub named no divergence (rank $ODD): $(grep -v '^{' "$T/hub.out" | tail -5)"
+wait_exit "$PID_job" 60 || fail "the MPI job did not finish"
+sleep 1
+$PY - "$T" "$ODD" <<'PY' || exit 1
+import json, sys
+t, odd = sys.argv[1], int(sys.argv[2])
+def lines(name):
+    return [json.loads(l) for l in open(f"{t}/{name}") if l.startswith("{")]
+v = [x for x in lines("hub.out") if x.get("class") == "divergent"]
+assert v and all(x["rank"] == odd for x in v), [(x["rank"], x["evidence"]) for x in v]
+d = v[0]["evidence"]["detail"]
+assert "broadcast:128" in d and "broadcast:64" in d and "3 other rank(s)" in d, d
+print(f"hub: divergent on rank {odd}: {d}")
+for n in ("a", "b"):
+    wrong = [x["rank"] for x in lines(f"rsd_{n}.out")
+             if x.get("type") == "verdict" and x.get("class") == "divergent" and x["rank"] != odd]
+    assert not wrong, f"daemon {n} called rank(s) {wrong} divergent; the odd one is {odd}"
+PY
+pass "hub: divergent collectives named across 2 nodes"
