@@ -494,11 +494,7 @@ static int write_to(struct capture *c, int fd, bool gz, const struct trace_proc 
 		.ev = c->ev, .nev = c->nev, .str = (const char *const *)c->str, .nstr = c->nstr,
 		.dropped = c->dropped, .id = c->id,
 	};
-	int err = trace__write(fd, gz, &in);
-
-	if (!err && fsync(fd) && errno != EINVAL)
-		err = -errno;
-	return err;
+	return trace__write(fd, gz, &in);
 }
 
 struct file_info {
@@ -564,7 +560,27 @@ static void trim(struct capture *c)
 	free(f);
 }
 
+struct procs_ctx {
+	struct capture *c;
+	const struct trace_proc *procs;
+	int nprocs;
+};
+
+static int write_procs(void *ctx, int fd, bool gz)
+{
+	struct procs_ctx *p = ctx;
+
+	return write_to(p->c, fd, gz, p->procs, p->nprocs);
+}
+
 int capture__finish(struct capture *c, const struct trace_proc *procs, int nprocs)
+{
+	struct procs_ctx p = { c, procs, nprocs };
+
+	return capture__finish_with(c, write_procs, &p);
+}
+
+int capture__finish_with(struct capture *c, int (*write)(void *ctx, int fd, bool gz), void *ctx)
 {
 	char tmp[CAPTURE_ID_MAX + 16], file[CAPTURE_ID_MAX + 16], why[160];
 	bool gz = c->req.gz;
@@ -573,7 +589,9 @@ int capture__finish(struct capture *c, const struct trace_proc *procs, int nproc
 	snprintf(tmp, sizeof(tmp), ".%s.tmp", c->id);
 	snprintf(file, sizeof(file), "%s.json%s", c->id, gz ? ".gz" : "");
 	fd = openat(c->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	err = fd < 0 ? -errno : write_to(c, fd, gz, procs, nprocs);
+	err = fd < 0 ? -errno : write(ctx, fd, gz);
+	if (!err && fsync(fd) && errno != EINVAL)
+		err = -errno;
 	if (fd >= 0)
 		close(fd);
 	if (!err && renameat(c->dirfd, tmp, c->dirfd, file))
@@ -603,6 +621,8 @@ int capture__write_file(struct capture *c, const char *path, const struct trace_
 
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	e = fd < 0 ? -errno : write_to(c, fd, gz, procs, nprocs);
+	if (!e && fsync(fd) && errno != EINVAL)
+		e = -errno;
 	if (fd >= 0)
 		close(fd);
 	if (e) {

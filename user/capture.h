@@ -123,6 +123,8 @@ void capture__thread(struct capture *c, uint32_t pid, uint32_t tid, const char *
 /* Write the trace (procs: the ranks), trim the directory, and go idle. Returns 0 or -errno
  * (the partial file is removed; the entry says why). */
 int capture__finish(struct capture *c, const struct trace_proc *procs, int nprocs);
+/* The same with the file written by write(ctx, fd, gz) (the hub's merge). */
+int capture__finish_with(struct capture *c, int (*write)(void *ctx, int fd, bool gz), void *ctx);
 
 /* Write a capture to a path the user chose (rankscope capture -p ... -o FILE). */
 int capture__write_file(struct capture *c, const char *path, const struct trace_proc *procs,

@@ -14,10 +14,13 @@
 #include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+#include "capture.h"
 #include "cmd.h"
 #include "httpc.h"
 #include "httpd.h"
 #include "hub.h"
+#include "hubcap.h"
+#include "jsonp.h"
 #include "log.h"
 #include "report.h"
 
@@ -27,6 +30,11 @@
 #define HUB_BODY_MAX	(16u << 20)	/* an answer over this is refused */
 #define HUB_FETCHERS	8		/* nodes asked at once */
 #define HUB_RANKS_EVERY	10		/* /api/v1/ranks every this many rounds (and at first) */
+#define HUB_CAP_BODY_MAX (256u << 20)	/* a node's capture over this is left out */
+#define HUB_CAP_TOTAL_MAX (512ULL << 20)	/* all nodes' captures held at once, at most */
+#define HUB_CAP_WAIT_S	75		/* after its window, how long a node's capture is awaited
+					 * (a daemon waits up to 30 s for a step, then 2.5 s) */
+#define HUB_CAP_FETCH_MS 60000		/* one capture's download, connect to last byte */
 
 struct peer {
 	char host[256];		/* as given: a name or an address */
@@ -63,7 +71,35 @@ static struct {
 	int next_fetch;		/* the next address a fetcher takes */
 	struct hub *hub;
 	struct httpd *httpd;
+	const char *capture_dir;
+	struct capture cap;
+	bool cap_open;
+	pthread_t cap_thread;
+	bool cap_busy;		/* a worker has the capture (joined when it ends or at exit) */
+	volatile bool cap_done;
+	volatile bool stopping;
 } g;
+
+/* One node's part of a capture across nodes, for the worker. */
+struct cap_node {
+	struct sockaddr_storage sa;
+	socklen_t salen;
+	char name[96];
+	char hosthdr[272];
+	int clock;		/* hub__node_clock(): 1 lined up, 0 not, -1 down */
+	int64_t offset_ns;
+	uint64_t err_ns;
+	char id[CAPTURE_ID_MAX];
+	struct httpc_resp body;
+	char why[256];
+};
+
+struct cap_work {
+	struct cap_node *n;
+	int nn;
+	int seconds;
+	char job[128];
+};
 
 static void usage(FILE *f)
 {
@@ -86,9 +122,16 @@ static void usage(FILE *f)
 "      --window N         steps a verdict is judged over (default 8)\n"
 "      --hang-timeout S   no rank of a job finished a step for S seconds and one is stopped\n"
 "                         or a zombie on its node: a hang on that rank (default 60)\n"
+"      --capture-dir DIR  where POST /api/v1/capture writes the merged trace of every\n"
+"                         node's capture (default /var/lib/rankscope/hub-captures)\n"
 "      --json             verdicts as JSON lines on stdout (default: text)\n"
 "      --duration SEC     stop after SEC seconds (default: until SIGINT/SIGTERM)\n"
 "  -h, --help             this help\n"
+"\n"
+"POST /api/v1/capture?seconds=N asks every node answering for a step-aligned capture and\n"
+"merges them, each node's clock mapped onto the reference node's by the offset found from\n"
+"step ends, into one Perfetto trace at GET /api/v1/captures/ID (202 while it runs); its\n"
+"otherData states each node's offset and error and the residual the joined collectives show.\n"
 "\n"
 "A node that fails 3 polls in a row has its ranks marked unobserved (verdicts say so);\n"
 "when it answers again, the hub resumes. Exit status: 0, 1 on a runtime error, 2 on bad\n"
@@ -151,6 +194,7 @@ static int parse(int argc, char **argv)
 		{ "window", required_argument, NULL, 'w' },
 		{ "hang-timeout", required_argument, NULL, 'H' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "capture-dir", required_argument, NULL, 'C' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
@@ -159,6 +203,7 @@ static int parse(int argc, char **argv)
 	int c;
 
 	g.listen = "127.0.0.1:9465";
+	g.capture_dir = "/var/lib/rankscope/hub-captures";
 	g.interval_s = 1;
 	g.timeout_ms = 2000;
 	g.window = HUB_WINDOW;
@@ -195,6 +240,13 @@ static int parse(int argc, char **argv)
 			break;
 		case 'j':
 			g.json = true;
+			break;
+		case 'C':
+			if (optarg[0] != '/') {
+				pr_warn("hub: invalid --capture-dir '%s': give an absolute path", optarg);
+				return -EINVAL;
+			}
+			g.capture_dir = optarg;
 			break;
 		case 'd':
 			if (cmd__parse_secs("hub", "--duration", optarg, 0.001, 1e7, &g.duration_s))
@@ -417,6 +469,215 @@ static void poll_all(uint64_t now, uint64_t round)
 	}
 }
 
+static uint64_t now_ns(void);
+
+/* Ask a node for a capture: 0 with its id in c->id, or -errno with c->why. */
+static int cap_ask(struct cap_node *c, int seconds)
+{
+	struct httpc_resp r;
+	struct jsonp d = {};
+	char path[96];
+	const char *id;
+	int err;
+	size_t i;
+
+	snprintf(path, sizeof(path), "/api/v1/capture?seconds=%d&align=step&format=json", seconds);
+	err = httpc__request((struct sockaddr *)&c->sa, c->salen, "POST", c->hosthdr, path,
+			     g.token[0] ? g.token : NULL, g.timeout_ms, 4096, &r, c->why,
+			     sizeof(c->why));
+	if (err)
+		return err;
+	if (r.status != 202) {
+		snprintf(c->why, sizeof(c->why), "POST /api/v1/capture: HTTP %d: %.120s", r.status,
+			 r.body ? r.body : "");
+		httpc__resp_free(&r);
+		return -EPROTO;
+	}
+	id = !jsonp__parse(&d, r.body, r.len, 64) ? jsonp__str(&d, jsonp__root(&d), "id") : NULL;
+	err = -EPROTO;
+	/* a name we put in a URL: the daemon's form only (hex and dashes) */
+	if (id && strlen(id) < sizeof(c->id) && *id) {
+		for (i = 0; id[i] && ((id[i] >= '0' && id[i] <= '9') ||
+				      (id[i] >= 'a' && id[i] <= 'f') || id[i] == '-'); i++)
+			;
+		if (!id[i]) {
+			snprintf(c->id, sizeof(c->id), "%s", id);
+			err = 0;
+		}
+	}
+	if (err)
+		snprintf(c->why, sizeof(c->why), "POST /api/v1/capture: no capture id in the answer");
+	jsonp__free(&d);
+	httpc__resp_free(&r);
+	return err;
+}
+
+/* Is the node's capture ready: 1 (its text in c->body), 0 (not yet), or -errno (c->why). */
+static int cap_fetch(struct cap_node *c, uint64_t *held)
+{
+	char path[96];
+	int err;
+
+	snprintf(path, sizeof(path), "/api/v1/captures/%s", c->id);
+	err = httpc__get((struct sockaddr *)&c->sa, c->salen, c->hosthdr, path,
+			 g.token[0] ? g.token : NULL, HUB_CAP_FETCH_MS, HUB_CAP_BODY_MAX, &c->body,
+			 c->why, sizeof(c->why));
+	if (err)
+		return err;
+	if (c->body.status == 202) {
+		httpc__resp_free(&c->body);
+		return 0;
+	}
+	if (c->body.status != 200) {
+		snprintf(c->why, sizeof(c->why), "GET %s: HTTP %d: %.120s", path, c->body.status,
+			 c->body.body ? c->body.body : "");
+		httpc__resp_free(&c->body);
+		return -EPROTO;
+	}
+	if (*held + c->body.len > HUB_CAP_TOTAL_MAX) {
+		snprintf(c->why, sizeof(c->why), "its capture (%zu MiB) is over what the hub holds of "
+			 "captures at once (%llu MiB); ask for fewer seconds", c->body.len >> 20,
+			 HUB_CAP_TOTAL_MAX >> 20);
+		httpc__resp_free(&c->body);
+		return -EMSGSIZE;
+	}
+	*held += c->body.len;
+	return 1;
+}
+
+static int cap_write(void *ctx, int fd, bool gz)
+{
+	struct cap_work *w = ctx;
+	struct hubcap_node *hn = calloc(w->nn ? w->nn : 1, sizeof(*hn));
+	struct hubcap_stats st;
+	int k, err, in = 0;
+
+	if (!hn)
+		return -ENOMEM;
+	for (k = 0; k < w->nn; k++) {
+		struct cap_node *c = &w->n[k];
+
+		hn[k] = (struct hubcap_node){
+			.name = c->name, .capture = c->id[0] ? c->id : NULL, .text = c->body.body,
+			.len = c->body.len, .why = c->why, .lined_up = c->clock == 1,
+			.offset_ns = c->offset_ns, .err_ns = c->err_ns,
+		};
+		in += c->body.body != NULL;
+	}
+	err = hubcap__merge(hn, w->nn, g.cap.id, fd, gz, &st);
+	if (!err)
+		pr_info("hub: capture %s of job %s: %d of %d nodes, %llu events, %llu collectives "
+			"joined across nodes, their ends %.1f us apart (median; clock error stated "
+			"per node in the trace)", g.cap.id, w->job, in, w->nn,
+			(unsigned long long)st.events, (unsigned long long)st.flows_across,
+			st.residual_ns / 1e3);
+	free(hn);
+	return err;
+}
+
+/* The capture across nodes: ask each, wait out the window, collect, merge. */
+static void *cap_worker(void *arg)
+{
+	struct cap_work *w = arg;
+	uint64_t held = 0, deadline;
+	int k, pending = 0, asked = 0;
+
+	for (k = 0; k < w->nn; k++) {
+		if (w->n[k].clock < 0) {
+			snprintf(w->n[k].why, sizeof(w->n[k].why), "the node did not answer polls");
+			continue;
+		}
+		if (cap_ask(&w->n[k], w->seconds)) {
+			pr_warn("hub: capture: node %s: %s", w->n[k].name, w->n[k].why);
+			continue;
+		}
+		asked++;
+	}
+	deadline = now_ns() + (uint64_t)(w->seconds + HUB_CAP_WAIT_S) * 1000000000ULL;
+	for (pending = asked; pending && !g.stopping && now_ns() < deadline; ) {
+		usleep(500000);
+		for (pending = 0, k = 0; k < w->nn; k++) {
+			struct cap_node *c = &w->n[k];
+			int r;
+
+			if (!c->id[0] || c->body.body || c->why[0])
+				continue;
+			r = cap_fetch(c, &held);
+			if (r == 0)
+				pending++;
+			else if (r < 0)
+				pr_warn("hub: capture: node %s: %s", c->name, c->why);
+		}
+	}
+	for (k = 0; k < w->nn; k++)
+		if (w->n[k].id[0] && !w->n[k].body.body && !w->n[k].why[0])
+			snprintf(w->n[k].why, sizeof(w->n[k].why), "its capture was not ready in "
+				 "time");
+	capture__writing(&g.cap);
+	if (!asked)
+		capture__fail(&g.cap, "no node took the capture (see each node's reason in the log)");
+	else if (capture__finish_with(&g.cap, cap_write, w))
+		pr_warn("hub: capture %s: failed to write the merged trace in %s", g.cap.id,
+			g.capture_dir);
+	for (k = 0; k < w->nn; k++)
+		httpc__resp_free(&w->n[k].body);
+	free(w->n);
+	free(w);
+	g.cap_done = true;
+	return NULL;
+}
+
+/* A capture asked for: snapshot each node and its clock, and start the worker. */
+static void cap_start(uint64_t now)
+{
+	struct cap_work *w;
+	int k;
+
+	if (g.cap_busy && g.cap_done) {
+		pthread_join(g.cap_thread, NULL);
+		g.cap_busy = false;
+	}
+	if (!g.cap_open || g.cap_busy)
+		return;
+	if (!capture__take(&g.cap, now) && !capture__step(&g.cap, now))
+		return;
+	w = calloc(1, sizeof(*w));
+	if (w)
+		w->n = calloc(g.naddrs ? g.naddrs : 1, sizeof(*w->n));
+	if (!w || !w->n) {
+		free(w);
+		capture__writing(&g.cap);
+		capture__fail(&g.cap, "out of memory");
+		return;
+	}
+	w->seconds = g.cap.req.seconds;
+	hub__main_job(g.hub, w->job, sizeof(w->job));
+	for (k = 0; k < g.naddrs; k++) {
+		struct cap_node *c = &w->n[w->nn];
+
+		if (!g.addrs[k].live)
+			continue;
+		c->sa = g.addrs[k].sa;
+		c->salen = g.addrs[k].salen;
+		snprintf(c->name, sizeof(c->name), "%s", g.addrs[k].name);
+		snprintf(c->hosthdr, sizeof(c->hosthdr), "%s", g.addrs[k].hosthdr);
+		c->clock = hub__node_clock(g.hub, w->job, g.addrs[k].node, &c->offset_ns,
+					   &c->err_ns);
+		w->nn++;
+	}
+	pr_info("hub: capture %s: asking %d nodes for %d s, aligned to a step", g.cap.id, w->nn,
+		w->seconds);
+	g.cap_done = false;
+	if (pthread_create(&g.cap_thread, NULL, cap_worker, w)) {
+		free(w->n);
+		free(w);
+		capture__writing(&g.cap);
+		capture__fail(&g.cap, "cannot start a thread");
+		return;
+	}
+	g.cap_busy = true;
+}
+
 static void on_verdict(void *ctx, const char *job, const struct job_verdict *v, int rank)
 {
 	char line[1024];
@@ -486,6 +747,12 @@ int cmd_hub(int argc, char **argv)
 		hub__free(g.hub);
 		return 2;
 	}
+	if (capture__open(&g.cap, g.capture_dir, 10, 4096ULL << 20, err, sizeof(err)))
+		pr_warn("hub: %s; captures across nodes are off", err);
+	else
+		g.cap_open = true;
+	if (g.cap_open)
+		httpd__set_capture(g.httpd, &g.cap);
 	pr_info("hub: serving /metrics and /api/v1 on http://%s; polling every %.1f s",
 		g.listen, g.interval_s);
 	sigemptyset(&mask);
@@ -508,6 +775,7 @@ int cmd_hub(int argc, char **argv)
 		poll_all(t, round++);
 		hub__judge(g.hub, now_ns(), on_verdict, NULL);
 		publish();
+		cap_start(now_ns());
 		if (now_ns() >= end)
 			break;
 		pfd = (struct pollfd){ .fd = sfd, .events = POLLIN };
@@ -520,7 +788,13 @@ int cmd_hub(int argc, char **argv)
 			break;
 		}
 	}
+	httpd__set_capture(g.httpd, NULL);
 	httpd__stop(g.httpd);
+	g.stopping = true;
+	if (g.cap_busy)
+		pthread_join(g.cap_thread, NULL);
+	if (g.cap_open)
+		capture__close(&g.cap);
 	hub__free(g.hub);
 	if (sfd >= 0)
 		close(sfd);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
-/* Bounded HTTP/1.1 GET for the hub: see httpc.h. */
+/* Bounded HTTP/1.1 requests for the hub: see httpc.h. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -63,6 +63,14 @@ int httpc__get(const struct sockaddr *sa, socklen_t salen, const char *host, con
 	       const char *token, int timeout_ms, size_t max_body, struct httpc_resp *r,
 	       char *err, size_t errn)
 {
+	return httpc__request(sa, salen, "GET", host, path, token, timeout_ms, max_body, r, err,
+			      errn);
+}
+
+int httpc__request(const struct sockaddr *sa, socklen_t salen, const char *method,
+		   const char *host, const char *path, const char *token, int timeout_ms,
+		   size_t max_body, struct httpc_resp *r, char *err, size_t errn)
+{
 	int64_t deadline = now_ms() + timeout_ms;
 	size_t cap = 4096, len = 0, sent = 0, qlen, hlen = 0, want = SIZE_MAX;
 	char *buf = NULL, *q = NULL, *nb;
@@ -92,8 +100,9 @@ int httpc__get(const struct sockaddr *sa, socklen_t salen, const char *host, con
 			 "no answer within the timeout" : strerror(-ret));
 		goto out;
 	}
-	qlen = (size_t)asprintf(&q, "GET %s HTTP/1.1\r\nHost: %s\r\nAccept: application/json\r\n"
-				"Connection: close\r\n%s%s%s\r\n", path, host,
+	qlen = (size_t)asprintf(&q, "%s %s HTTP/1.1\r\nHost: %s\r\nAccept: application/json\r\n"
+				"Connection: close\r\n%s%s%s%s\r\n", method, path, host,
+				strcmp(method, "GET") ? "Content-Length: 0\r\n" : "",
 				token ? "Authorization: Bearer " : "", token ? token : "",
 				token ? "\r\n" : "");
 	if (!q || qlen == (size_t)-1) {

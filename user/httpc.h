@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
- * The hub's HTTP/1.1 client for node daemons: one GET per connection, bounded in time and
+ * The hub's HTTP/1.1 client for node daemons: one request per connection, bounded in time and
  * size, for peers that may answer slowly, hugely or with garbage.
  */
 #ifndef RS_HTTPC_H
@@ -27,6 +27,10 @@ struct httpc_resp {
 int httpc__get(const struct sockaddr *sa, socklen_t salen, const char *host, const char *path,
 	       const char *token, int timeout_ms, size_t max_body, struct httpc_resp *r,
 	       char *err, size_t errn);
+/* The same with another method (POST: an empty body). */
+int httpc__request(const struct sockaddr *sa, socklen_t salen, const char *method,
+		   const char *host, const char *path, const char *token, int timeout_ms,
+		   size_t max_body, struct httpc_resp *r, char *err, size_t errn);
 void httpc__resp_free(struct httpc_resp *r);
 
 #endif /* RS_HTTPC_H */

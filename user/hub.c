@@ -771,7 +771,7 @@ static void align_job(struct hub *h, struct hjob *j)
 	if (j->ref != j->r[i]->node) {
 		/* job steps are numbered as the reference node numbers them: anew */
 		j->ref = j->r[i]->node;
-		j->judged_k = 0;
+		j->judged_k = j->div_k = 0;
 		for (i = 0; i < j->njn; i++)
 			j->jn[i].aligned = false;
 	}
@@ -1390,6 +1390,31 @@ void hub__drain_steps(struct hub *h, void (*fn)(void *ctx, const char *job, int 
 		free(h->pend[i].json);
 	}
 	h->npend = 0;
+}
+
+void hub__main_job(struct hub *h, char *job, size_t n)
+{
+	int i, best = -1;
+
+	for (i = 0; i < h->nj; i++)
+		if (best < 0 || h->jobs[i]->nr > h->jobs[best]->nr)
+			best = i;
+	snprintf(job, n, "%s", best >= 0 ? h->jobs[best]->id : "");
+}
+
+int hub__node_clock(struct hub *h, const char *job, int node, int64_t *offset_ns,
+		    uint64_t *err_ns)
+{
+	struct hjob *j = find_job(h, job, false);
+	const struct jnode *jn = j ? find_jnode(j, node, false) : NULL;
+
+	if (node < 0 || node >= h->nn || !h->nodes[node].up || h->nodes[node].gone)
+		return -1;
+	if (!jn || !jn->aligned)
+		return 0;
+	*offset_ns = jn->offset_ns;
+	*err_ns = jn->err_ns;
+	return 1;
 }
 
 bool hub__offset(struct hub *h, const char *job, int node, int64_t *shift, int64_t *offset_ns,

@@ -112,6 +112,16 @@ char *hub__metrics(struct hub *h, size_t *len);
 void hub__drain_steps(struct hub *h, void (*fn)(void *ctx, const char *job, int rank,
 						 const char *json, size_t len), void *ctx);
 
+/*
+ * For a capture across nodes: the job with the most ranks (its id copied into job, "" when
+ * none), and each node's clock against that job's reference node: 1 and the offset and its
+ * error when lined up, 0 when it answers but is not lined up (or has no rank of the job), -1
+ * when it does not answer.
+ */
+void hub__main_job(struct hub *h, char *job, size_t n);
+int hub__node_clock(struct hub *h, const char *job, int node, int64_t *offset_ns,
+		    uint64_t *err_ns);
+
 /* Tests and the scale bench: one job's clock view of a node. Returns false until lined up. */
 bool hub__offset(struct hub *h, const char *job, int node, int64_t *shift, int64_t *offset_ns,
 		 uint64_t *err_ns);

@@ -17,15 +17,7 @@
 #define FLOW_START	1
 #define FLOW_END	2
 
-struct out {
-	int fd;
-	gzFile gz;
-	int err;
-	struct json j;
-	bool first;
-};
-
-static void put(struct out *o, const char *s, size_t n)
+void trace__out_put(struct trace_out *o, const char *s, size_t n)
 {
 	ssize_t w;
 
@@ -53,17 +45,16 @@ static void put(struct out *o, const char *s, size_t n)
 	}
 }
 
-/* Flush the event in o->j as one element of traceEvents. */
-static void emit(struct out *o)
+void trace__out_event(struct trace_out *o)
 {
 	if (o->j.err) {
 		o->err = o->j.err;
 		return;
 	}
 	if (!o->first)
-		put(o, ",\n", 2);
+		trace__out_put(o, ",\n", 2);
 	o->first = false;
-	put(o, o->j.buf, o->j.len);
+	trace__out_put(o, o->j.buf, o->j.len);
 	json__reset(&o->j);
 }
 
@@ -158,7 +149,7 @@ static uint64_t flow_id(const struct trace_ev *e)
 	return h & ((1ULL << 53) - 1);	/* exact in a JSON number */
 }
 
-static void slice(struct out *o, const struct trace_in *in, const struct trace_ev *e)
+static void slice(struct trace_out *o, const struct trace_in *in, const struct trace_ev *e)
 {
 	static const char *const copy[RSC_COPY_MAX] = { "memcpy", "memcpy HtoD", "memcpy DtoH",
 							"memcpy DtoD", "memcpy peer" };
@@ -191,7 +182,7 @@ static void slice(struct out *o, const struct trace_in *in, const struct trace_e
 			kts(j, "ts", e->start);
 			kts(j, "dur", e->end - runq - e->start);
 			json__obj_end(j);
-			emit(o);
+			trace__out_event(o);
 		}
 		if (!runq)
 			return;
@@ -199,7 +190,7 @@ static void slice(struct out *o, const struct trace_in *in, const struct trace_e
 		kts(j, "ts", e->end - runq);
 		kts(j, "dur", runq);
 		json__obj_end(j);
-		emit(o);
+		trace__out_event(o);
 		return;
 	case TR_GPU:
 		if (e->sub == RSC_REC_KERNEL)
@@ -222,7 +213,7 @@ static void slice(struct out *o, const struct trace_in *in, const struct trace_e
 		json__kstr(j, e->kind == TR_VERDICT ? "verdict" : "stack", name ? name : "");
 		json__obj_end(j);
 		json__obj_end(j);
-		emit(o);
+		trace__out_event(o);
 		return;
 	default:
 		return;
@@ -256,7 +247,7 @@ static void slice(struct out *o, const struct trace_in *in, const struct trace_e
 	}
 	json__obj_end(j);
 	json__obj_end(j);
-	emit(o);
+	trace__out_event(o);
 	if (e->kind == TR_COLL && e->pad) {
 		snprintf(buf, sizeof(buf), "%s seq %" PRIu64, decode__op_name(e->sub),
 			 (uint64_t)(e->b & SEQ_MASK));
@@ -266,11 +257,11 @@ static void slice(struct out *o, const struct trace_in *in, const struct trace_e
 			json__kstr(j, "bp", "e");
 		kts(j, "ts", e->start);
 		json__obj_end(j);
-		emit(o);
+		trace__out_event(o);
 	}
 }
 
-static void metadata(struct out *o, const struct trace_in *in)
+static void metadata(struct trace_out *o, const struct trace_in *in)
 {
 	struct json *j = &o->j;
 	char name[160];
@@ -286,28 +277,28 @@ static void metadata(struct out *o, const struct trace_in *in)
 		json__kstr(j, "name", name);
 		json__obj_end(j);
 		json__obj_end(j);
-		emit(o);
+		trace__out_event(o);
 		head(j, "M", "process_labels", NULL, p->pid, 0);
 		json__key(j, "args");
 		json__obj_begin(j);
 		json__kstr(j, "labels", p->job);
 		json__obj_end(j);
 		json__obj_end(j);
-		emit(o);
+		trace__out_event(o);
 		head(j, "M", "process_sort_index", NULL, p->pid, 0);
 		json__key(j, "args");
 		json__obj_begin(j);
 		json__kint(j, "sort_index", p->rank);
 		json__obj_end(j);
 		json__obj_end(j);
-		emit(o);
+		trace__out_event(o);
 		head(j, "M", "thread_name", NULL, p->pid, TR_STEP_TID);
 		json__key(j, "args");
 		json__obj_begin(j);
 		json__kstr(j, "name", "steps and phases");
 		json__obj_end(j);
 		json__obj_end(j);
-		emit(o);
+		trace__out_event(o);
 	}
 	for (i = 0; i < in->nthreads; i++) {
 		head(j, "M", "thread_name", NULL, in->threads[i].pid, in->threads[i].tid);
@@ -316,12 +307,12 @@ static void metadata(struct out *o, const struct trace_in *in)
 		json__kstr(j, "name", in->threads[i].name);
 		json__obj_end(j);
 		json__obj_end(j);
-		emit(o);
+		trace__out_event(o);
 	}
 }
 
 /* GPU stream tracks get a name once each. */
-static void gpu_tracks(struct out *o, const struct trace_in *in)
+static void gpu_tracks(struct trace_out *o, const struct trace_in *in)
 {
 	char name[48];
 	size_t i;
@@ -339,47 +330,62 @@ static void gpu_tracks(struct out *o, const struct trace_in *in)
 		json__kstr(&o->j, "name", name);
 		json__obj_end(&o->j);
 		json__obj_end(&o->j);
-		emit(o);
+		trace__out_event(o);
 	}
+}
+
+int trace__out_open(struct trace_out *o, int fd, bool gz)
+{
+	memset(o, 0, sizeof(*o));
+	o->fd = fd;
+	o->first = true;
+	json__init(&o->j);
+	if (gz) {
+		int dfd = dup(fd);
+
+		o->gz = dfd >= 0 ? gzdopen(dfd, "wb6") : NULL;
+		if (!o->gz) {
+			if (dfd >= 0)
+				close(dfd);
+			json__free(&o->j);
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+int trace__out_close(struct trace_out *o)
+{
+	int err = o->err;
+
+	if (o->gz) {
+		int r = gzclose(o->gz);
+
+		if (!err && r != Z_OK)
+			err = -EIO;
+	}
+	json__free(&o->j);
+	return err;
 }
 
 int trace__write(int fd, bool gz, struct trace_in *in)
 {
-	struct out o = { .fd = fd, .first = true };
+	struct trace_out o;
 	char hdr[256];
 	size_t i;
-	int err;
 
-	json__init(&o.j);
-	if (gz) {
-		int dfd = dup(fd);
-
-		o.gz = dfd >= 0 ? gzdopen(dfd, "wb6") : NULL;
-		if (!o.gz) {
-			if (dfd >= 0)
-				close(dfd);
-			json__free(&o.j);
-			return -ENOMEM;
-		}
-	}
+	if (trace__out_open(&o, fd, gz))
+		return -ENOMEM;
 	mark_flows(in);
 	qsort(in->ev, in->nev, sizeof(*in->ev), by_track);
 	snprintf(hdr, sizeof(hdr), "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"producer\":"
 		 "\"rankscope\",\"capture\":\"%s\",\"dropped_events\":%" PRIu64 "},\n"
 		 "\"traceEvents\":[\n", in->id ? in->id : "", in->dropped);
-	put(&o, hdr, strlen(hdr));
+	trace__out_put(&o, hdr, strlen(hdr));
 	metadata(&o, in);
 	gpu_tracks(&o, in);
 	for (i = 0; i < in->nev && !o.err; i++)
 		slice(&o, in, &in->ev[i]);
-	put(&o, "\n]}\n", 4);
-	err = o.err;
-	if (o.gz) {
-		int r = gzclose(o.gz);
-
-		if (!err && r != Z_OK)
-			err = -EIO;
-	}
-	json__free(&o.j);
-	return err;
+	trace__out_put(&o, "\n]}\n", 4);
+	return trace__out_close(&o);
 }

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <zlib.h>
+#include "json.h"
 
 enum trace_kind {
 	TR_STEP,	/* a: step index */
@@ -61,6 +63,22 @@ struct trace_in {
 	uint64_t dropped;	/* events the capture could not keep */
 	const char *id;		/* the capture's id, for the metadata */
 };
+
+/* A trace streamed to fd, gzipped or not: the capture writer's, and the hub's merge. */
+struct trace_out {
+	int fd;
+	gzFile gz;
+	int err;		/* the first error; later writes do nothing */
+	struct json j;		/* the event being built */
+	bool first;
+};
+
+int trace__out_open(struct trace_out *o, int fd, bool gz);
+void trace__out_put(struct trace_out *o, const char *s, size_t n);
+/* o->j as the next element of traceEvents (",\n" between elements), then emptied. */
+void trace__out_event(struct trace_out *o);
+/* Flush and close (fd stays open). Returns the first error, 0 or -errno. */
+int trace__out_close(struct trace_out *o);
 
 /* Write the trace to fd, gzipped when gz. Returns 0 or -errno (the caller removes the file). */
 int trace__write(int fd, bool gz, struct trace_in *in);

@@ -32,7 +32,7 @@ start_daemon() {	# node
 	local port=PORT_$1
 	mkdir -p "$T/$1"
 	bg "rsd_$1" "$RS" daemon --all --cgroup "/$CG-$1" --listen 127.0.0.1:${!port} \
-		--lock-file "$T/$1/daemon.lock" --hang-timeout 2
+		--lock-file "$T/$1/daemon.lock" --hang-timeout 2 --capture-dir "$T/$1/cap"
 	wait_lines "$T/rsd_$1.out" 'watching for training processes' 1 30 ||
 		fail "daemon $1 did not start: $(tail -3 "$T/rsd_$1.out")"
 }
@@ -48,7 +48,7 @@ touch "$T/go"
 PORT_h=$(free_port)
 HUB=http://127.0.0.1:$PORT_h
 bg hub "$RS" hub --peers "127.0.0.1:$PORT_a,127.0.0.1:$PORT_b" --listen 127.0.0.1:$PORT_h \
-	--interval 0.5 --json
+	--interval 0.5 --json --capture-dir "$T/hcap"
 wait_lines "$T/hub.out" '"class":"compute","rank":3' 1 30 ||
 	fail "the hub named no compute straggler on rank 3: $(grep -v '^{' "$T/hub.out" | tail -5)"
 sleep 2
@@ -98,6 +98,69 @@ assert len(wrong) <= 1, wrong
 PY
 grep -q '^rankscope_straggler_verdict{job_id="[^"]*",class="compute",rank="3"' "$T/h_metrics.txt" ||
 	fail "no job verdict series on the hub's /metrics"
+
+# a capture across both nodes: every rank, each on its node's tracks, and the collectives'
+# slices joined by flows across the nodes
+http_get "$HUB/api/v1/capture?seconds=2" POST >"$T/cap_post" || fail "POST capture to the hub"
+[ "$(head -1 "$T/cap_post")" = 202 ] || fail "POST capture to the hub: $(cat "$T/cap_post")"
+CAP=$(tail -n +2 "$T/cap_post" | $PY -c 'import json, sys; print(json.load(sys.stdin)["id"])')
+for ((i = 0; i < 60; i++)); do
+	http_get "$HUB/api/v1/captures/$CAP" >"$T/cap_get" || fail "GET the hub's capture"
+	[ "$(head -1 "$T/cap_get")" = 202 ] || break
+	sleep 1
+done
+[ "$(head -1 "$T/cap_get")" = 200 ] || fail "the hub's capture: $(head -3 "$T/cap_get")"
+tail -n +2 "$T/cap_get" >"$T/cap.json"
+$PY - "$T/cap.json" "$PORT_a" "$PORT_b" "${PIDS[@]}" <<'PY' || exit 1
+import json, sys
+from collections import defaultdict
+tr = json.load(open(sys.argv[1]))
+pa, pb, pids = sys.argv[2], sys.argv[3], [int(x) for x in sys.argv[4:]]
+ev = tr["traceEvents"]
+od = tr["otherData"]
+nodes = {n["node"]: n for n in od["nodes"]}
+assert set(nodes) == {f"127.0.0.1:{pa}", f"127.0.0.1:{pb}"}, nodes
+assert all(n["included"] and n["lined_up"] for n in nodes.values()), nodes
+# same machine: the true offset is 0; the one the collectives' ends refine must be within the
+# error the trace states for it
+b = nodes[f"127.0.0.1:{pb}"]
+if od["reference_node"] == f"127.0.0.1:{pb}":
+    b = nodes[f"127.0.0.1:{pa}"]
+assert b["refined_from_collectives"] and abs(b["clock_offset_ns"]) <= b["clock_error_ns"], b
+names = {e["pid"]: e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "process_name"}
+for r, pid in enumerate(pids):
+    node = f"127.0.0.1:{pa if r < 2 else pb}"
+    hits = [p for p, n in names.items() if n.startswith(f"rank {r} (pid {pid})") and
+            n.endswith(f" on {node}")]
+    assert len(hits) == 1, (r, pid, names)
+# each flow: its first slice on one rank, the others' on theirs; across nodes: pid bases differ
+flows = defaultdict(list)
+for e in ev:
+    if e["ph"] in ("s", "f"):
+        flows[e["id"]].append(e)
+across = [f for f in flows.values() if len({e["pid"] >> 22 for e in f}) == 2]
+assert od["flows_across_nodes"] == len(across) and len(across) >= 20, (od, len(across))
+full = [f for f in across if len({e["pid"] for e in f}) == 4]
+assert len(full) >= 10, f"only {len(full)} collectives joined on all 4 ranks"
+# one collective's slices, each rank's, overlap in time on the merged clock
+slices = defaultdict(list)
+for e in ev:
+    if e["ph"] == "X" and e.get("cat") == "collective":
+        slices[(e["pid"], e["tid"])].append((e["ts"], e["ts"] + e["dur"]))
+bad = 0
+for f in full:
+    spans = []
+    for e in f:
+        s = [x for x in slices[(e["pid"], e["tid"])] if x[0] <= e["ts"] + 1e-3 and x[0] >= e["ts"] - 1e-3]
+        spans.append(s[0])
+    if max(a for a, b in spans) > min(b for a, b in spans) + 1000:   # us
+        bad += 1
+assert bad <= len(full) // 10, f"{bad} of {len(full)} joined collectives do not overlap"
+print(f"hub capture: {len(names)} ranks, {len(across)} collectives joined across 2 nodes, "
+      f"ends {od['residual_ns'] / 1e3:.1f} us apart (median); node offset "
+      f"{b['clock_offset_ns']} +- {b['clock_error_ns']} ns refined from the step-based "
+      f"{b['clock_offset_steps_ns']} +- {b['clock_error_steps_ns']} ns")
+PY
 
 # node B's daemon dies: its ranks are unobserved, and the hub keeps serving
 kill -KILL "$PID_rsd_b"
