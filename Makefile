@@ -13,7 +13,7 @@ FAMILIES  := sched io net collectives
 
 CFLAGS    ?= -O2 -g
 CFLAGS    += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -MMD -MP
-CFLAGS    += -I$(OBJ)/bpf -iquote bpf -iquote user -iquote cupti -D_GNU_SOURCE
+CFLAGS    += -I$(OBJ)/bpf -iquote bpf -iquote cupti -D_GNU_SOURCE
 ifeq ($(CI),true)
 CFLAGS    += -Werror
 endif
@@ -24,11 +24,23 @@ BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(AR
 SKELS     := $(patsubst %,$(OBJ)/bpf/%.skel.h,$(FAMILIES))
 # generated once, kept: not intermediates for make to delete after each build
 .SECONDARY: $(SKELS) $(patsubst %,$(OBJ)/bpf/%.bpf.o,$(FAMILIES))
-# Kernel-free modules: unit-tested without root.
-LIB_SRCS  := $(filter-out user/main.c user/cmd_%.c user/probe_%.c user/probes.c user/session.c,$(wildcard user/*.c))
-APP_SRCS  := $(filter-out $(LIB_SRCS),$(wildcard user/*.c))
-LIB_OBJS  := $(patsubst user/%.c,$(OBJ)/user/%.o,$(LIB_SRCS))
-APP_OBJS  := $(patsubst user/%.c,$(OBJ)/user/%.o,$(APP_SRCS))
+# user/ is one folder per layer, one static library each (docs/layout.md). A folder sees only
+# the headers of the folders it may use (each also sees bpf/ and cupti/, the wire structs), so
+# a wrong include fails the build; libraries link in this order, so a call upwards fails too.
+USER_DIRS   := node hub serve capture probe gpu sys model util
+DEPS_util    := util
+DEPS_model   := model util
+DEPS_sys     := sys util
+DEPS_gpu     := gpu util
+DEPS_probe   := probe sys util
+DEPS_capture := capture model sys util
+DEPS_serve   := serve capture model sys util
+DEPS_hub     := hub serve capture model sys util
+DEPS_node    := node serve capture model probe gpu sys util
+DEPS_cli     := cli $(USER_DIRS)
+USER_LIBS := $(foreach d,$(USER_DIRS),$(OBJ)/lib$(d).a)
+CLI_OBJS  := $(patsubst user/%.c,$(OBJ)/user/%.o,$(wildcard user/cli/*.c))
+ALL_IQUOTE := $(foreach d,cli $(USER_DIRS),-iquote user/$(d))
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(wildcard tests/unit/test_*.c))
 
 FIXDIR    := $(OUTPUT)/fixtures
@@ -48,19 +60,19 @@ FUZZ_BINS := $(if $(shell echo 'int LLVMFuzzerTestOneInput(const char *d, long n
 		$(CLANG) -fsanitize=fuzzer -x c - -o /dev/null 2>/dev/null && echo y),\
 		$(patsubst tests/fuzz/%.c,$(OUTPUT)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c)))
 
-$(OUTPUT)/fuzz/fuzz_gpu_wire: tests/fuzz/fuzz_gpu_wire.c user/gpu_wire.c user/gpu.c | $(OUTPUT)/fuzz
+$(OUTPUT)/fuzz/fuzz_gpu_wire: tests/fuzz/fuzz_gpu_wire.c user/gpu/gpu_wire.c user/gpu/gpu.c | $(OUTPUT)/fuzz
 	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-		-iquote user -iquote cupti -D_GNU_SOURCE $^ -o $@
+		-iquote user/gpu -iquote cupti -D_GNU_SOURCE $^ -o $@
 
-$(OUTPUT)/fuzz/fuzz_hub: tests/fuzz/fuzz_hub.c user/hub.c user/jsonp.c user/json.c user/prom.c \
-		user/report.c user/detect.c user/steps.c user/gpu.c user/gpu_wire.c user/decode.c \
-		user/ranks.c user/procfs.c | $(OUTPUT)/fuzz
+$(OUTPUT)/fuzz/fuzz_hub: tests/fuzz/fuzz_hub.c user/hub/hub.c user/util/jsonp.c user/util/json.c \
+		user/util/prom.c user/serve/report.c user/model/detect.c user/model/steps.c \
+		user/util/decode.c | $(OUTPUT)/fuzz
 	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-		-iquote user -iquote cupti -iquote bpf -I$(OBJ)/bpf -D_GNU_SOURCE $^ -lm -o $@
+		$(ALL_IQUOTE) -iquote cupti -iquote bpf -I$(OBJ)/bpf -D_GNU_SOURCE $^ -lm -o $@
 
 fuzz: $(FUZZ_BINS)
 
-.PHONY: all deps check unit demo bench clean vmlinux fixtures fuzz
+.PHONY: all deps check unit demo bench clean vmlinux fixtures fuzz layers
 all: $(OUTPUT)/rankscope $(CUPTI_LIB)
 
 $(OBJ)/cupti/%.o: cupti/%.c | $(OBJ)/cupti
@@ -76,16 +88,34 @@ $(OBJ)/bpf/%.bpf.o: bpf/%.bpf.c vmlinux/$(ARCH)/vmlinux.h | $(OBJ)/bpf
 $(OBJ)/bpf/%.skel.h: $(OBJ)/bpf/%.bpf.o
 	$(BPFTOOL) gen skeleton $< name $*_bpf > $@
 
-$(OBJ)/user/%.o: user/%.c | $(OBJ)/user $(SKELS)
-	$(CC) $(CFLAGS) -c $< -o $@
+define user_dir
+$(OBJ)/user/$(1)/%.o: user/$(1)/%.c | $(OBJ)/user/$(1) $(SKELS)
+	$$(CC) $$(CFLAGS) $(foreach x,$(DEPS_$(1)),-iquote user/$(x)) -c $$< -o $$@
 
-$(OUTPUT)/rankscope: $(APP_OBJS) $(LIB_OBJS)
+$(OBJ)/lib$(1).a: $(patsubst user/%.c,$(OBJ)/user/%.o,$(wildcard user/$(1)/*.c))
+	rm -f $$@ && ar rcs $$@ $$^
+
+$(OBJ)/user/$(1):
+	mkdir -p $$@
+endef
+$(foreach d,cli $(USER_DIRS),$(eval $(call user_dir,$(d))))
+
+$(OUTPUT)/rankscope: $(CLI_OBJS) $(USER_LIBS)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-$(OUTPUT)/tests/test_%: tests/unit/test_%.c $(LIB_OBJS) | $(OUTPUT)/tests
-	$(CC) $(CFLAGS) $< $(LIB_OBJS) $(LDLIBS) -lcmocka -o $@
+$(OUTPUT)/tests/test_%: tests/unit/test_%.c $(USER_LIBS) | $(OUTPUT)/tests
+	$(CC) $(CFLAGS) $(ALL_IQUOTE) $< $(USER_LIBS) $(LDLIBS) -lcmocka -o $@
 
-$(OBJ)/bpf $(OBJ)/user $(OBJ)/cupti $(OUTPUT)/tests $(OUTPUT)/fuzz:
+# The layers below node/ and probe/ call neither libbpf nor libmicrohttpd (serve/ alone serves
+# HTTP): what their libraries leave undefined says so.
+layers: $(USER_LIBS)
+	@for d in util model sys gpu capture hub serve; do \
+		bad=$$(nm -u $(OBJ)/lib$$d.a | grep -E ' U (bpf_|bpf__|ring_buffer__|perf_buffer__|libbpf_)' ); \
+		[ "$$d" = serve ] || bad="$$bad$$(nm -u $(OBJ)/lib$$d.a | grep -E ' U MHD_')"; \
+		[ -z "$$bad" ] || { echo "layers: user/$$d calls what it must not:$$bad"; exit 1; }; \
+	done; echo "layers: model, util, sys, gpu, capture, hub and serve call no libbpf; only serve calls libmicrohttpd"
+
+$(OBJ)/bpf $(OBJ)/cupti $(OUTPUT)/tests $(OUTPUT)/fuzz:
 	mkdir -p $@
 
 include tests/fixtures/fixtures.mk
@@ -111,7 +141,7 @@ unit: $(UNIT_BINS)
 	@for t in $(UNIT_BINS); do $$t || exit 1; done
 
 check: deps
-	$(MAKE) all fixtures $(UNIT_BINS) fuzz
+	$(MAKE) all fixtures $(UNIT_BINS) fuzz layers
 	tests/run.sh
 
 demo: deps
@@ -132,5 +162,5 @@ vmlinux:
 clean:
 	rm -rf $(OUTPUT)
 
--include $(wildcard $(OBJ)/user/*.d $(OBJ)/bpf/*.d $(OBJ)/cupti/*.d $(OUTPUT)/tests/*.d)
-$(OBJ)/user/view.o: user/view.html
+-include $(wildcard $(OBJ)/user/*/*.d $(OBJ)/bpf/*.d $(OBJ)/cupti/*.d $(OUTPUT)/tests/*.d)
+$(OBJ)/user/serve/view.o: user/serve/view.html

@@ -416,7 +416,7 @@ json.dump({"groups": [{"name": "grafana-dashboard", "rules": rules}]},
 
 # Metric names the dashboard reads that user/ does not export: a panel that would stay empty.
 import glob
-src = "".join(open(f).read() for f in glob.glob("user/*.c"))
+src = "".join(open(f).read() for f in glob.glob("user/*/*.c"))
 names = set()
 for _, e in exprs:
     for n in re.findall(r"\b((?:train|nccl|rankscope|checkpoint)_[a-z0-9_]+)", e):

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The live view (user/view.html, served at GET / by --listen) in Debian's headless Chromium:
+# The live view (user/serve/view.html, served at GET / by --listen) in Debian's headless Chromium:
 #  - the page is self-contained (no CDN, fonts or images) and never inserts markup;
 #  - over hostile API answers (markup in job ids, comm names, details, a capture id) nothing
 #    but text gets into the DOM and no script runs;
@@ -16,7 +16,7 @@ command -v chromium >/dev/null || skip "chromium not installed (make deps; Debia
 PORT=$(free_port)
 HPORT=$((PORT + 2))	# the proxy's hostile answers
 URL=http://127.0.0.1:$PORT
-PAGE="$TOP/user/view.html"
+PAGE="$TOP/user/serve/view.html"
 CHECK=("$PY" "$TOP/tests/e2e/live_view_check.py")
 LOGS="$TOP/build/test-logs"
 SLOW=$((RANDOM % 2))
@@ -62,7 +62,7 @@ click() {
 	return $rc
 }
 
-"${CHECK[@]}" page "$PAGE" || fail "user/view.html"
+"${CHECK[@]}" page "$PAGE" || fail "user/serve/view.html"
 
 # hostile answers: markup in every string must stay text
 bg hproxy "$PY" "$TOP/tests/e2e/live_view_proxy.py" $HPORT "$PAGE" --hostile
@@ -132,7 +132,7 @@ PY
 )
 case "$VIEW" in
 same) VURL=$URL/ ;;
-stale) fail "the daemon's GET / differs from user/view.html: rebuild (make)" ;;
+stale) fail "the daemon's GET / differs from user/serve/view.html: rebuild (make)" ;;
 *)	fail "the daemon does not serve the live view: GET / is $VIEW" ;;
 esac
 VURL="$VURL?job=$("$PY" -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$JOB")"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks of the live view (user/view.html) for live_view.sh; each exits 1 with the reason.
+"""Checks of the live view (user/serve/view.html) for live_view.sh; each exits 1 with the reason.
 
   page PAGE                    the page is self-contained, inserts no markup, stays small
   dom DUMP JOB NRANKS SLOW     a Chromium --dump-dom of a real straggler job: a phase bar and a

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Serve user/view.html at / and the daemon's API behind it, same-origin, for live_view.sh.
+"""Serve user/serve/view.html at / and the daemon's API behind it, same-origin, for live_view.sh.
 
   live_view_proxy.py PORT PAGE UPSTREAM   UPSTREAM is the daemon's HOST:PORT: /api/v1/*,
                                           /metrics and /healthz are passed to it (GET, HEAD, POST)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# libFuzzer on the daemon's decoder for the CUPTI library's messages (user/gpu_wire.c), with
+# libFuzzer on the daemon's decoder for the CUPTI library's messages (user/gpu/gpu_wire.c), with
 # ASan and UBSan, from a seed corpus of valid messages of every type, for a bounded time
 # (FUZZ_SECONDS, default 20). Any crash, leak or sanitizer report fails the test.
 . "$(dirname "$0")/../lib.sh"

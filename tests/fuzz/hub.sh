@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# libFuzzer on what node daemons send the hub (user/hub.c, user/jsonp.c), with ASan and UBSan:
+# libFuzzer on what node daemons send the hub (user/hub/hub.c, user/util/jsonp.c), with ASan and UBSan:
 # ranks, step and diagnosis answers for four nodes, node failures, and every few inputs a
 # judgement and every document rendered. Seeded with valid answers; bounded in time
 # (FUZZ_SECONDS, default 20). Any crash, leak or sanitizer report fails the test.

@@ -10,7 +10,7 @@
 #   - clocks are sane: each kernel starts after its launch call started (the runtime API record
 #     with its correlation id), within the calibration error reported with it, and ends after it
 #     starts; every record lies inside the loop's host window;
-#   - NCCL kernels are recognised by the daemon's classifier (user/gpu.c).
+#   - NCCL kernels are recognised by the daemon's classifier (user/gpu/gpu.c).
 # Writes $OUT/report.json and $OUT/run.log (OUT defaults to build/gpu). Exit 0 when every check
 # that ran passed, 1 otherwise, 77 without a GPU.
 set -u
@@ -44,7 +44,7 @@ LIB=$OUT/librankscope_cupti.so
 gcc -std=gnu11 -O2 -g -fPIC -fvisibility=hidden -shared -D_GNU_SOURCE -iquote cupti $INC \
 	-Wl,--version-script=cupti/exports.map cupti/lib.c cupti/records.c -ldl -lpthread -o "$LIB" ||
 	{ echo "FAIL: library build"; exit 1; }
-gcc -std=gnu11 -O2 -iquote user -iquote cupti tests/gpu/classify.c user/gpu.c -o "$W/classify" ||
+gcc -std=gnu11 -O2 -iquote user/gpu -iquote cupti tests/gpu/classify.c user/gpu/gpu.c -o "$W/classify" ||
 	{ echo "FAIL: classifier build"; exit 1; }
 KINDS=$((1 << 1 | 1 << 2 | 1 << 3 | 1 << 4 | 1 << 5))	# kernel, memcpy, memset, sync, api
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
-/* cmocka tests for user/httpd.c over a real loopback socket: /healthz turns 503 when the loop
+/* cmocka tests for user/serve/httpd.c over a real loopback socket: /healthz turns 503 when the loop
  * stops publishing, and a loopback listener refuses a Host that is not a loopback name. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
-/* cmocka tests for user/log.c: text from traced processes cannot drive the terminal. */
+/* cmocka tests for user/util/log.c: text from traced processes cannot drive the terminal. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

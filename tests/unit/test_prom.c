@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
-/* cmocka tests for user/prom.c: the exposition text, byte for byte. */
+/* cmocka tests for user/util/prom.c: the exposition text, byte for byte. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>

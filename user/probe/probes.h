@@ -134,7 +134,7 @@ int probes__read_slot(struct probes *p, uint32_t slot, pid_t main_tid, uint64_t 
 /* Every probe attached right now (family programs + collective uprobes). */
 unsigned int probes__count(const struct probes *p);
 
-/* Family owners (user/probe_<family>.c). Each returns 0 or -errno and fills fam_why. */
+/* Family owners (user/probe/probe_<family>.c). Each returns 0 or -errno and fills fam_why. */
 int probe_sched__load(struct probes *p);
 void probe_sched__free(struct probes *p);
 int probe_io__load(struct probes *p);

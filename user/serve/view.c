@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
-/* The live view page (user/view.html), built into the binary: GET / serves it as it is. */
+/* The live view page (user/serve/view.html), built into the binary: GET / serves it as it is. */
 #include <stddef.h>
 #include "httpd.h"
 
@@ -7,7 +7,7 @@ __asm__(".section .rodata\n"
 	".global rs_view_html\n"
 	".type rs_view_html, @object\n"
 	"rs_view_html:\n"
-	".incbin \"user/view.html\"\n"
+	".incbin \"user/serve/view.html\"\n"
 	".global rs_view_html_end\n"
 	"rs_view_html_end:\n"
 	".byte 0\n"

@@ -26,7 +26,7 @@ enum httpd_doc {
 struct httpd;
 struct capture;
 
-/* The live view page (user/view.html, built in by user/view.c). */
+/* The live view page (user/serve/view.html, built in by user/serve/view.c). */
 const char *httpd__view(size_t *len);
 
 /* Serve POST /api/v1/capture and GET /api/v1/captures/ID from c (NULL: 404). */

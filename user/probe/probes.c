@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
-/* Shared maps and family lifecycle; each family's skeleton lives in user/probe_<family>.c. */
+/* Shared maps and family lifecycle; each family's skeleton lives in user/probe/probe_<family>.c. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>

@@ -20,7 +20,7 @@
 #include "metrics.h"
 #include "probes.h"
 #include "prom.h"
-#include "report.h"
+#include "report_rank.h"
 #include "stacks.h"
 #include "stats.h"
 #include "targets.h"

@@ -51,4 +51,17 @@ int comms__scan_mpi(struct comms *c, pid_t pid, const char *host_path, const str
 
 uint64_t comms__fnv1a(const uint8_t *p, size_t n);
 
+/* A communicator a rank used: its global name, size when its init was seen, and use. */
+#define RANK_COMMS_MAX	8	/* per rank; more are counted in comms_other */
+#define RANK_COMM_NAME	72
+
+struct comm_use {
+	char name[RANK_COMM_NAME];
+	uint64_t hash;			/* of name: what the job model keys it by */
+	uint8_t lib;
+	int32_t size;			/* nranks from its init call; -1 unknown */
+	int32_t members;		/* ranks of the job seen using it (set when published) */
+	uint64_t ops, bytes, inside_ns;
+};
+
 #endif /* RS_COMMS_H */

@@ -11,7 +11,7 @@
 #include "job.h"
 #include "probes.h"
 #include "prom.h"
-#include "report.h"
+#include "report_rank.h"
 
 #define METRICS_SIZE_BUCKETS 4	/* <64KiB, <1MiB, <16MiB, larger */
 #define METRICS_LIBS	(RS_LIB_GLOO + 1)	/* collective libraries: nccl, mpi, gloo */

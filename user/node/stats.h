@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "ckpt.h"
+#include "comms.h"
 #include "job.h"
 #include "probes.h"
 #include "ranks.h"
@@ -20,19 +21,6 @@ struct op_acc {
 /* Everything rankscope knows about one attached rank. Owned by the attach session. */
 struct metrics_acc;
 struct gpu_acc;
-
-/* A communicator a rank used: its global name, size when its init was seen, and use. */
-#define RANK_COMMS_MAX	8	/* per rank; more are counted in comms_other */
-#define RANK_COMM_NAME	72
-
-struct comm_use {
-	char name[RANK_COMM_NAME];
-	uint64_t hash;			/* of name: what the job model keys it by */
-	uint8_t lib;
-	int32_t size;			/* nranks from its init call; -1 unknown */
-	int32_t members;		/* ranks of the job seen using it (set when published) */
-	uint64_t ops, bytes, inside_ns;
-};
 
 struct rank_state {
 	bool used;			/* this slot holds a rank */

@@ -1,0 +1,329 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/* Step, rule and verdict lines, in JSON and for people: the daemon's and the hub's. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include "report.h"
+
+const char *report__dur(double ns, char *buf, size_t n)
+{
+	if (!(ns > 0))
+		snprintf(buf, n, "-");
+	else if (ns < 1e3)
+		snprintf(buf, n, "%.0fns", ns);
+	else if (ns < 1e6)
+		snprintf(buf, n, "%.1fus", ns / 1e3);
+	else if (ns < 1e9)
+		snprintf(buf, n, "%.1fms", ns / 1e6);
+	else
+		snprintf(buf, n, "%.2fs", ns / 1e9);
+	return buf;
+}
+
+static void phases_obj(struct json *j, const struct phases *ph)
+{
+	int p;
+
+	json__key(j, "phases");
+	json__obj_begin(j);
+	for (p = 0; p < PH_MAX; p++) {
+		json__kuint(j, steps__phase_name(p), ph->ns[p]);
+		if (p == PH_COMM) {
+			json__kuint(j, "comm_wait", ph->comm_wait);
+			json__kuint(j, "comm_transfer", ph->comm_transfer);
+		}
+	}
+	json__obj_end(j);
+}
+
+void report__step(struct json *j, const char *job, int rank, pid_t pid, const struct job_step *st,
+		  const char *rule, double confidence, const struct comm_use *comms, int ncomms)
+{
+	int i, k;
+
+	json__obj_begin(j);
+	json__kstr(j, "type", "step");
+	json__kstr(j, "job", job);
+	json__kint(j, "rank", rank);
+	json__kint(j, "pid", pid);
+	json__kuint(j, "step", st->index);
+	json__kuint(j, "start_ns", st->start_ns);
+	json__kuint(j, "dur_ns", st->dur_ns);
+	phases_obj(j, &st->ph);
+	json__kuint(j, "worker_io_ns", st->worker_io_ns);
+	json__kuint(j, "worker_io_bytes", st->worker_io_bytes);
+	json__kuint(j, "collectives", st->collectives);
+	json__kuint(j, "inside_ns", st->inside_ns);
+	/* the step's collectives by communicator, named as in /api/v1/ranks */
+	json__key(j, "communicators");
+	json__arr_begin(j);
+	for (i = 0; i < st->ncomm; i++) {
+		for (k = 0; k < ncomms && comms[k].hash != st->comm[i].comm; k++)
+			;
+		json__obj_begin(j);
+		json__kstr(j, "name", k < ncomms ? comms[k].name : NULL);
+		json__kuint(j, "ops", st->comm[i].ops);
+		json__kuint(j, "bytes", st->comm[i].bytes);
+		json__kuint(j, "inside_ns", st->comm[i].inside_ns);
+		if (st->comm[i].sig) {
+			char hex[17];
+
+			snprintf(hex, sizeof(hex), "%016" PRIx64, st->comm[i].sig);
+			json__kstr(j, "sig", hex);
+			json__kstr(j, "sig_ops", st->comm[i].sig_ops);
+		}
+		json__obj_end(j);
+	}
+	json__arr_end(j);
+	if (st->comm_other_ops)
+		json__kuint(j, "communicators_other_ops", st->comm_other_ops);
+	if (st->has_gpu) {
+		json__kuint(j, "gpu_busy_ns", st->gpu_busy_ns);
+		json__kuint(j, "gpu_idle_ns", st->dur_ns > st->gpu_busy_ns ?
+					       st->dur_ns - st->gpu_busy_ns : 0);
+		json__kuint(j, "gpu_nccl_ns", st->gpu_nccl_ns);
+	}
+	if (st->stages) {
+		json__kint(j, "stage", st->stage);
+		json__kint(j, "stages", st->stages);
+		json__kint(j, "micro_batches", st->micro);
+		json__kuint(j, "p2p_ns", st->p2p_ns);
+	}
+	json__kstr(j, "rule", rule);
+	json__kdouble(j, "rule_confidence", confidence);
+	json__obj_end(j);
+}
+
+void report__rule(struct json *j, const char *job, const char *rule, int period,
+		  double confidence, bool changed, const char *note)
+{
+	json__obj_begin(j);
+	json__kstr(j, "type", "rule");
+	json__kstr(j, "job", job);
+	json__kstr(j, "rule", rule);
+	json__kint(j, "period", period);
+	json__kdouble(j, "confidence", confidence);
+	json__key(j, "changed");
+	json__bool(j, changed);
+	json__kstr(j, "note", note);
+	json__obj_end(j);
+}
+
+void report__verdict(struct json *j, const struct job_verdict *v, const char *job, int rank,
+		     pid_t pid)
+{
+	json__obj_begin(j);
+	json__kstr(j, "type", "verdict");
+	json__kstr(j, "job", job);
+	json__kuint(j, "t_ns", v->t_ns);
+	json__kuint(j, "step", v->step);
+	json__key(j, "window");
+	json__arr_begin(j);
+	json__uint(j, v->first);
+	json__uint(j, v->last);
+	json__arr_end(j);
+	json__kstr(j, "class", detect__class_name(v->cls));
+	json__kint(j, "rank", rank);
+	if (pid)
+		json__kint(j, "pid", pid);
+	json__key(j, "persistent");
+	json__bool(j, v->persistent);
+	json__kint(j, "skew_ns", v->v.skew_ns);
+	json__kstr(j, "phase", v->col >= 0 && v->cls <= V_CPU_CONTENTION ?
+				steps__phase_name(v->v.phase) : NULL);
+	json__kint(j, "phase_excess_ns", v->v.phase_excess_ns);
+	json__kuint(j, "post_arrival_ns", v->v.post_arrival_ns);
+	json__kint(j, "ranks_seen", v->ranks_seen);
+	json__key(j, "world_size");
+	if (v->world_size > 0)
+		json__int(j, v->world_size);
+	else
+		json__null(j);
+	/* judged against its own tensor- or pipeline-parallel group, not the whole job */
+	json__key(j, "groups");
+	if (v->ngroup) {
+		int i;
+
+		json__arr_begin(j);
+		json__arr_begin(j);
+		for (i = 0; i < v->ngroup; i++) {
+			if (v->group[i] >= 0) {
+				json__int(j, v->group[i]);
+			} else if (i + 1 < v->ngroup) {
+				json__arr_end(j);
+				json__arr_begin(j);
+			}
+		}
+		json__arr_end(j);
+		json__arr_end(j);
+	} else {
+		json__null(j);
+	}
+	json__key(j, "pipeline");
+	if (v->pp.stages) {
+		int i;
+
+		json__obj_begin(j);
+		json__kint(j, "stages", v->pp.stages);
+		json__key(j, "micro_batches");
+		if (v->pp.micro)
+			json__int(j, v->pp.micro);
+		else
+			json__null(j);
+		json__key(j, "theoretical_bubble");
+		if (v->pp.micro)
+			json__double(j, v->pp.theory);
+		else
+			json__null(j);
+		json__key(j, "stage_bubble");
+		json__arr_begin(j);
+		for (i = 0; i < v->pp.stages && i < JOB_PP_SHOW; i++)
+			json__double(j, v->pp.bubble[i]);
+		json__arr_end(j);
+		json__key(j, "stage_busy_ns");
+		json__arr_begin(j);
+		for (i = 0; i < v->pp.stages && i < JOB_PP_SHOW; i++)
+			json__uint(j, v->pp.busy_ns[i]);
+		json__arr_end(j);
+		json__key(j, "excess");
+		json__bool(j, v->pp.excess);
+		json__key(j, "balanced");
+		json__bool(j, v->pp.balanced);
+		json__obj_end(j);
+	} else {
+		json__null(j);
+	}
+	json__key(j, "evidence");
+	json__obj_begin(j);
+	json__kuint(j, "late_phase_ns", v->v.late_phase_ns);
+	json__kuint(j, "peer_median_phase_ns", v->v.peer_phase_ns);
+	json__kuint(j, "median_step_ns", v->v.step_ns);
+	json__kint(j, "steps", v->v.nsteps);
+	if (v->detail[0])
+		json__kstr(j, "detail", v->detail);
+	json__obj_end(j);
+	json__kstr(j, "experiment", detect__experiment(v->cls));
+	json__obj_end(j);
+}
+
+void report__verdict_text(FILE *f, const struct job_verdict *v, int rank, char *buf, size_t n)
+{
+	char a[16], b[16], c[16], d[16], e[16];
+	size_t len;
+
+	switch (v->cls) {
+	case V_NONE:
+		snprintf(buf, n, "verdict: none, the job is healthy (steps %llu-%llu; median step %s, "
+			 "largest arrival skew %s)", (unsigned long long)v->first,
+			 (unsigned long long)v->last, report__dur(v->v.step_ns, a, sizeof(a)),
+			 report__dur(v->v.skew_ns, b, sizeof(b)));
+		break;
+	case V_COMMUNICATION:
+		snprintf(buf, n, "verdict: communication: arrivals are aligned but collectives take %s "
+			 "after the last arrival (median step %s)",
+			 report__dur(v->v.post_arrival_ns, a, sizeof(a)),
+			 report__dur(v->v.step_ns, b, sizeof(b)));
+		break;
+	case V_DIVERGENT:
+	case V_HANG:
+	case V_RANK_EXITED:
+		snprintf(buf, n, "verdict: %s on rank %d: %s", detect__class_name(v->cls), rank,
+			 v->detail);
+		break;
+	case V_REMOTE_WAIT:
+		snprintf(buf, n, "verdict: remote_wait: %s", v->detail);
+		break;
+	case V_BUBBLE:
+		snprintf(buf, n, "verdict: pipeline_bubble: %s (median step %s)", v->detail,
+			 report__dur(v->v.step_ns, a, sizeof(a)));
+		break;
+	default:
+		snprintf(buf, n, "verdict: %s on rank %d%s: it arrives %s after its peers' median; its "
+			 "%s is %s vs the peers' %s (+%s); collectives take %s after the last arrival"
+			 "%s%s", detect__class_name(v->cls), rank, v->persistent ? " (persistent)" : "",
+			 report__dur(v->v.skew_ns, a, sizeof(a)), steps__phase_name(v->v.phase),
+			 v->v.late_phase_ns ? report__dur(v->v.late_phase_ns, b, sizeof(b)) : "0",
+			 v->v.peer_phase_ns ? report__dur(v->v.peer_phase_ns, c, sizeof(c)) : "0",
+			 report__dur(v->v.phase_excess_ns, d, sizeof(d)),
+			 report__dur(v->v.post_arrival_ns, e, sizeof(e)), v->detail[0] ? "; " : "",
+			 v->detail);
+		break;
+	}
+	len = strlen(buf);
+	if (v->ngroup && len < n) {
+		const char *sep = " ranks ";
+		int i;
+
+		len += snprintf(buf + len, n - len, " [judged in its groups:");
+		for (i = 0; i < v->ngroup && len < n; i++) {
+			if (v->group[i] < 0) {
+				sep = "; ranks ";
+				continue;
+			}
+			len += snprintf(buf + len, n - len, "%s%d", sep, v->group[i]);
+			sep = ",";
+		}
+		if (len < n)
+			len += snprintf(buf + len, n - len, "]");
+		if (len > n - 1)
+			len = n - 1;
+	}
+	/* a node's view of a job that runs on others too says how much of it it saw */
+	if (v->world_size > v->ranks_seen && v->cls != V_REMOTE_WAIT && len < n)
+		snprintf(buf + len, n - len, " [%d of %d ranks seen here]", v->ranks_seen,
+			 v->world_size);
+	fprintf(f, "%s\n", buf);
+}
+
+char *report__phase_bar(const struct phases *ph, uint64_t dur, char *buf, int width)
+{
+	static const char letter[PH_MAX] = {
+		[PH_COMPUTE] = 'c', [PH_SCHED_DELAY] = 's', [PH_COMM] = 'm', [PH_GPU_WAIT] = 'g',
+		[PH_IO] = 'i', [PH_INPUT_WAIT] = 'n', [PH_OTHER] = 'o',
+	};
+	int cells[PH_MAX], p, k, used = 0, big = 0;
+
+	if (width < 1 || !dur) {
+		buf[0] = '\0';
+		return buf;
+	}
+	for (p = 0; p < PH_MAX; p++) {
+		cells[p] = (int)((double)ph->ns[p] / dur * width + 0.5);
+		if (!cells[p] && ph->ns[p] * 50 >= dur)	/* 2% or more: visible */
+			cells[p] = 1;
+		used += cells[p];
+		if (cells[p] > cells[big])
+			big = p;
+	}
+	cells[big] += width - used;	/* rounding goes to the largest */
+	if (cells[big] < 0)
+		cells[big] = 0;
+	for (p = 0, k = 0; p < PH_MAX; p++)
+		while (cells[p]-- > 0 && k < width)
+			buf[k++] = letter[p];
+	buf[k] = '\0';
+	return buf;
+}
+
+void report__steps_text(FILE *f, const int *rank, const struct job_step *const *last, int n,
+			uint64_t steps, const char *rule, int period, double confidence,
+			double attached_s)
+{
+	char bar[41], d[16];
+	int i;
+
+	for (i = 0; i < n; i++) {
+		if (!last[i] || !last[i]->dur_ns)
+			continue;
+		fprintf(f, "rank %-4d step %-8llu %9s [%s]\n", rank[i],
+			(unsigned long long)last[i]->index, report__dur(last[i]->dur_ns, d, sizeof(d)),
+			report__phase_bar(&last[i]->ph, last[i]->dur_ns, bar, 40));
+	}
+	if (rule && rule[0])
+		fprintf(f, "progress: %llu rank-steps, steps by %s (period %d, confidence %.2f); "
+			"%.0f s attached; c compute s sched m comm g gpu_wait i io n input o other\n",
+			(unsigned long long)steps, rule, period, confidence, attached_s);
+	else
+		fprintf(f, "progress: %.0f s attached; looking for step boundaries\n", attached_s);
+}
