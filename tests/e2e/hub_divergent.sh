@@ -7,7 +7,10 @@
 #  - the hub, pulling both, names R and divergent (its majority is 3 of 4 ranks);
 #  - no other rank is ever called divergent (a healthy step's sequences match on every rank:
 #    no false divergence from how each node cut its steps);
-#  - neither daemon alone names a wrong rank (B sees a tie of 1 to 1 when R is on it).
+#  - neither daemon alone names a wrong rank (B sees a tie of 1 to 1 when R is on it);
+#  - later, rank H (the next one) enters MPI_Barrier where its peers enter MPI_Allreduce
+#    (zoo_mpi's divhang fault): the job hangs, no step ends, and the hub, from what each
+#    node says its ranks wait in, names H divergent (barrier against allreduce).
 . "$(dirname "$0")/../lib.sh"
 need_root
 command -v mpirun >/dev/null || skip "OpenMPI not installed (make deps)"
@@ -15,10 +18,12 @@ command -v mpirun >/dev/null || skip "OpenMPI not installed (make deps)"
 test_cgroups a b
 
 ODD=$((RANDOM % 4))
+HANG=$(((ODD + 1) % 4))
 # ~3 ms a step: the fault comes some 10 s after go, once the hub is lined up and judging
 AT=3000
 bg job mpirun --allow-run-as-root --oversubscribe -np 4 "$TOP/build/workloads/zoo_mpi" \
-	--buckets 3 --steps 6000 --go-file "$T/go" --fault "divergent:$ODD:$AT"
+	--buckets 3 --steps 100000 --go-file "$T/go" --fault "divergent:$ODD:$AT" \
+	--fault "divhang:$HANG:$((AT + 1500))"
 wait_lines "$T/job.out" '^ready rank=' 4 60 || fail "the MPI job did not start"
 read -r -a PIDS <<<"$(ready_pids "$T/job.out" | tr , ' ')"
 [ "${#PIDS[@]}" = 4 ] || fail "expected 4 rank pids, got: ${PIDS[*]}"
@@ -32,7 +37,7 @@ for n in a b; do
 	port=PORT_$n
 	mkdir -p "$T/$n"
 	bg "rsd_$n" "$RS" daemon --all --cgroup "/$CG-$n" --listen 127.0.0.1:${!port} \
-		--lock-file "$T/$n/daemon.lock" --json
+		--lock-file "$T/$n/daemon.lock" --json --hang-timeout 2
 	wait_lines "$T/rsd_$n.out" 'watching for training processes' 1 30 ||
 		fail "daemon $n did not start: $(tail -3 "$T/rsd_$n.out")"
 done
@@ -43,22 +48,31 @@ for i in 0 1 2 3; do
 done
 PORT_h=$(free_port)
 bg hub "$RS" hub --peers "127.0.0.1:$PORT_a,127.0.0.1:$PORT_b" --listen 127.0.0.1:$PORT_h \
-	--interval 0.5 --json
+	--interval 0.5 --json --hang-timeout 2
 touch "$T/go"
 wait_lines "$T/hub.out" '"class":"divergent"' 1 60 ||
 	fail "the hub named no divergence (rank $ODD): $(grep -v '^{' "$T/hub.out" | tail -5)"
-wait_exit "$PID_job" 60 || fail "the MPI job did not finish"
-sleep 1
-$PY - "$T" "$ODD" <<'PY' || exit 1
+wait_lines "$T/hub.out" '"class":"divergent".*barrier' 1 90 ||
+	fail "the hub named no divergence in the hung job (rank $HANG): $(tail -3 "$T/hub.out")"
+kill -TERM "$PID_job"
+wait_exit "$PID_job" 30
+$PY - "$T" "$ODD" "$HANG" <<'PY' || exit 1
 import json, sys
-t, odd = sys.argv[1], int(sys.argv[2])
+t, odd, hang = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 def lines(name):
     return [json.loads(l) for l in open(f"{t}/{name}") if l.startswith("{")]
 v = [x for x in lines("hub.out") if x.get("class") == "divergent"]
-assert v and all(x["rank"] == odd for x in v), [(x["rank"], x["evidence"]) for x in v]
-d = v[0]["evidence"]["detail"]
+step = [x for x in v if "barrier" not in x["evidence"]["detail"]]
+inflight = [x for x in v if "barrier" in x["evidence"]["detail"]]
+assert step and all(x["rank"] == odd for x in step), [(x["rank"], x["evidence"]) for x in step]
+d = step[0]["evidence"]["detail"]
 assert "broadcast:128" in d and "broadcast:64" in d and "3 other rank(s)" in d, d
 print(f"hub: divergent on rank {odd}: {d}")
+assert inflight and all(x["rank"] == hang for x in inflight), \
+    [(x["rank"], x["evidence"]) for x in inflight]
+d = inflight[0]["evidence"]["detail"]
+assert "in barrier" in d and "3 other rank(s)" in d and "wait in allreduce" in d, d
+print(f"hub: hung job, divergent on rank {hang}: {d}")
 for n in ("a", "b"):
     wrong = [x["rank"] for x in lines(f"rsd_{n}.out")
              if x.get("type") == "verdict" and x.get("class") == "divergent" and x["rank"] != odd]

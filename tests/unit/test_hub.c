@@ -359,6 +359,54 @@ static void divergent__odd_rank_across_nodes__named_at_its_step(void **state)
 	gen_with = (struct gen){};
 }
 
+static void inflight_doc(char *buf, size_t n, int lo, const char *op_lo, const char *op_hi)
+{
+	snprintf(buf, n, "[{\"type\":\"rank\",\"job\":\"j1\",\"rank\":%d,\"pid\":%d,"
+		 "\"world_size\":4,\"state\":\"running\",\"inflight\":{\"op\":\"%s\","
+		 "\"bytes\":4096,\"comm\":\"mpi:world\",\"for_ns\":9000000000}},"
+		 "{\"type\":\"rank\",\"job\":\"j1\",\"rank\":%d,\"pid\":%d,"
+		 "\"world_size\":4,\"state\":\"running\",\"inflight\":{\"op\":\"%s\","
+		 "\"bytes\":4096,\"comm\":\"mpi:world\",\"for_ns\":9000000000}}]",
+		 lo, 100 + lo, op_lo, lo + 1, 101 + lo, op_hi);
+}
+
+/*
+ * The job stops: no step for the hang timeout, every rank waits in a collective. Rank 2 (node
+ * B) waits in a barrier where the others wait in an all-reduce: divergent, rank 2. All in
+ * the same collective: not divergent (a hang the nodes tell, or a remote wait).
+ */
+static void hung_job__ranks_in_different_collectives__divergent(void **state)
+{
+	char ra[1024], rb[1024], err[160];
+	struct seen s;
+	struct hub *h;
+	int na, nb, i, before;
+
+	(void)state;
+	for (int same = 0; same < 2; same++) {
+		h = run(7 * MS, -1, &s, &na, &nb);
+		hub__set_hang_timeout(h, 2000000000ULL);
+		before = s.n;
+		inflight_doc(ra, sizeof(ra), 0, "allreduce", "allreduce");
+		inflight_doc(rb, sizeof(rb), 2, same ? "allreduce" : "barrier", "allreduce");
+		hub__node_ok(h, na, 10000000000ULL);
+		hub__node_ok(h, nb, 10000000000ULL);
+		assert_int_equal(hub__feed_ranks(h, na, ra, strlen(ra), err, sizeof(err)), 0);
+		assert_int_equal(hub__feed_ranks(h, nb, rb, strlen(rb), err, sizeof(err)), 0);
+		hub__judge(h, 10000000000ULL, on_verdict, &s);
+		hub__judge(h, 11000000000ULL, on_verdict, &s);
+		for (i = before; i < s.n; i++)
+			if (same)
+				assert_int_not_equal(s.cls[i], V_DIVERGENT);
+		if (!same) {
+			assert_int_equal(s.n, before + 1);
+			assert_int_equal(s.cls[before], V_DIVERGENT);
+			assert_int_equal(s.rank[before], 2);
+		}
+		hub__free(h);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -366,6 +414,7 @@ int main(void)
 		cmocka_unit_test(healthy_job__no_verdict_and_node_down__ranks_unobserved),
 		cmocka_unit_test(bad_answers__refused_and_counted__other_job_untouched),
 		cmocka_unit_test(divergent__odd_rank_across_nodes__named_at_its_step),
+		cmocka_unit_test(hung_job__ranks_in_different_collectives__divergent),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

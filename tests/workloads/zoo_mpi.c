@@ -42,6 +42,10 @@
  *     workerquota:R:PCT  the same for its loader child     seqskew:R  compute scaled [1, 2)
  *     sigstop:R:S / kill:R:S  raise(SIGSTOP / SIGKILL) at the start of step S
  *     divergent:R:S  an extra MPI_Bcast (see below) at step S
+ *     divhang:R:S    at step S rank R enters MPI_Barrier on the world communicator where its
+ *                    peers enter their first bucket's MPI_Allreduce: they wait for each
+ *                    other forever (a divergence that hangs the job, as mismatched NCCL
+ *                    collectives do); the test kills the job
  *   compute, sleep, pipe, storage, seqskew start at --fault-from; quota and workerquota put
  *   the process into its cgroup during setup with no limit and set the quota just before step
  *   --fault-from (period 10 ms, quota PCT*100 us, at least 1 ms: then a longer period); the
@@ -104,7 +108,7 @@
 #define CG_PERIOD_US	10000
 
 enum fkind { F_COMPUTE, F_SLEEP, F_PIPE, F_STORAGE, F_QUOTA, F_WQUOTA, F_SEQSKEW,
-	     F_SIGSTOP, F_KILL, F_DIVERGENT, F_NKINDS };
+	     F_SIGSTOP, F_KILL, F_DIVERGENT, F_DIVHANG, F_NKINDS };
 
 static const struct fkind_desc {
 	const char *name, *cls, *arg;	/* arg: NULL if none */
@@ -120,6 +124,7 @@ static const struct fkind_desc {
 	[F_SIGSTOP]	= { "sigstop", "hang", "S", 0, INT_MAX },
 	[F_KILL]	= { "kill", "rank_exited", "S", 0, INT_MAX },
 	[F_DIVERGENT]	= { "divergent", "divergent", "S", 0, INT_MAX },
+	[F_DIVHANG]	= { "divhang", "divergent", "S", 0, INT_MAX },
 };
 
 struct fault {
@@ -874,6 +879,11 @@ static void step(struct acct *a, long k)
 				a->coll++;
 				lap(a, A_COMM);
 			}
+			if (fault_at(F_DIVHANG, k, true)) {
+				MPI_Barrier(MPI_COMM_WORLD);	/* never returns */
+				a->coll++;
+				lap(a, A_COMM);
+			}
 		}
 		if (z.fsdp)
 			fsdp(a, k, c / z.accum, m == z.accum - 1);
@@ -936,7 +946,8 @@ static void print_workload(void)
 		     z.loader_us, z.dp_size);
 	for (i = 0; i < z.nfaults; i++) {
 		const struct fault *f = &z.faults[i];
-		bool at = f->kind == F_SIGSTOP || f->kind == F_KILL || f->kind == F_DIVERGENT;
+		bool at = f->kind == F_SIGSTOP || f->kind == F_KILL || f->kind == F_DIVERGENT ||
+			  f->kind == F_DIVHANG;
 
 		n += snprintf(buf + n, sizeof(buf) - n,
 			      "%s{\"kind\":\"%s\",\"rank\":%ld,\"arg\":%ld,\"from_step\":%ld,"

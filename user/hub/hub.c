@@ -36,6 +36,13 @@ struct hrank {
 		char ops[JOB_SIG_TEXT];
 	} sigs[HUB_SIGS];
 	int sig_next;
+	/* the collective its main thread was inside, as its node's /api/v1/ranks last said */
+	bool in_coll;
+	char in_op[24];
+	uint64_t in_bytes;
+	uint64_t in_comm;	/* its communicator's name, hashed */
+	uint64_t in_for_ns;	/* inside it for this long when the node said so */
+	uint64_t in_at_ns;	/* when that was (the hub's clock) */
 };
 
 struct jnode {
@@ -271,6 +278,35 @@ static int bad(char *err, size_t n, const char *what, const struct jsonp *d)
 	return -EINVAL;
 }
 
+static uint64_t fnv(const char *p)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (; *p; p++)
+		h = (h ^ (unsigned char)*p) * 0x100000001b3ULL;
+	return h ? h : 1;
+}
+
+/* What collective the rank is inside now, if its node says (null: none). */
+static void rank_inflight(struct hub *h, const struct jsonp *d, const struct jsonp_val *in,
+			  struct hrank *r)
+{
+	const char *op = jsonp__str(d, in, "op"), *comm = jsonp__str(d, in, "comm");
+	uint64_t bytes = 0, for_ns = 0;
+
+	r->in_coll = false;
+	if (!in || in->type != JSONP_OBJ || !op || !comm || !*comm ||
+	    !jsonp__uint64(d, in, "for_ns", &for_ns))
+		return;
+	jsonp__uint64(d, in, "bytes", &bytes);
+	r->in_coll = true;
+	snprintf(r->in_op, sizeof(r->in_op), "%s", op);
+	r->in_bytes = bytes;
+	r->in_comm = fnv(comm);
+	r->in_for_ns = for_ns;
+	r->in_at_ns = h->now;
+}
+
 int hub__feed_ranks(struct hub *h, int node, const char *text, size_t len, char *err, size_t n)
 {
 	struct jsonp d = {};
@@ -311,6 +347,7 @@ int hub__feed_ranks(struct hub *h, int node, const char *text, size_t len, char 
 		r->world = world > 0 && world < (1 << 24) ? (int)world : -1;
 		if (r->world > j->world)
 			j->world = r->world;
+		rank_inflight(h, &d, jsonp__get(&d, v, "inflight"), r);
 	}
 out:
 	jsonp__free(&d);
@@ -369,15 +406,6 @@ static void keep_line(struct hub *h, struct hjob *jb, int rank, int node,
 	p->rank = rank;
 	p->json = j.buf;
 	p->len = j.len;
-}
-
-static uint64_t fnv(const char *p)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (; *p; p++)
-		h = (h ^ (unsigned char)*p) * 0x100000001b3ULL;
-	return h ? h : 1;
 }
 
 /* The step line's first named communicator with a sequence of collectives: its name's hash
@@ -1001,6 +1029,85 @@ static void emit_now(struct hub *h, struct hjob *j, struct job_verdict *v, int r
 	emit(j, v, rank, on_verdict, ctx);
 }
 
+struct inw {
+	uint64_t comm;
+	const char *op;
+	uint64_t bytes;
+	int i;		/* in j->r */
+};
+
+static int cmp_inw(const void *a, const void *b)
+{
+	const struct inw *x = a, *y = b;
+	int c;
+
+	if (x->comm != y->comm)
+		return x->comm < y->comm ? -1 : 1;
+	c = strcmp(x->op, y->op);
+	if (c)
+		return c;
+	if (x->bytes != y->bytes)
+		return x->bytes < y->bytes ? -1 : 1;
+	return x->i - y->i;
+}
+
+/*
+ * No step for the hang timeout and every observed rank waits in a collective past it, but
+ * ranks sharing a communicator wait in different ones (mismatched collectives: they wait for
+ * each other forever): the odd one out against a strict majority. Its index in j->r, or -1.
+ */
+static int inflight_divergence(struct hub *h, struct hjob *j, uint64_t now_ns,
+			       struct job_verdict *v)
+{
+	struct inw *w;
+	int i, n = 0, a, b, m, best = 0, bn, odd = -1;
+
+	if (!j->fed_ns || now_ns < j->fed_ns + h->hang_ns)
+		return -1;
+	w = calloc(j->nr ? j->nr : 1, sizeof(*w));
+	if (!w)
+		return -1;
+	for (i = 0; i < j->nr; i++) {
+		const struct hrank *r = j->r[i];
+
+		if (!observed(h, r))
+			continue;
+		if (!r->in_coll || r->in_for_ns + (now_ns - r->in_at_ns) < h->hang_ns)
+			goto out;	/* a rank not waiting: not this */
+		w[n++] = (struct inw){ r->in_comm, r->in_op, r->in_bytes, i };
+	}
+	qsort(w, n, sizeof(*w), cmp_inw);
+	for (a = 0; a < n && odd < 0; a = b) {
+		for (b = a; b < n && w[b].comm == w[a].comm; b++)
+			;
+		for (bn = 0, m = a; m < b; ) {
+			int e = m;
+
+			while (e < b && !strcmp(w[e].op, w[m].op) && w[e].bytes == w[m].bytes)
+				e++;
+			if (e - m > bn) {
+				bn = e - m;
+				best = m;
+			}
+			m = e;
+		}
+		if (bn == b - a || bn * 2 <= b - a)
+			continue;
+		for (m = a; m < b; m++)
+			if ((strcmp(w[m].op, w[best].op) || w[m].bytes != w[best].bytes) &&
+			    (odd < 0 || w[m].i < odd))
+				odd = w[m].i;
+		snprintf(v->detail, sizeof(v->detail), "rank %d (node %.40s) waits %.0f s in "
+			 "%.20s of %" PRIu64 " bytes; %d other rank(s) on its communicator wait in "
+			 "%.20s of %" PRIu64 " bytes: mismatched collectives", j->r[odd]->rank, h->nodes[j->r[odd]->node].name,
+			 (j->r[odd]->in_for_ns + (now_ns - j->r[odd]->in_at_ns)) / 1e9,
+			 j->r[odd]->in_op, j->r[odd]->in_bytes, bn, w[best].op, w[best].bytes);
+	}
+out:
+	free(w);
+	return odd;
+}
+
 /* A rank its node says is stopped or a zombie, or NULL. */
 static const struct hrank *stopped_rank(struct hub *h, const struct hjob *j)
 {
@@ -1017,12 +1124,25 @@ static void judge_job(struct hub *h, struct hjob *j, uint64_t now_ns, verdict_fn
 		      void *ctx)
 {
 	struct step_obs *obs = NULL;
-	struct job_verdict jv = {};
+	struct job_verdict jv = {}, dv = {};
 	int *cols = NULL, ncols = 0, i, w = h->window, unseen = 0, odd;
 	const struct hrank *sr;
 	uint64_t k;
 
 	align_job(h, j);
+	/* ranks that wait for each other in different collectives: before any node's own
+	 * story, as a node sees only its part of the mismatch (a wait, a hang) */
+	odd = inflight_divergence(h, j, now_ns, &dv);
+	if (odd >= 0) {
+		if (!(j->emitted && j->last.cls == V_DIVERGENT && j->last_rank == j->r[odd]->rank)) {
+			dv.cls = dv.v.cls = V_DIVERGENT;
+			dv.col = -1;
+			dv.v.phase = PH_COMM;
+			dv.step = j->judged_k;
+			emit_now(h, j, &dv, j->r[odd]->rank, now_ns, on_verdict, ctx);
+		}
+		return;
+	}
 	/* a node's own verdict of what only it can see (no step completes in a hang) */
 	if (j->have_node_v) {
 		if (!j->emitted || j->last.cls != j->node_v.cls || j->last_rank != j->node_v_rank)

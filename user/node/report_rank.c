@@ -41,6 +41,21 @@ void report__rank(struct json *j, const struct rank_state *rs, const char *const
 				       rs->pstate == 'T' || rs->pstate == 't' ? "stopped" :
 				       rs->pstate == 'Z' ? "zombie" :
 				       rs->pstate == 'R' ? "running" : "sleeping");
+	/* the collective it is inside now: what ranks on other nodes wait in, for the hub */
+	if (rs->pstate) {
+		json__key(j, "inflight");
+		if (rs->in_coll) {
+			json__obj_begin(j);
+			json__kstr(j, "op", decode__op_name(rs->in_op));
+			json__kuint(j, "bytes", rs->in_bytes);
+			json__kstr(j, "comm", rs->in_comm);
+			json__kuint(j, "enter_ns", rs->in_enter_ns);
+			json__kuint(j, "for_ns", rs->in_for_ns);
+			json__obj_end(j);
+		} else {
+			json__null(j);
+		}
+	}
 	json__kstr(j, "rank_source", ranks__source_name(rs->info.src));
 	if (rs->info.src_var[0])
 		json__kstr(j, "rank_var", rs->info.src_var);

@@ -208,6 +208,29 @@ static struct comm_use *comm_use(struct rank_state *rs, const char *name, uint64
 	return u;
 }
 
+/* The collective the rank's main thread is inside now, for /api/v1/ranks (the hub compares
+ * what ranks on different nodes wait in). */
+static void inflight_now(struct session *s, struct rank_state *rs)
+{
+	struct coll_inflight in;
+	uint64_t esize = 0;
+
+	rs->in_coll = false;
+	if (rs->exited || probe_collectives__inflight(&s->probes, rs->pid, &in) ||
+	    in.enter_ns < rs->join_ns || in.op >= RS_OP_GROUP_START)
+		return;
+	if (in.lib == RS_LIB_NCCL)
+		esize = decode__nccl_dtype_size(in.dtype);
+	else if (in.lib == RS_LIB_MPI)
+		esize = comms__dtype_size(&s->comms, rs->pid, in.dtype);
+	comms__name(&s->comms, rs->pid, in.lib, in.comm, rs->in_comm, sizeof(rs->in_comm));
+	rs->in_coll = true;
+	rs->in_op = in.op;
+	rs->in_bytes = esize * in.count;
+	rs->in_enter_ns = in.enter_ns;
+	rs->in_for_ns = session__now() - in.enter_ns;
+}
+
 static void on_coll(struct session *s, struct rank_state *rs, const struct rs_ev_coll *e)
 {
 	struct comm_use *u;
@@ -960,6 +983,7 @@ static void publish(struct session *s, uint64_t t)
 		if (!s->ranks[i].used || !s->ranks[i].json)
 			continue;
 		s->ranks[i].pstate = procfs__stat(s->ranks[i].pid, &ps) ? '?' : ps.state;
+		inflight_now(s, &s->ranks[i]);
 		/* again, for the communicators' current counts, and its state */
 		rank_line(s, &s->ranks[i]);
 		json__raw(&j, s->j.err ? s->ranks[i].json : s->j.buf);
@@ -1192,11 +1216,15 @@ static bool job_inflight(void *ctx, int col, uint64_t *enter_ns, uint64_t *seq)
 {
 	struct sjob *j = ctx;
 	struct rank_state *rs = col_rank(j, col);
+	struct coll_inflight in;
 
 	/* only calls entered while we watched: older frames may be left by a dead thread */
-	return rs && !rs->exited &&
-	       !probe_collectives__inflight(&j->s->probes, rs->pid, enter_ns, seq) &&
-	       *enter_ns >= rs->join_ns;
+	if (!rs || rs->exited || probe_collectives__inflight(&j->s->probes, rs->pid, &in) ||
+	    in.enter_ns < rs->join_ns)
+		return false;
+	*enter_ns = in.enter_ns;
+	*seq = in.seq;
+	return true;
 }
 
 /* What a rank is doing, from /proc: the hang verdict reports it. */

@@ -45,6 +45,13 @@ struct rank_state {
 	uint32_t libs_wait_s;
 	bool exited;
 	char pstate;			/* /proc/PID/stat state at the last publish; 0: not read */
+	/* the collective its main thread was inside at the last publish */
+	bool in_coll;
+	unsigned int in_op;
+	uint64_t in_bytes;		/* 0: not known */
+	uint64_t in_enter_ns;
+	uint64_t in_for_ns;		/* inside it for this long, at the publish */
+	char in_comm[RANK_COMM_NAME];
 	int exit_code;
 	uint64_t workers;		/* forked processes seen */
 	int markers;			/* --steps marker/usdt probes attached */

@@ -254,7 +254,7 @@ out:
 	return err;
 }
 
-int probe_collectives__inflight(struct probes *p, pid_t tid, uint64_t *enter_ns, uint64_t *seq)
+int probe_collectives__inflight(struct probes *p, pid_t tid, struct coll_inflight *in)
 {
 	struct rs_frames fr;
 	__u32 key = tid;
@@ -270,8 +270,11 @@ int probe_collectives__inflight(struct probes *p, pid_t tid, uint64_t *enter_ns,
 	/* a frame never filled (entered before attach) or unsequenced tells nothing */
 	if (!fr.f[d].enter_ns || fr.f[d].seq == RS_SEQ_NONE)
 		return -ENOENT;
-	*enter_ns = fr.f[d].enter_ns;
-	*seq = fr.f[d].seq;
+	*in = (struct coll_inflight){
+		.enter_ns = fr.f[d].enter_ns, .seq = fr.f[d].seq, .op = RS_CK_OP(fr.f[d].cookie),
+		.lib = RS_CK_LIB(fr.f[d].cookie), .comm = fr.f[d].comm, .count = fr.f[d].count,
+		.dtype = fr.f[d].dtype,
+	};
 	return 0;
 }
 

@@ -119,9 +119,18 @@ int probe_collectives__attach_marker(struct probes *p, pid_t pid, const char *pa
 int probe_collectives__attach_usdt(struct probes *p, pid_t pid, const char *path,
 				   const char *provider, const char *name);
 
-/* Is thread tid inside a probed collective now? Returns 0 and its entry time and (per
- * process) seq, -ENOENT if not, -errno. */
-int probe_collectives__inflight(struct probes *p, pid_t tid, uint64_t *enter_ns, uint64_t *seq);
+/* A collective a thread is inside now. */
+struct coll_inflight {
+	uint64_t enter_ns;
+	uint64_t seq;		/* per process and communicator */
+	unsigned int op, lib;
+	uint64_t comm;		/* the library's handle */
+	uint64_t count, dtype;	/* elements and their type, as the library was given them */
+};
+
+/* Is thread tid inside a probed collective now? Returns 0 with what it is in, -ENOENT if not,
+ * -errno. */
+int probe_collectives__inflight(struct probes *p, pid_t tid, struct coll_inflight *in);
 
 /* Sum the per-CPU family counters. */
 int probes__fam_stats(struct probes *p, struct rs_fam_stats out[RS_FAM_MAX]);
