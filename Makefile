@@ -70,6 +70,12 @@ $(OUTPUT)/fuzz/fuzz_hub: tests/fuzz/fuzz_hub.c user/hub/hub.c user/util/jsonp.c 
 	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 		$(ALL_IQUOTE) -iquote cupti -iquote bpf -I$(OBJ)/bpf -D_GNU_SOURCE $^ -lm -o $@
 
+$(OUTPUT)/fuzz/fuzz_hubcap: tests/fuzz/fuzz_hubcap.c user/hub/hubcap.c user/util/jsonp.c \
+		user/util/json.c user/capture/trace.c user/model/detect.c user/model/steps.c \
+		user/util/decode.c | $(OUTPUT)/fuzz
+	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+		$(ALL_IQUOTE) -iquote cupti -iquote bpf -I$(OBJ)/bpf -D_GNU_SOURCE $^ -lz -lm -o $@
+
 fuzz: $(FUZZ_BINS)
 
 .PHONY: all deps check unit demo bench clean vmlinux fixtures fuzz layers
