@@ -18,6 +18,8 @@ cleanup() {
 	for p in "${BG_PIDS[@]}"; do
 		kill -KILL -- "-$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null
 	done
+	# RS_TEST_KEEP=DIR: keep the test's files there (a failure's outputs, to read)
+	[ -n "${RS_TEST_KEEP:-}" ] && rm -rf "$RS_TEST_KEEP" && cp -r "$T" "$RS_TEST_KEEP"
 	rm -rf "$T"
 }
 trap cleanup EXIT

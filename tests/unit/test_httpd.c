@@ -157,7 +157,8 @@ static void steps_since__cursor__each_line_once_in_order(void **state)
 	/* the rest, then nothing new */
 	snprintf(path, sizeof(path), "/api/v1/steps?since=%llu", cursor);
 	assert_int_equal(get(s, path, NULL), 200);
-	assert_non_null(strstr(body(), "\"more\":false,\"steps\":[{\"step\":4,\"rank\":0},"
+	assert_non_null(strstr(body(), "\"more\":false,"));
+	assert_non_null(strstr(body(), "\"steps\":[{\"step\":4,\"rank\":0},"
 				       "{\"step\":5,\"rank\":1}]}"));
 	assert_int_equal(sscanf(body(), "{\"cursor\":%llu", &cursor), 1);
 	snprintf(path, sizeof(path), "/api/v1/steps?since=%llu", cursor);
@@ -178,6 +179,14 @@ static void steps_since__cursor__each_line_once_in_order(void **state)
 	assert_int_equal(lost, 5);
 	assert_int_equal(get(s, "/api/v1/steps?since=-1", NULL), 400);
 	assert_int_equal(get(s, "/api/v1/steps?since=abc", NULL), 400);
+	/* a cursor past the newest line (a puller of a server that restarted): the answer's
+	 * cursor goes back to the newest, and the server's instance and clock come with it */
+	snprintf(path, sizeof(path), "/api/v1/steps?since=%llu", cursor + 1000000);
+	assert_int_equal(get(s, path, NULL), 200);
+	assert_int_equal(sscanf(body(), "{\"cursor\":%llu", &lost), 1);
+	assert_int_equal(lost, 5 + 4 + HTTPD_STEPS_MAX + 1);	/* every line added */
+	assert_non_null(strstr(body(), "\"instance\":\""));
+	assert_non_null(strstr(body(), "\"now_ns\":"));
 }
 
 static void bearer__exact_token__only_that(void **state)

@@ -57,6 +57,7 @@ struct gen {
 	int slow;
 	int colls;		/* collectives a step, as the step lines say */
 	int div_rank, div_g;	/* at job step div_g, rank div_rank enters another sequence */
+	bool flat;		/* every step as long as every other: no jitter to line up by */
 	bool per_node_comm;	/* each node's ranks on a communicator of their own */
 };
 
@@ -82,10 +83,11 @@ static void steps_docs(struct gen *gn, int nsteps, uint64_t off, char *a, char *
 	lb = snprintf(b, n, "{\"cursor\":%llu,\"lost\":0,\"more\":false,\"steps\":[",
 		      (unsigned long long)(cur + nsteps));
 	for (s = 0; s < nsteps; s++, gn->g++) {
-		uint64_t base = 6 * MS + rnd(&gn->seed) % (2 * MS), work[4], dur = 0;
+		uint64_t base = 6 * MS + (gn->flat ? 0 : rnd(&gn->seed) % (2 * MS)), work[4], dur = 0;
 
 		for (r = 0; r < 4; r++) {
-			work[r] = base + rnd(&gn->seed) % (100 * US) + (r == gn->slow ? 4 * MS : 0);
+			work[r] = base + (gn->flat ? 0 : rnd(&gn->seed) % (100 * US)) +
+				  (r == gn->slow ? 4 * MS : 0);
 			dur = work[r] > dur ? work[r] : dur;
 		}
 		dur += 500 * US;	/* the all-reduce, after the last arrival */
@@ -407,6 +409,67 @@ static void hung_job__ranks_in_different_collectives__divergent(void **state)
 	}
 }
 
+/*
+ * Steps all alike (no jitter): their lengths cannot line the nodes up. With the polls'
+ * timings (each node's now against the hub's, 100 us round trips) they line up at the right
+ * shift, the offset within its error; without them, node B stays not lined up.
+ */
+static void flat_steps__lined_up_by_poll_clocks(void **state)
+{
+	static char a[1 << 20], b[1 << 20], ra[512], rb[512], tmp[(1 << 20) + 64];
+	const uint64_t off = 3 * 86400 * 1000 * MS + 5 * MS;
+	uint64_t ca = 0, cb = 0, err;
+	int64_t shift, o;
+	char e[160];
+	bool more;
+
+	(void)state;
+	for (int timed = 0; timed < 2; timed++) {
+		struct gen gn = { .seed = 9, .t = 5 * 86400 * 1000 * MS, .slow = -1, .colls = 1,
+				  .flat = true };
+		struct hub *h = hub__new(8);
+		int na = hub__node(h, "10.0.0.1:9464"), nb = hub__node(h, "10.0.0.2:9464"), p;
+		struct seen s = {};
+
+		ca = cb = 0;
+		ranks_doc(ra, sizeof(ra), 0);
+		ranks_doc(rb, sizeof(rb), 2);
+		for (p = 0; p < STEPS / 10; p++) {
+			uint64_t sent = (uint64_t)(p + 1) * 1000000000ULL;
+
+			steps_docs(&gn, 10, off, a, b, sizeof(a), ca);
+			/* each answer with its node's now (the job's time on its clock) */
+			snprintf(tmp, sizeof(tmp), "{\"now_ns\":%llu,%s", (unsigned long long)gn.t,
+				 a + 1);
+			strcpy(a, tmp);
+			snprintf(tmp, sizeof(tmp), "{\"now_ns\":%llu,%s",
+				 (unsigned long long)(gn.t + off), b + 1);
+			strcpy(b, tmp);
+			assert_int_equal(hub__feed_ranks(h, na, ra, strlen(ra), e, sizeof(e)), 0);
+			assert_int_equal(hub__feed_ranks(h, nb, rb, strlen(rb), e, sizeof(e)), 0);
+			assert_int_equal(hub__feed_steps(h, na, a, strlen(a), &ca, &more, e,
+							 sizeof(e)), 0);
+			if (timed)
+				hub__node_timing(h, na, sent - 50 * US, sent + 50 * US);
+			assert_int_equal(hub__feed_steps(h, nb, b, strlen(b), &cb, &more, e,
+							 sizeof(e)), 0);
+			if (timed)
+				hub__node_timing(h, nb, sent - 50 * US, sent + 50 * US);
+			hub__node_ok(h, na, sent);
+			hub__node_ok(h, nb, sent);
+			hub__judge(h, sent, on_verdict, &s);
+		}
+		if (timed) {
+			assert_true(hub__offset(h, "j1", nb, &shift, &o, &err));
+			assert_int_equal(shift, LATE_ATTACH);
+			assert_true(llabs(o - (int64_t)off) <= (int64_t)err);
+		} else {
+			assert_false(hub__offset(h, "j1", nb, &shift, &o, &err));
+		}
+		hub__free(h);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -415,6 +478,7 @@ int main(void)
 		cmocka_unit_test(bad_answers__refused_and_counted__other_job_untouched),
 		cmocka_unit_test(divergent__odd_rank_across_nodes__named_at_its_step),
 		cmocka_unit_test(hung_job__ranks_in_different_collectives__divergent),
+		cmocka_unit_test(flat_steps__lined_up_by_poll_clocks),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -16,6 +16,13 @@
 # sockets until torch's 5 s watchdog ends it) - and are then sent SIGTERM (and SIGCONT, in
 # case one is stopped). SIGINT/SIGTERM to the launcher stop all ranks and their loader workers. At exit
 # it removes any cgroup a rank of this launch left behind (a SIGKILLed rank cannot).
+#
+# Two "nodes" on one machine (each list has one word per rank, W words):
+#   ZOO_DDP_NETNS="NS0 NS1 ..."    rank r runs under `ip netns exec NS_r` (same PID: ip execs it)
+#   ZOO_DDP_CGROUPS="DIR0 ..."     rank r is born in cgroup directory DIR_r, so its loader
+#                                  worker is too (the launcher does not remove these)
+#   ZOO_DDP_MASTER_ADDR=ADDR       MASTER_ADDR instead of 127.0.0.1 (rank 0's address as the
+#                                  others reach it); gloo may also need GLOO_SOCKET_IFNAME
 set -u
 
 if [ $# -lt 1 ] || ! [[ $1 =~ ^[1-9][0-9]*$ ]]; then
@@ -24,6 +31,15 @@ if [ $# -lt 1 ] || ! [[ $1 =~ ^[1-9][0-9]*$ ]]; then
 fi
 nproc=$1
 shift
+read -r -a rank_netns <<<"${ZOO_DDP_NETNS:-}"
+read -r -a rank_cgroup <<<"${ZOO_DDP_CGROUPS:-}"
+for n in "NETNS ${#rank_netns[@]}" "CGROUPS ${#rank_cgroup[@]}"; do
+	read -r var words <<<"$n"
+	if ((words > 0 && words != nproc)); then
+		echo "zoo_ddp_launch: ZOO_DDP_$var has $words words, not one per rank ($nproc)" >&2
+		exit 2
+	fi
+done
 
 here=$(cd "$(dirname "$0")" && pwd)
 py=/usr/bin/python3
@@ -52,10 +68,19 @@ remove_cgroups() {
 
 declare -A running	# pid -> rank, for ranks not yet reaped
 for ((r = 0; r < nproc; r++)); do
-	RANK=$r LOCAL_RANK=$r WORLD_SIZE=$nproc LOCAL_WORLD_SIZE=$nproc \
-	MASTER_ADDR=127.0.0.1 MASTER_PORT=$port ZOO_DDP_TAG=$tag \
-	TORCHELASTIC_RUN_ID=${ZOO_DDP_RUN_ID:-zoo-ddp-$tag} \
-		"$py" "$here/zoo_ddp.py" "$@" &
+	netns=()
+	[ ${#rank_netns[@]} -gt 0 ] && netns=(ip netns exec "${rank_netns[r]}")
+	(
+		cg=${rank_cgroup[r]:-}
+		if [ -n "$cg" ] && ! echo "$BASHPID" >"$cg/cgroup.procs"; then
+			echo "zoo_ddp_launch: cannot start rank $r in cgroup $cg" >&2
+			exit 1
+		fi
+		export RANK=$r LOCAL_RANK=$r WORLD_SIZE=$nproc LOCAL_WORLD_SIZE=$nproc \
+			MASTER_ADDR=${ZOO_DDP_MASTER_ADDR:-127.0.0.1} MASTER_PORT=$port ZOO_DDP_TAG=$tag \
+			TORCHELASTIC_RUN_ID=${ZOO_DDP_RUN_ID:-zoo-ddp-$tag}
+		exec "${netns[@]}" "$py" "$here/zoo_ddp.py" "$@"
+	) &
 	running[$!]=$r
 done
 

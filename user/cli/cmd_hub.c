@@ -56,6 +56,7 @@ struct addr {
 	char why[256];
 	bool down_said;
 	uint64_t bad_said_ns;
+	uint64_t sent_ns, recv_ns;	/* the steps request's, for the node's clock */
 };
 
 static struct {
@@ -386,7 +387,9 @@ static void fetch_node(struct addr *a)
 	}
 	snprintf(path, sizeof(path), "/api/v1/steps?since=%llu&last=%d",
 		 (unsigned long long)a->cursor, HTTPD_STEPS_MAX);
+	a->sent_ns = now_ns();
 	a->err = get(a, path, &a->resp[1], a->why, sizeof(a->why));
+	a->recv_ns = now_ns();
 	if (!a->err)
 		a->err = get(a, "/api/v1/diagnosis", &a->resp[2], a->why, sizeof(a->why));
 }
@@ -412,9 +415,12 @@ static void apply_node(struct addr *a, uint64_t now)
 	snprintf(why, sizeof(why), "%s", a->why);
 	if (!err && r[0].body)
 		err = hub__feed_ranks(g.hub, a->node, r[0].body, r[0].len, why, sizeof(why));
-	if (!err && r[1].body)
+	if (!err && r[1].body) {
 		err = hub__feed_steps(g.hub, a->node, r[1].body, r[1].len, &a->cursor, &more, why,
 				      sizeof(why));
+		if (!err)
+			hub__node_timing(g.hub, a->node, a->sent_ns, a->recv_ns);
+	}
 	if (!err && r[2].body)
 		err = hub__feed_diagnosis(g.hub, a->node, r[2].body, r[2].len, why, sizeof(why));
 	httpc__resp_free(&r[0]);

@@ -52,6 +52,8 @@ struct jnode {
 	int64_t offset_ns;	/* the node's clock - the reference node's */
 	uint64_t err_ns;
 	uint64_t phase_ns;	/* of which: a collective's share of the step (see align()) */
+	bool by_polls;		/* its steps were lined up by the polls' clocks, not their lengths */
+	bool clock_by_polls;	/* its offset is the polls' (tighter than the step starts') */
 	uint64_t checked_k;	/* the node step it was last lined up at */
 	uint64_t waited;	/* judgements held back for it to line up */
 	uint64_t wait_from_ns;
@@ -81,9 +83,18 @@ struct hjob {
 	uint64_t fed_ns;	/* when a step of it last came (the hub's clock) */
 };
 
+#define HUB_NTP	16	/* poll timings kept per node */
+
 struct hnode {
 	char name[96];
 	bool up, gone, ever;
+	uint64_t instance;	/* its daemon's, from its step answers (0: not said yet) */
+	/* its clock against the hub's from the polls: the node's now at its answer against the
+	 * middle of the request (error: half the round trip); the least error of the last few */
+	uint64_t node_now_ns;	/* from the latest step answer, not yet paired with its timing */
+	int64_t ntp_off[HUB_NTP];
+	uint64_t ntp_err[HUB_NTP];
+	int ntp_n, ntp_head;
 	int fails;
 	uint64_t last_ok_ns;
 	char why[160];
@@ -484,7 +495,9 @@ int hub__feed_steps(struct hub *h, int node, const char *text, size_t len, uint6
 {
 	struct jsonp d = {};
 	const struct jsonp_val *root, *steps, *v, *phs;
-	uint64_t cur, lost = 0;
+	uint64_t cur, lost = 0, x;
+	const char *inst;
+	bool restarted;
 	int err_ = 0, ph;
 
 	*more = false;
@@ -502,14 +515,20 @@ int hub__feed_steps(struct hub *h, int node, const char *text, size_t len, uint6
 	h->nodes[node].st.lost += lost;
 	v = jsonp__get(&d, root, "more");
 	*more = v && v->type == JSONP_BOOL && v->b;
+	inst = jsonp__str(&d, root, "instance");
+	x = inst ? strtoull(inst, NULL, 16) : 0;
+	restarted = x && h->nodes[node].instance && x != h->nodes[node].instance;
+	if (x)
+		h->nodes[node].instance = x;
 	/* the daemon restarted: its lines, and its steps, count from 1 again */
-	if (cur < *cursor) {
+	if (cur < *cursor || restarted) {
 		node_restarted(h, node);
 		*cursor = 0;
 		*more = true;
 		goto out;
 	}
 	*cursor = cur;
+	jsonp__uint64(&d, root, "now_ns", &h->nodes[node].node_now_ns);
 	for (v = jsonp__first(&d, steps); v; v = jsonp__next(&d, v)) {
 		const char *job = jsonp__str(&d, v, "job"), *ops;
 		struct hub_step s = {};
@@ -636,6 +655,35 @@ void hub__node_ok(struct hub *h, int node, uint64_t now_ns)
 	n->why[0] = 0;
 }
 
+void hub__node_timing(struct hub *h, int node, uint64_t sent_ns, uint64_t recv_ns)
+{
+	struct hnode *n = &h->nodes[node];
+
+	if (!n->node_now_ns || recv_ns < sent_ns)
+		return;
+	n->ntp_off[n->ntp_head] = (int64_t)(n->node_now_ns - (sent_ns + (recv_ns - sent_ns) / 2));
+	n->ntp_err[n->ntp_head] = (recv_ns - sent_ns) / 2 + 1;
+	n->ntp_head = (n->ntp_head + 1) % HUB_NTP;
+	if (n->ntp_n < HUB_NTP)
+		n->ntp_n++;
+	n->node_now_ns = 0;
+}
+
+/* The node's clock - the hub's, from the poll with the shortest round trip lately. */
+static bool node_ntp(const struct hnode *n, int64_t *off, uint64_t *err)
+{
+	int i, best = -1;
+
+	for (i = 0; i < n->ntp_n; i++)
+		if (best < 0 || n->ntp_err[i] < n->ntp_err[best])
+			best = i;
+	if (best < 0)
+		return false;
+	*off = n->ntp_off[best];
+	*err = n->ntp_err[best];
+	return true;
+}
+
 void hub__node_bad(struct hub *h, int node)
 {
 	h->nodes[node].st.bad++;
@@ -700,10 +748,12 @@ static const struct hrank *node_rank(const struct hjob *j, int node)
  * clock offset: the median of the matched starts' differences; its error, the 90th percentile
  * of the differences' distance from it.
  */
-static void align(const struct hrank *a, const struct hrank *b, struct jnode *jn)
+static void align(const struct hrank *a, const struct hrank *b, struct jnode *jn, bool guess,
+		  int64_t guess_ns, uint64_t guess_err)
 {
-	uint64_t diff[HUB_STEPS], best = UINT64_MAX, second = UINT64_MAX, m;
-	int64_t d, lo, hi, best_d = 0, off[HUB_STEPS];
+	uint64_t diff[HUB_STEPS], best = UINT64_MAX, second = UINT64_MAX, m, dist[HUB_STEPS];
+	uint64_t best_dist = UINT64_MAX, step;
+	int64_t d, lo, hi, best_d = 0, off[HUB_STEPS], dist_d = 0;
 	const struct hub_step *sa, *sb;
 	int i, k, nm;
 
@@ -723,11 +773,19 @@ static void align(const struct hrank *a, const struct hrank *b, struct jnode *jn
 
 			if ((int64_t)x->k + d < 0 || !(y = step_at(a, x->k + d)))
 				continue;
+			dist[nm] = (uint64_t)llabs((int64_t)(x->start_ns - y->start_ns) - guess_ns);
 			diff[nm++] = x->dur_ns > y->dur_ns ? x->dur_ns - y->dur_ns :
 				     y->dur_ns - x->dur_ns;
 		}
 		if (nm < HUB_ALIGN_MIN)
 			continue;
+		if (guess) {
+			qsort(dist, nm, sizeof(*dist), detect__cmp_u64);
+			if (dist[nm / 2] < best_dist) {
+				best_dist = dist[nm / 2];
+				dist_d = d;
+			}
+		}
 		qsort(diff, nm, sizeof(*diff), detect__cmp_u64);
 		m = diff[nm / 2];
 		if (m < best) {
@@ -744,9 +802,21 @@ static void align(const struct hrank *a, const struct hrank *b, struct jnode *jn
 	 * cycle now and then, which blurs the lengths but does not move the steps */
 	if (best == UINT64_MAX)
 		return;
-	if (second != UINT64_MAX && best * 4 > second && !(jn->aligned && best_d == jn->shift)) {
-		jn->checked_k = b->ring[(b->head + HUB_STEPS - 1) % HUB_STEPS].k;
-		return;
+	jn->by_polls = false;
+	if (second != UINT64_MAX && best * 4 >= second && !(jn->aligned && best_d == jn->shift)) {
+		/* steps too alike to tell apart by length: the polls' clocks pick the shift when
+		 * they are sure to within a quarter of a step, and the starts then agree to
+		 * within half of one (the next shift is a whole step off) */
+		for (nm = 0, i = 0; i < use; i++)
+			diff[nm++] = b->ring[(b->head + HUB_STEPS - use + i) % HUB_STEPS].dur_ns;
+		qsort(diff, nm, sizeof(*diff), detect__cmp_u64);
+		step = diff[nm / 2];
+		if (!guess || guess_err * 4 > step || best_dist * 2 > step) {
+			jn->checked_k = b->ring[(b->head + HUB_STEPS - 1) % HUB_STEPS].k;
+			return;
+		}
+		best_d = dist_d;
+		jn->by_polls = true;
 	}
 	for (nm = 0, i = 0; i < use; i++) {
 		const struct hub_step *x = &b->ring[(b->head + HUB_STEPS - use + i) % HUB_STEPS];
@@ -781,6 +851,14 @@ static void align(const struct hrank *a, const struct hrank *b, struct jnode *jn
 		jn->phase_ns = diff[nm / 2];
 		jn->err_ns += jn->phase_ns;
 	}
+	/* the polls' round trips bound the offset more tightly than step starts that scatter:
+	 * the tighter of the two is stated */
+	jn->clock_by_polls = guess && guess_err < jn->err_ns;
+	if (jn->clock_by_polls) {
+		jn->offset_ns = guess_ns;
+		jn->err_ns = guess_err;
+		jn->phase_ns = 0;
+	}
 	jn->shift = best_d;
 	jn->aligned = true;
 	jn->checked_k = b->ring[(b->head + HUB_STEPS - 1) % HUB_STEPS].k;
@@ -789,6 +867,9 @@ static void align(const struct hrank *a, const struct hrank *b, struct jnode *jn
 static void align_job(struct hub *h, struct hjob *j)
 {
 	const struct hrank *a, *b;
+	int64_t ga = 0, gb = 0;
+	uint64_t ea = 0, eb = 0;
+	bool guess;
 	int i;
 
 	/* the reference: the node of the lowest observed rank */
@@ -822,7 +903,9 @@ static void align_job(struct hub *h, struct hjob *j)
 		    b->ring[(b->head + HUB_STEPS - 1) % HUB_STEPS].k < jn->checked_k + HUB_REALIGN)
 			continue;
 		/* again now and then: lines were lost, or a node's steps were cut anew */
-		align(a, b, jn);
+		guess = node_ntp(&h->nodes[jn->node], &gb, &eb) &&
+			node_ntp(&h->nodes[j->ref], &ga, &ea);
+		align(a, b, jn, guess, gb - ga, eb + ea);
 	}
 }
 
@@ -1125,7 +1208,7 @@ static void judge_job(struct hub *h, struct hjob *j, uint64_t now_ns, verdict_fn
 {
 	struct step_obs *obs = NULL;
 	struct job_verdict jv = {}, dv = {};
-	int *cols = NULL, ncols = 0, i, w = h->window, unseen = 0, odd;
+	int *cols = NULL, ncols = 0, i, w = h->window, unseen = 0, unaligned = 0, odd;
 	const struct hrank *sr;
 	uint64_t k;
 
@@ -1177,6 +1260,7 @@ static void judge_job(struct hub *h, struct hjob *j, uint64_t now_ns, verdict_fn
 			continue;
 		}
 		unseen++;
+		unaligned += observed(h, j->r[i]);
 		/* a node that answers but is not lined up yet: wait for it a while rather than
 		 * judge without its ranks (and call their absence remote_wait) */
 		if (observed(h, j->r[i]) && jn && !jn->aligned && j->r[i]->n) {
@@ -1210,10 +1294,17 @@ static void judge_job(struct hub *h, struct hjob *j, uint64_t now_ns, verdict_fn
 	 * others wait for, not the network */
 	if (jv.cls == V_COMMUNICATION && (unseen || jv.world_size > ncols)) {
 		jv.cls = jv.v.cls = V_REMOTE_WAIT;
-		snprintf(jv.detail, sizeof(jv.detail), "the %d ranks observed (of %d) arrive "
-			 "together and wait %.1f ms after the last of them; ranks not observed (a "
-			 "node not answering, or without a daemon) hold them", ncols, jv.world_size,
-			 jv.v.post_arrival_ns / 1e6);
+		if (unaligned)
+			snprintf(jv.detail, sizeof(jv.detail), "the %d ranks judged (of %d) arrive "
+				 "together and wait %.1f ms after the last of them; %d rank(s) on "
+				 "nodes whose steps are not lined up yet are not judged, and one of "
+				 "those (or of ranks without a daemon) holds them", ncols,
+				 jv.world_size, jv.v.post_arrival_ns / 1e6, unaligned);
+		else
+			snprintf(jv.detail, sizeof(jv.detail), "the %d ranks observed (of %d) "
+				 "arrive together and wait %.1f ms after the last of them; ranks not "
+				 "observed (a node not answering, or without a daemon) hold them",
+				 ncols, jv.world_size, jv.v.post_arrival_ns / 1e6);
 	}
 	/* ranks that should do the same entered different collectives: a fact, not a trend */
 	odd = divergence(j, cols, ncols, k, &jv);
@@ -1355,6 +1446,8 @@ char *hub__nodes(struct hub *h, size_t *len)
 	json__arr_begin(&j);
 	for (i = 0; i < h->nn; i++) {
 		const struct hnode *n = &h->nodes[i];
+		int64_t po;
+		uint64_t pe;
 
 		json__obj_begin(&j);
 		json__kstr(&j, "node", n->name);
@@ -1366,6 +1459,17 @@ char *hub__nodes(struct hub *h, size_t *len)
 		json__kuint(&j, "bad_answers", n->st.bad);
 		json__kuint(&j, "duplicate_ranks", n->st.dups);
 		json__kuint(&j, "lost_steps", n->st.lost);
+		if (n->instance) {
+			char hex[17];
+
+			snprintf(hex, sizeof(hex), "%016" PRIx64, n->instance);
+			json__kstr(&j, "daemon_instance", hex);
+		}
+		if (node_ntp(n, &po, &pe)) {
+			/* the node's clock against the hub's, from the polls' round trips */
+			json__kint(&j, "poll_clock_offset_ns", po);
+			json__kuint(&j, "poll_clock_error_ns", pe);
+		}
 		json__key(&j, "jobs");
 		json__arr_begin(&j);
 		for (k = 0; k < h->nj; k++) {
@@ -1384,6 +1488,10 @@ char *hub__nodes(struct hub *h, size_t *len)
 				json__kint(&j, "clock_offset_ns", jn->offset_ns);
 				json__kuint(&j, "clock_error_ns", jn->err_ns);
 				json__kuint(&j, "clock_error_phase_ns", jn->phase_ns);
+				json__kstr(&j, "lined_up_by", jn->by_polls ? "poll clocks" :
+					   "step lengths");
+				json__kstr(&j, "clock_from", jn->clock_by_polls ?
+					   "poll round trips" : "step starts");
 			}
 			json__obj_end(&j);
 		}

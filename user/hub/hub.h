@@ -85,6 +85,11 @@ void hub__tick(struct hub *h, uint64_t now_ns);
 void hub__node_failed(struct hub *h, int node, const char *why, uint64_t now_ns);
 /* A poll of the node succeeded: it is up again. */
 void hub__node_ok(struct hub *h, int node, uint64_t now_ns);
+/* The steps request just fed was sent at sent_ns and answered by recv_ns (the hub's
+ * CLOCK_MONOTONIC): with the node's now in that answer, a sample of the node's clock against
+ * the hub's (error: half the round trip). Steps too alike to line up by their lengths are
+ * lined up by these. */
+void hub__node_timing(struct hub *h, int node, uint64_t sent_ns, uint64_t recv_ns);
 /* Count a bad answer (garbage, too big) from the node. */
 void hub__node_bad(struct hub *h, int node);
 /* The node is no longer among the peers (its name no longer resolves to it). */

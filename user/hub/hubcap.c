@@ -15,6 +15,7 @@
 struct coll {
 	uint64_t comm;		/* its communicator's name, hashed */
 	uint64_t op;		/* its operation's name, hashed */
+	bool ended;		/* its return was seen (gloo's calls are probed at entry only) */
 	uint32_t pid, tid;	/* merged tracks */
 	int node;
 	int64_t start, end;	/* ns, on the reference node's clock */
@@ -128,7 +129,7 @@ static void keep_coll(struct merge *m, const struct jsonp *d, const struct jsonp
 	m->c[m->nc++] = (struct coll){
 		.comm = fnv(comm, strlen(comm)), .op = fnv(name, strlen(name)), .pid = pid,
 		.tid = tid, .node = node, .start = start, .end = start + (dur > 0 ? dur : 0),
-		.seq = seq,
+		.seq = seq, .ended = dur > 0,
 	};
 }
 
@@ -268,8 +269,14 @@ static const struct coll *at_seq(const struct coll *r, size_t n, int64_t seq)
 	return lo < n && r[lo].seq == seq ? &r[lo] : NULL;
 }
 
-/* The collective of op in e (sorted by end) whose end is nearest t, or NULL. */
-static const struct coll *nearest(const struct coll *e, size_t n, uint64_t op, int64_t t)
+static int64_t tm(const struct coll *c, bool end)
+{
+	return end ? c->end : c->start;
+}
+
+/* The collective of op in e (sorted by end, or by start) whose end (start) is nearest t. */
+static const struct coll *nearest(const struct coll *e, size_t n, bool end, uint64_t op,
+				  int64_t t)
 {
 	const struct coll *best = NULL;
 	size_t lo = 0, hi = n, i;
@@ -277,15 +284,33 @@ static const struct coll *nearest(const struct coll *e, size_t n, uint64_t op, i
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
 
-		if (e[mid].end < t)
+		if (tm(&e[mid], end) < t)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
 	for (i = lo > 4 ? lo - 4 : 0; i < n && i < lo + 4; i++)
-		if (e[i].op == op && (!best || llabs(e[i].end - t) < llabs(best->end - t)))
+		if (e[i].op == op &&
+		    (!best || llabs(tm(&e[i], end) - t) < llabs(tm(best, end) - t)))
 			best = &e[i];
 	return best;
+}
+
+static int by_start(const void *x, const void *y)
+{
+	const struct coll *a = x, *b = y;
+
+	return a->start < b->start ? -1 : a->start > b->start;
+}
+
+/* Were most of these collectives seen to return? */
+static bool ended(const struct coll *c, size_t n)
+{
+	size_t i, k = 0;
+
+	for (i = 0; i < n; i++)
+		k += c[i].ended;
+	return n && k * 2 >= n;
 }
 
 #define SEQ_TRY		8	/* shifts tried either side of the nearest ends' */
@@ -297,7 +322,7 @@ static const struct coll *nearest(const struct coll *e, size_t n, uint64_t op, i
  * median absolute deviation from it returned (INT64_MAX: too few matched).
  */
 static int64_t score(const struct coll *p, size_t np, const struct coll *r, size_t nr, int64_t d,
-		     int64_t *buf, int64_t *med)
+		     bool end, int64_t *buf, int64_t *med)
 {
 	size_t i, n = 0, step = np > SEQ_SAMPLE ? np / SEQ_SAMPLE : 1;
 
@@ -305,7 +330,7 @@ static int64_t score(const struct coll *p, size_t np, const struct coll *r, size
 		const struct coll *x = at_seq(r, nr, p[i].seq + d);
 
 		if (x && x->op == p[i].op)
-			buf[n++] = p[i].end - x->end;
+			buf[n++] = end ? p[i].end - x->end : p[i].start - x->start;
 	}
 	if (n < SEQ_MATCH_MIN || n * 2 < (np + step - 1) / step)
 		return INT64_MAX;
@@ -341,8 +366,9 @@ static void refine(struct merge *m)
 			if (f->ref_node[x] == m->ref)
 				v[n++] = f->med[x];
 		if (!n) {
-			snprintf(f->note, sizeof(f->note), "no collective joined with the reference "
-				 "node's: the step-based offset stands");
+			snprintf(f->note, sizeof(f->note), "no collective seen to return joined with "
+				 "the reference node's (gloo's are probed at entry only): the "
+				 "step-based offset stands");
 			continue;
 		}
 		qsort(v, n, sizeof(*v), detect__cmp_i64);
@@ -387,12 +413,14 @@ static void align_seqs(struct merge *m)
 {
 	size_t a, b, p, q, i, rs, rn, np;
 	int64_t *buf = calloc(m->nc ? m->nc : 1, sizeof(*buf)), *dd = NULL;
-	struct coll *ends = NULL;
+	struct coll *ends = NULL, *starts = NULL;
+	bool r_end;
 	int k;
 
 	dd = calloc(m->nc ? m->nc : 1, sizeof(*dd));
 	ends = calloc(m->nc ? m->nc : 1, sizeof(*ends));
-	if (!buf || !dd || !ends)
+	starts = calloc(m->nc ? m->nc : 1, sizeof(*starts));
+	if (!buf || !dd || !ends || !starts)
 		goto out;
 	qsort(m->c, m->nc, sizeof(*m->c), by_comm_proc_seq);
 	for (a = 0; a < m->nc; a = b) {
@@ -414,17 +442,26 @@ static void align_seqs(struct merge *m)
 		}
 		memcpy(ends, &m->c[rs], rn * sizeof(*ends));
 		qsort(ends, rn, sizeof(*ends), by_end);
+		memcpy(starts, &m->c[rs], rn * sizeof(*starts));
+		qsort(starts, rn, sizeof(*starts), by_start);
+		r_end = ended(&m->c[rs], rn);
 		for (p = a; p < b; p = q) {
 			int64_t d0, d, best_d = 0, best = INT64_MAX, med, best_med = 0, sc;
 			size_t nd = 0;
+			bool end;
 
 			for (q = p; q < b && m->c[q].pid == m->c[p].pid; q++)
 				;
 			if (p == rs)
 				continue;
 			np = q - p;
+			/* ends where both were seen to return; else entries, which line the numbers
+			 * up (arrivals are skewed, but by less than a collective's gap) and say
+			 * nothing of clocks */
+			end = r_end && ended(&m->c[p], np);
 			for (i = p; i < q; i += np > SEQ_SAMPLE ? np / SEQ_SAMPLE : 1) {
-				const struct coll *r = nearest(ends, rn, m->c[i].op, m->c[i].end);
+				const struct coll *r = nearest(end ? ends : starts, rn, end,
+							       m->c[i].op, tm(&m->c[i], end));
 
 				if (r)
 					dd[nd++] = r->seq - m->c[i].seq;
@@ -434,7 +471,7 @@ static void align_seqs(struct merge *m)
 			qsort(dd, nd, sizeof(*dd), detect__cmp_i64);
 			d0 = dd[nd / 2];
 			for (d = d0 - SEQ_TRY; d <= d0 + SEQ_TRY; d++) {
-				sc = score(&m->c[p], np, &m->c[rs], rn, d, buf, &med);
+				sc = score(&m->c[p], np, &m->c[rs], rn, d, end, buf, &med);
 				if (sc < best || (sc == best && sc != INT64_MAX &&
 						  llabs(d - d0) < llabs(best_d - d0))) {
 					best = sc;
@@ -446,7 +483,7 @@ static void align_seqs(struct merge *m)
 				best_d = d0;
 			for (i = p; i < q; i++)
 				m->c[i].seq += best_d;
-			if (best == INT64_MAX)
+			if (best == INT64_MAX || !end)
 				continue;
 			/* its ends against the reference's, for its node's clock */
 			k = m->c[p].node;
@@ -463,6 +500,7 @@ out:
 	free(buf);
 	free(dd);
 	free(ends);
+	free(starts);
 }
 
 /* Flows: one a collective, from the first rank into it to each other rank's slice. */
@@ -478,11 +516,12 @@ static void flows(struct merge *m)
 	for (a = 0; a < m->nc; a = b) {
 		int64_t lo = INT64_MAX, hi = INT64_MIN;
 		uint64_t id;
-		bool across = false;
+		bool across = false, all_ended = true;
 
 		for (b = a; b < m->nc && m->c[b].comm == m->c[a].comm && m->c[b].seq == m->c[a].seq;
 		     b++) {
 			across |= m->c[b].node != m->c[a].node;
+			all_ended &= m->c[b].ended;
 			lo = m->c[b].end < lo ? m->c[b].end : lo;
 			hi = m->c[b].end > hi ? m->c[b].end : hi;
 		}
@@ -509,7 +548,7 @@ static void flows(struct merge *m)
 		m->st.flows++;
 		if (across) {
 			m->st.flows_across++;
-			if (spread)
+			if (spread && all_ended)
 				spread[ns++] = hi - lo;
 		}
 	}
@@ -544,7 +583,8 @@ static void other_data(struct merge *m, const char *id)
 	json__kuint(j, "residual_ns", m->st.residual_ns);
 	json__kuint(j, "residual_p90_ns", m->st.residual_p90_ns);
 	json__kstr(j, "residual", "the spread of one collective's ends across nodes, median and "
-		   "90th percentile over the collectives joined across nodes");
+		   "90th percentile over the collectives joined across nodes whose returns were "
+		   "seen (0: none were)");
 	json__kuint(j, "events", m->st.events);
 	json__kuint(j, "bad_lines", m->st.bad_lines);
 	json__kuint(j, "flows", m->st.flows);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <fcntl.h>
 #include <strings.h>
 #include <sys/socket.h>
@@ -41,6 +42,7 @@ struct httpd {
 	uint64_t published_ns;		/* the last publish (or the start) */
 	uint64_t stale_ns;		/* /healthz fails after this without one; 0: never */
 	unsigned int port;
+	uint64_t instance;	/* random at start: a puller tells a restarted server by it */
 };
 
 static uint64_t mono_ns(void)
@@ -192,7 +194,7 @@ static enum MHD_Result serve_steps(struct httpd *h, struct MHD_Connection *c)
 	uint64_t cursor, lost = 0;
 	enum MHD_Result ret;
 	bool more = false;
-	char *out, head[96];	/* what precedes the lines, written once they are known */
+	char *out, head[192];	/* what precedes the lines, written once they are known */
 
 	if ((rs && parse_long(rs, 0, 1 << 20, &rank)) ||
 	    (ls && parse_long(ls, 1, HTTPD_STEPS_MAX, &last)) ||
@@ -200,8 +202,10 @@ static enum MHD_Result serve_steps(struct httpd *h, struct MHD_Connection *c)
 		return text(c, MHD_HTTP_BAD_REQUEST,
 			    "bad request: rank, last and since must be whole numbers (last 1..4096, "
 			    "since a cursor from the last answer, 0 at first)\n");
-	cursor = since;
 	pthread_mutex_lock(&h->lock);
+	/* a cursor past the newest line is another server's (this one restarted): answer with
+	 * this one's newest, so the puller sees its cursor go back */
+	cursor = (uint64_t)since > h->step_seq ? h->step_seq : (uint64_t)since;
 	cap = sizeof(head) + 2;		/* the head, then "]}" */
 	for (k = 0; k < h->nsteps; k++)
 		cap += h->steps[k].len + 2;
@@ -237,8 +241,10 @@ static enum MHD_Result serve_steps(struct httpd *h, struct MHD_Connection *c)
 	if (ss) {
 		out[len++] = '}';
 		hlen = snprintf(head, sizeof(head), "{\"cursor\":%llu,\"lost\":%llu,\"more\":%s,"
-				"\"steps\":[", (unsigned long long)cursor,
-				(unsigned long long)lost, more ? "true" : "false");
+				"\"instance\":\"%016llx\",\"now_ns\":%llu,\"steps\":[",
+				(unsigned long long)cursor, (unsigned long long)lost,
+				more ? "true" : "false", (unsigned long long)h->instance,
+				(unsigned long long)mono_ns());
 	} else {
 		hlen = snprintf(head, sizeof(head), "[");
 	}
@@ -478,6 +484,8 @@ int httpd__start(const char *addr, const char *token, struct httpd **out, char *
 	if (!h)
 		return -ENOMEM;
 	h->published_ns = mono_ns();
+	if (getrandom(&h->instance, sizeof(h->instance), GRND_NONBLOCK) != sizeof(h->instance))
+		h->instance = mono_ns() ^ (uint64_t)getpid() << 32;
 	snprintf(h->token, sizeof(h->token), "%s", token ? token : "");
 	h->steps = calloc(HTTPD_STEPS_MAX, sizeof(*h->steps));
 	if (!h->steps) {
