@@ -184,6 +184,34 @@ static void equal_buckets__healthy__no_verdict(void **state)
 	job__free(j);
 }
 
+/* Every rank gone, rank 2 killed first: rank_exited on it, at the step after the last one
+ * (no empty steps of nobody counted on), and no step line for a step no rank ran. */
+static void all_ranks_exit__rank_exited_at_the_next_step(void **state)
+{
+	static const int skip[] = { 0, 0, 0, 0 };
+	static struct seen s;
+	struct job *j;
+	struct gen g = { .t = 1000 * MS };
+	int i, c, steps;
+
+	j = new_job(&s, 4, STEPS_AUTO);
+	mpi_buckets(j, 4, 100, 3, -1, 0, skip, &g);
+	job__on_exit(j, 2, g.t + 1 * MS, 9);	/* SIGKILL */
+	for (c = 0; c < 4; c++)
+		if (c != 2)
+			job__on_exit(j, c, g.t + 50 * MS, 0);
+	job__advance(j, g.t + 5000 * MS, false);
+	steps = s.steps[0];
+	job__advance(j, g.t + 6000 * MS, true);
+	assert_int_equal(s.steps[0], steps);
+	for (i = 0; i < s.nv && s.v[i].cls != V_RANK_EXITED; i++)
+		;
+	assert_true(i < s.nv);
+	assert_int_equal(s.v[i].col, 2);
+	assert_true(s.v[i].step <= (uint64_t)steps + 1);
+	job__free(j);
+}
+
 static void pattern_change__relearned_and_reported(void **state)
 {
 	static const int skip[] = { 0, 4 };
@@ -560,6 +588,7 @@ int main(void)
 		cmocka_unit_test(equal_buckets__slow_rank__compute_on_it),
 		cmocka_unit_test(equal_buckets__healthy__no_verdict),
 		cmocka_unit_test(pattern_change__relearned_and_reported),
+		cmocka_unit_test(all_ranks_exit__rank_exited_at_the_next_step),
 		cmocka_unit_test(ddp_attached_a_step_apart__starved_rank_named),
 		cmocka_unit_test(pipeline_two_stages__stages_micro_batches_and_slow_stage),
 		cmocka_unit_test(pipeline_equal_stages__bubble_verdict_only_when_over_the_schedule),

@@ -1804,6 +1804,11 @@ static void assemble(struct job *j, uint64_t now, bool final)
 			build_step(j, r, j->next_k, s, e, &row[c], &st[c]);
 			st[c].col = c;
 		}
+		/* every rank gone before this step: no step, not a row of nobody */
+		for (c = 0; c < j->n && !row[c].present; c++)
+			;
+		if (c == j->n)
+			goto done;
 		step_lateness(j, j->next_k, row);
 		pipeline_stages(j, st, row);
 		for (c = 0; c < j->n; c++) {
