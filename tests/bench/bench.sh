@@ -12,6 +12,10 @@
 #      interval, phase runs) for the whole run; overhead of a capture in %.
 #   6. the accuracy matrix (tests/workloads/matrix.py --subset full): every workload structure
 #      x fault x attach time, verdict and phases scored against the workload's own clock.
+#   7. rankscope hub over synthetic node daemons: CPU, RSS and verdict latency at 128 to 2048
+#      ranks (tests/bench/hub_scale.py).
+#   8. the zoo's faults on a job across two cgroup "nodes", judged by rankscope hub
+#      (tests/bench/hub_faults.py).
 #
 # Knobs (environment): BENCH_ROUNDS, BENCH_CALLS, BENCH_COUNT, BENCH_RUNS, BENCH_NP,
 # BENCH_ITERS, BENCH_COMPUTE_US, BENCH_RUN_TIMEOUT (s), BENCH_RESULTS (markdown output),
@@ -37,7 +41,7 @@ ITERS=${BENCH_ITERS:-400}
 COMPUTE_US=${BENCH_COMPUTE_US:-1000}
 RUN_TIMEOUT=${BENCH_RUN_TIMEOUT:-90}
 RESULTS=${BENCH_RESULTS:-tests/bench/results.md}
-PARTS=${BENCH_PARTS:-1234567}
+PARTS=${BENCH_PARTS:-12345678}
 read -r -a RS_ARGS <<<"${BENCH_RS_ARGS:-}"
 
 RS=build/rankscope
@@ -475,6 +479,14 @@ if [[ $PARTS == *7* ]]; then
 	log "part 7 took $(( $(date +%s) - P7_START ))s"
 fi
 
+if [[ $PARTS == *8* ]]; then
+	P8_START=$(date +%s)
+	log "part 8: the zoo's faults across two nodes, judged by rankscope hub (~4 min)"
+	"$PY" tests/bench/hub_faults.py --out "$T/hub_faults" >"$T/hub_faults.md" \
+		2>"$T/hub_faults.err" || log "part 8: a cell was wrong: $(grep WRONG "$T/hub_faults.err")"
+	log "part 8 took $(( $(date +%s) - P8_START ))s"
+fi
+
 LOAD1=$(cut -d' ' -f1-3 /proc/loadavg)
 ELAPSED=$(( $(date +%s) - START ))
 log "part 2 took $((ELAPSED - P1_S))s"
@@ -544,6 +556,22 @@ if len(rows) > 1:
           f"{b['cpu_core_share'] / max(a['cpu_core_share'], 1e-9):.1f}, RSS x"
           f"{b['rss_mb'] / max(a['rss_mb'], 1e-9):.1f}.")
 EOT
+fi
+if [ -s "$T/hub_faults.md" ]; then
+	cat >>"$RESULTS" <<'EOT'
+
+## 8. The zoo's faults across two nodes, judged by the hub
+
+`tests/bench/hub_faults.py`: a real OpenMPI job (`zoo_mpi`, 3 equal buckets a step) split
+between two cgroups, a node daemon scoped to each (`--cgroup`), `rankscope hub` over both;
+the fault on the last rank (node B). 2 ranks (one a node and a vCPU), 4 for the divergences
+(a majority names the odd rank). *Right*: the hub's first verdict that is not `none` names the
+fault's class and rank and most later ones agree, node A's daemon (which sees only its own
+ranks) never says `communication`, and a healthy job gets no verdict after 20 s. *Seconds*:
+from go to the first verdict naming it (hang, exit and divergences come at step 3000, ~8 s).
+
+EOT
+	cat "$T/hub_faults.md" >>"$RESULTS"
 fi
 cat "$RESULTS"
 log "wrote $RESULTS in ${ELAPSED}s"
