@@ -68,6 +68,15 @@ remove_cgroups() {
 
 declare -A running	# pid -> rank, for ranks not yet reaped
 for ((r = 0; r < nproc; r++)); do
+	if [ ${#rank_netns[@]} = 0 ] && [ ${#rank_cgroup[@]} = 0 ]; then
+		# one machine: bash's child execs the rank at once, with its variables
+		RANK=$r LOCAL_RANK=$r WORLD_SIZE=$nproc LOCAL_WORLD_SIZE=$nproc \
+		MASTER_ADDR=${ZOO_DDP_MASTER_ADDR:-127.0.0.1} MASTER_PORT=$port ZOO_DDP_TAG=$tag \
+		TORCHELASTIC_RUN_ID=${ZOO_DDP_RUN_ID:-zoo-ddp-$tag} \
+			"$py" "$here/zoo_ddp.py" "$@" &
+		running[$!]=$r
+		continue
+	fi
 	netns=()
 	[ ${#rank_netns[@]} -gt 0 ] && netns=(ip netns exec "${rank_netns[r]}")
 	(
