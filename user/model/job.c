@@ -1152,6 +1152,11 @@ static void build_step(const struct job *j, const struct job_rank *r, uint64_t k
 	o->present = true;
 	o->dur_ns = st->dur_ns;
 	o->ph = st->ph;
+	/* a collective seen at entry only (gloo's): seeing part of the job, its end is the
+	 * rank's time waiting in collectives after it arrived, so the wait for ranks not seen
+	 * here still shows (as remote_wait); a whole job keeps judging by arrivals alone */
+	if (partial(j) && o->arrival_ns && !o->done_ns)
+		o->done_ns = o->arrival_ns + st->ph.ns[PH_COMM];
 }
 
 /*
