@@ -582,6 +582,73 @@ static void partial_job__every_seen_rank_stuck__remote_hang(void **state)
 	}
 }
 
+/* What each rank's process is doing, for the first-look tests: rank 1 as first_state says. */
+static const char *first_state;
+
+static void stuck_states(void *ctx, int col, char *buf, size_t n)
+{
+	snprintf(buf, n, "%s", col == 1 ? first_state : "blocked in syscall 7 (poll)");
+}
+
+static bool none_inflight(void *ctx, int col, uint64_t *enter_ns, uint64_t *seq)
+{
+	return false;
+}
+
+/*
+ * Attached to a job already stuck: no collective in flight (they predate the probes), no
+ * step. Rank 1 stopped: hang on it once the hang timeout has passed since the first look.
+ * Rank 1 in uninterruptible sleep: only when it stays so for another timeout (a writer's
+ * moments in D are not a hang). Every rank merely waiting: no verdict.
+ */
+static void stuck_before_attach__first_look_names_the_stopped_rank(void **state)
+{
+	static struct seen s;
+	struct job_cfg cfg = { .mode = STEPS_AUTO, .hang_timeout_ns = 2000 * MS, .window = 8 };
+	struct job_probe_ops ops = {
+		.on_step = on_step, .on_verdict = on_verdict, .on_rule = on_rule, .ctx = &s,
+		.inflight = none_inflight, .state = stuck_states,
+	};
+	static const char *const states[] = {
+		"stopped (rank 1, pid 101; SIGSTOP or a debugger)",
+		"in uninterruptible sleep (D) in nfs_wait (rank 1, pid 101)",
+		"blocked in syscall 7 (poll)",
+	};
+	struct job *j;
+	int k, c;
+
+	for (k = 0; k < 3; k++) {
+		memset(&s, 0, sizeof(s));
+		first_state = states[k];
+		j = job__new(&cfg, 4, &ops);
+		assert_non_null(j);
+		for (c = 0; c < 4; c++)
+			job__set_rank(j, c, c, 100 + c);
+		job__advance(j, 1000 * MS, false);		/* the first look */
+		job__advance(j, 2500 * MS, false);		/* not yet the timeout */
+		assert_int_equal(s.nv, 0);
+		job__advance(j, 3100 * MS, false);
+		if (k == 0) {
+			assert_int_equal(s.nv, 1);
+			assert_int_equal(s.v[0].cls, V_HANG);
+			assert_int_equal(s.v[0].col, 1);
+			assert_non_null(strstr(s.v[0].detail, "stopped"));
+			assert_non_null(strstr(s.v[0].detail, "3 other rank(s) wait"));
+		} else {
+			assert_int_equal(s.nv, 0);
+		}
+		job__advance(j, 5200 * MS, false);
+		if (k == 1) {
+			assert_int_equal(s.nv, 1);
+			assert_int_equal(s.v[0].col, 1);
+			assert_non_null(strstr(s.v[0].detail, "nfs_wait"));
+		}
+		if (k == 2)
+			assert_int_equal(s.nv, 0);
+		job__free(j);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -589,6 +656,7 @@ int main(void)
 		cmocka_unit_test(equal_buckets__healthy__no_verdict),
 		cmocka_unit_test(pattern_change__relearned_and_reported),
 		cmocka_unit_test(all_ranks_exit__rank_exited_at_the_next_step),
+		cmocka_unit_test(stuck_before_attach__first_look_names_the_stopped_rank),
 		cmocka_unit_test(ddp_attached_a_step_apart__starved_rank_named),
 		cmocka_unit_test(pipeline_two_stages__stages_micro_batches_and_slow_stage),
 		cmocka_unit_test(pipeline_equal_stages__bubble_verdict_only_when_over_the_schedule),

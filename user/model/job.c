@@ -96,6 +96,9 @@ struct job {
 	bool emitted;
 	uint64_t last_emit_k;
 	bool hang_done;
+	uint64_t progress_ns;	/* the last step built, or the first look (0: not yet) */
+	int disk_col;		/* the one rank in uninterruptible sleep at every look, -1: none */
+	uint64_t disk_since;
 	bool exit_done;
 	bool div_done;
 	/* which ranks share a main communicator, when names do not say: whether two ranks were
@@ -124,6 +127,7 @@ struct job *job__new(const struct job_cfg *cfg, int nranks, const struct job_pro
 		j->cfg.window = 8;
 	j->ops = *ops;
 	j->n = nranks;
+	j->disk_col = -1;
 	j->r = calloc(nranks, sizeof(*j->r));
 	j->rows = calloc((size_t)JOB_ROWS * nranks, sizeof(*j->rows));
 	j->row_k = calloc(JOB_ROWS, sizeof(*j->row_k));
@@ -1832,6 +1836,7 @@ static void assemble(struct job *j, uint64_t now, bool final)
 		}
 		j->row_k[j->nrows % JOB_ROWS] = j->next_k;
 		j->nrows++;
+		j->progress_ns = now;
 		check_divergence(j, j->next_k);
 		judge(j, j->next_k);
 		j->next_k++;
@@ -1872,6 +1877,56 @@ static void remote_hang(struct job *j, uint64_t now, uint64_t wait_since, int64_
 	emit_verdict(j, &jv);
 }
 
+/*
+ * Attached to a job that was already stuck: its ranks entered their collectives before the
+ * probes existed, so none is in flight for us, and no step ends. When none has for the hang
+ * timeout since the first look (or the last step), what each rank's process is doing names
+ * the one that holds the others: stopped, a zombie, or the only one in uninterruptible sleep.
+ */
+static void first_look_hang(struct job *j, uint64_t now)
+{
+	struct job_verdict jv = {};
+	char st[96], lag_st[96] = "", disk_st[96] = "";
+	int c, lag = -1, ndisk = 0, disk = -1, waiting = 0;
+
+	if (!j->ops.state || j->n < 2 || now < j->progress_ns + j->cfg.hang_timeout_ns)
+		return;
+	for (c = 0; c < j->n; c++) {
+		if (j->r[c].exited)
+			continue;
+		j->ops.state(j->ops.ctx, c, st, sizeof(st));
+		if (lag < 0 && (!strncmp(st, "stopped", 7) || !strncmp(st, "a zombie", 8))) {
+			lag = c;
+			snprintf(lag_st, sizeof(lag_st), "%s", st);
+		} else if (!strncmp(st, "in uninterruptible", 18) && ndisk++ == 0) {
+			disk = c;
+			snprintf(disk_st, sizeof(disk_st), "%s", st);
+		} else {
+			waiting++;
+		}
+	}
+	/* the only rank in uninterruptible sleep, and at every look for the hang timeout: a
+	 * writer's moments in D between its runs are not a hang */
+	if (ndisk != 1 || disk != j->disk_col) {
+		j->disk_col = ndisk == 1 ? disk : -1;
+		j->disk_since = now;
+	} else if (lag < 0 && now >= j->disk_since + j->cfg.hang_timeout_ns) {
+		lag = disk;
+		snprintf(lag_st, sizeof(lag_st), "%s", disk_st);
+	}
+	if (lag < 0)
+		return;
+	jv.cls = jv.v.cls = V_HANG;
+	jv.col = jv.v.rank = lag;
+	jv.t_ns = now;
+	jv.step = jv.first = jv.last = j->next_k;
+	snprintf(jv.detail, sizeof(jv.detail), "no step has ended for %.1f s (the job was stuck "
+		 "when rankscope came: its calls predate the probes); the laggard is %s, %d other "
+		 "rank(s) wait", (now - j->progress_ns) / 1e9, lag_st, waiting);
+	j->hang_done = true;
+	emit_verdict(j, &jv);
+}
+
 static void check_hang(struct job *j, uint64_t now)
 {
 	struct job_verdict jv = {};
@@ -1894,8 +1949,10 @@ static void check_hang(struct job *j, uint64_t now)
 			}
 		}
 	}
-	if (waiter < 0)
+	if (waiter < 0) {
+		first_look_hang(j, now);
 		return;
+	}
 	for (c = 0; c < j->n && lag < 0; c++) {
 		if (c == waiter || j->r[c].exited)
 			continue;
@@ -1989,6 +2046,8 @@ void job__advance(struct job *j, uint64_t now, bool final)
 	if (!j)
 		return;
 	j->now = now;
+	if (!j->progress_ns)
+		j->progress_ns = now;
 	pick_main_comm(j);
 	if (!j->markers) {
 		align(j);

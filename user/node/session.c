@@ -1250,6 +1250,17 @@ static void job_state(void *ctx, int col, char *buf, size_t n)
 	case 'Z':
 		snprintf(buf, n, "a zombie (rank %d, pid %d)", rs->info.rank, rs->pid);
 		return;
+	case 'D': {
+		char *wchan = NULL;
+
+		/* waiting on the kernel (a disk, a hung mount): where, when it is said */
+		procfs__read(rs->pid, "wchan", &wchan, 64);
+		snprintf(buf, n, "in uninterruptible sleep (D) in %s (rank %d, pid %d)",
+			 wchan && *wchan && strcmp(wchan, "0") ? wchan : "the kernel", rs->info.rank,
+			 rs->pid);
+		free(wchan);
+		return;
+	}
 	default:
 		break;
 	}

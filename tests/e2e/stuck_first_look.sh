@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# A job that was already stuck when rankscope came: a real 4-rank OpenMPI job (zoo_mpi, 3
+# buckets a step) whose rank R (random) stops itself at step 30 (SIGSTOP, zoo_mpi's sigstop
+# fault); its peers block in MPI_Allreduce before any probe exists. Then
+# `rankscope diagnose -p PIDS --duration 6 --hang-timeout 2`:
+#  - the verdict is hang on rank R within --hang-timeout + 1 s of the attach, its detail the
+#    laggard's state (stopped) and the peers that wait;
+#  - the text report of the same run says hang on rank R, not "none yet";
+# (the peers entered their collectives before the probes existed: nothing is in flight for
+# rankscope, so this is what each rank's process is doing, not a collective's wait).
+. "$(dirname "$0")/../lib.sh"
+need_root
+command -v mpirun >/dev/null || skip "OpenMPI not installed (make deps)"
+[ -x "$TOP/build/workloads/zoo_mpi" ] || fail "build/workloads/zoo_mpi is missing: make fixtures"
+
+R=$((RANDOM % 4))
+bg job mpirun --allow-run-as-root --oversubscribe -np 4 "$TOP/build/workloads/zoo_mpi" \
+	--buckets 3 --steps 100000 --fault "sigstop:$R:30"
+wait_lines "$T/job.out" '^ready rank=' 4 60 || fail "the MPI job did not start"
+read -r -a PIDS <<<"$(ready_pids "$T/job.out" | tr , ' ')"
+[ "${#PIDS[@]}" = 4 ] || fail "expected 4 rank pids, got: ${PIDS[*]}"
+stopped=
+for ((i = 0; i < 100; i++)); do
+	[ "$(awk '{print $3}' "/proc/${PIDS[R]}/stat" 2>/dev/null)" = T ] && { stopped=1; break; }
+	sleep 0.1
+done
+[ -n "$stopped" ] || fail "rank $R did not stop itself"
+sleep 1		# its peers are inside MPI_Allreduce, waiting
+PIDLIST=$(IFS=,; echo "${PIDS[*]}")
+
+t0=$($PY -c 'import time; print(time.monotonic_ns())')
+"$RS" diagnose -p "$PIDLIST" --duration 6 --hang-timeout 2 --json >"$T/diag.json" 2>"$T/diag.err" ||
+	fail "diagnose failed: $(tail -3 "$T/diag.err")"
+"$RS" diagnose -p "$PIDLIST" --duration 5 --hang-timeout 2 >"$T/diag.txt" 2>&1 ||
+	fail "diagnose (text) failed: $(tail -3 "$T/diag.txt")"
+kill -CONT "${PIDS[R]}"
+$PY - "$T/diag.json" "$R" "${PIDS[R]}" "$t0" <<'PY' || exit 1
+import json, sys
+path, r, pid, t0 = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+v = [json.loads(l) for l in open(path) if l.startswith('{"type":"verdict"')]
+hang = [x for x in v if x["class"] == "hang"]
+assert hang, f"no hang verdict: {[x['class'] for x in v]}"
+h = hang[0]
+assert h["rank"] == r and h["pid"] == pid, h
+d = h["evidence"]["detail"]
+assert "stopped" in d and "3 other rank(s) wait" in d, d
+# attach takes a moment; the verdict comes within the hang timeout + 1 s of it
+late = (h["t_ns"] - t0) / 1e9
+assert late < 2 + 1 + 1.5, f"the verdict came {late:.1f} s after diagnose started"
+print(f"hang on rank {r} {late:.1f} s after diagnose started: {d}")
+PY
+grep -q "hang" "$T/diag.txt" && grep -qi "rank $R" "$T/diag.txt" ||
+	fail "the text report does not say hang on rank $R: $(tail -5 "$T/diag.txt")"
+grep -q "none yet" "$T/diag.txt" && fail "the text report says none yet: $(tail -5 "$T/diag.txt")"
+pass "a job stuck before rankscope came: hang on the stopped rank from the first look"
