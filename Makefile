@@ -17,7 +17,7 @@ CFLAGS    += -I$(OBJ)/bpf -iquote bpf -iquote cupti -D_GNU_SOURCE
 ifeq ($(CI),true)
 CFLAGS    += -Werror
 endif
-LDLIBS    := -lbpf -lelf -lz -lm -lmicrohttpd -lpthread
+LDLIBS    := -lbpf -ldw -lelf -lz -lm -lmicrohttpd -lpthread
 BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf \
 	      -I/usr/include/$(shell uname -m)-linux-gnu -Wall -Wno-unused-function
 

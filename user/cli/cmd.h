@@ -18,6 +18,7 @@ int cmd_daemon(int argc, char **argv);
 int cmd_inject(int argc, char **argv);
 int cmd_capture(int argc, char **argv);
 int cmd_hub(int argc, char **argv);
+int cmd_stacks(int argc, char **argv);
 
 /* Parse the options of a session verb into o. Returns 0, 1 after --help, or -EINVAL with
  * the reason printed. */

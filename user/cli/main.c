@@ -27,6 +27,8 @@ static void usage(FILE *f)
 "  capture   record a Perfetto/Chrome trace of every rank for N seconds\n"
 "            (rankscope capture --help)\n"
 "  inject    load the CUPTI library into a running process (rankscope inject --help)\n"
+"  stacks    every rank's threads' native stacks, merged into classes (a stuck job)\n"
+"            (rankscope stacks --help)\n"
 "  version   print the version\n"
 "  help      this help\n");
 }
@@ -49,6 +51,8 @@ int main(int argc, char **argv)
 		return cmd_capture(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "inject"))
 		return cmd_inject(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "stacks"))
+		return cmd_stacks(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {
 		printf("rankscope %s (wire ABI %d)\n", RANKSCOPE_VERSION, RS_ABI);
 		return 0;

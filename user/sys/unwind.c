@@ -1,0 +1,253 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/* Native stacks of a process's threads with libdwfl: see unwind.h. */
+#include <dirent.h>
+#include <dwarf.h>
+#include <elfutils/libdwfl.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "procfs.h"
+#include "unwind.h"
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+static char *debuginfo_path;
+
+static const Dwfl_Callbacks callbacks = {
+	.find_elf = dwfl_linux_proc_find_elf,
+	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.debuginfo_path = &debuginfo_path,
+};
+
+/* A thread's name, state, wait channel and syscall, from /proc (hostile text: bounded). */
+static void thread_proc(pid_t pid, struct unwind_thread *t)
+{
+	char path[64], *buf = NULL;
+	const char *p;
+
+	t->syscall = -1;
+	snprintf(path, sizeof(path), "task/%d/comm", t->tid);
+	if (procfs__read(pid, path, &buf, sizeof(t->name)) > 0) {
+		snprintf(t->name, sizeof(t->name), "%.*s", (int)strcspn(buf, "\n"), buf);
+		for (char *c = t->name; *c; c++)
+			if ((unsigned char)*c < 0x20 || *c == 0x7f)
+				*c = '?';
+	}
+	free(buf);
+	buf = NULL;
+	snprintf(path, sizeof(path), "task/%d/stat", t->tid);
+	if (procfs__read(pid, path, &buf, 1024) > 0 && (p = strrchr(buf, ')')) && p[1] == ' ')
+		t->state = p[2];
+	free(buf);
+	buf = NULL;
+	snprintf(path, sizeof(path), "task/%d/wchan", t->tid);
+	if (procfs__read(pid, path, &buf, sizeof(t->wchan)) > 0 && strcmp(buf, "0"))
+		snprintf(t->wchan, sizeof(t->wchan), "%.*s", (int)strspn(buf,
+			 "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.+"), buf);
+	free(buf);
+	buf = NULL;
+	snprintf(path, sizeof(path), "task/%d/syscall", t->tid);
+	if (procfs__read(pid, path, &buf, 256) > 0 && buf[0] >= '0' && buf[0] <= '9')
+		t->syscall = strtol(buf, NULL, 10);
+	free(buf);
+}
+
+static struct unwind_thread *new_thread(struct unwind_proc *p, pid_t tid)
+{
+	struct unwind_thread *t;
+
+	if (p->nthreads == UNWIND_THREADS) {
+		p->threads_cut++;
+		return NULL;
+	}
+	t = &p->threads[p->nthreads++];
+	memset(t, 0, sizeof(*t));
+	t->tid = tid;
+	thread_proc(p->pid, t);
+	return t;
+}
+
+static const char *base(const char *path)
+{
+	const char *s = path ? strrchr(path, '/') : NULL;
+
+	return s ? s + 1 : path ? path : "";
+}
+
+struct walk {
+	Dwfl *dwfl;
+	struct unwind_thread *t;
+};
+
+/* Only the pc while the thread is held: naming it can wait until every thread is let go. */
+static int frame_cb(Dwfl_Frame *state, void *arg)
+{
+	struct walk *w = arg;
+	struct unwind_thread *t = w->t;
+	struct unwind_frame *f;
+	Dwarf_Addr pc;
+	bool activation;
+
+	if (!dwfl_frame_pc(state, &pc, &activation))
+		return DWARF_CB_ABORT;
+	if (t->nframes == UNWIND_FRAMES) {
+		t->truncated = true;
+		return DWARF_CB_ABORT;
+	}
+	f = &t->frames[t->nframes++];
+	memset(f, 0, sizeof(*f));
+	/* a return address points past its call: look the call up */
+	f->pc = pc;
+	f->at = activation ? pc : pc - 1;
+	return DWARF_CB_OK;
+}
+
+static void symbolize(Dwfl *dwfl, struct unwind_frame *f)
+{
+	const char *name, *mod, *src;
+	Dwfl_Module *m = dwfl_addrmodule(dwfl, f->at);
+	Dwfl_Line *l;
+	int line = 0;
+
+	if (!m)
+		return;
+	name = dwfl_module_addrname(m, f->at);
+	mod = dwfl_module_info(m, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+	snprintf(f->func, sizeof(f->func), "%s", name ? name : "");
+	snprintf(f->lib, sizeof(f->lib), "%s", base(mod));
+	l = dwfl_module_getsrc(m, f->at);
+	src = l ? dwfl_lineinfo(l, NULL, &line, NULL, NULL, NULL) : NULL;
+	if (src) {
+		snprintf(f->file, sizeof(f->file), "%s", base(src));
+		f->line = line;
+	}
+}
+
+struct walk_all {
+	Dwfl *dwfl;
+	struct unwind_proc *p;
+};
+
+static int each_thread(Dwfl_Thread *thread, void *arg)
+{
+	struct walk_all *a = arg;
+	struct unwind_thread *t = new_thread(a->p, dwfl_thread_tid(thread));
+	struct walk w = { .dwfl = a->dwfl, .t = t };
+	uint64_t t0;
+
+	if (!t)
+		return DWARF_CB_OK;
+	t->frames = calloc(UNWIND_FRAMES, sizeof(*t->frames));
+	if (!t->frames) {
+		snprintf(t->err, sizeof(t->err), "out of memory");
+		return DWARF_CB_OK;
+	}
+	t0 = mono_ns();
+	if (dwfl_thread_getframes(thread, frame_cb, &w) && !t->nframes)
+		snprintf(t->err, sizeof(t->err), "%s", dwfl_errmsg(-1));
+	t->held_ns = mono_ns() - t0;
+	return DWARF_CB_OK;
+}
+
+/* Threads of a process we do not attach: their /proc state only. */
+static void proc_threads(struct unwind_proc *p, const char *why)
+{
+	char path[48];
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", p->pid);
+	d = opendir(path);
+	while (d && (de = readdir(d))) {
+		struct unwind_thread *t;
+		char *end;
+		long tid = strtol(de->d_name, &end, 10);
+
+		if (*end || tid <= 0)
+			continue;
+		t = new_thread(p, (pid_t)tid);
+		if (t)
+			snprintf(t->err, sizeof(t->err), "%s", why);
+	}
+	if (d)
+		closedir(d);
+}
+
+int unwind__process(pid_t pid, struct unwind_proc *p)
+{
+	struct proc_stat st;
+	struct walk_all a;
+	uint64_t t0;
+	Dwfl *dwfl;
+	int err, i, k;
+
+	memset(p, 0, sizeof(*p));
+	p->pid = pid;
+	p->threads = calloc(UNWIND_THREADS, sizeof(*p->threads));
+	if (!p->threads) {
+		snprintf(p->err, sizeof(p->err), "out of memory");
+		return -ENOMEM;
+	}
+	if (procfs__stat(pid, &st)) {
+		snprintf(p->err, sizeof(p->err), "process %d is gone", pid);
+		return -ESRCH;
+	}
+	p->state = st.state;
+	/* attaching would stop a stopped process anew, or wait on a zombie: leave them be */
+	if (st.state == 'T' || st.state == 't' || st.state == 'Z' || st.state == 'X') {
+		snprintf(p->err, sizeof(p->err), "%s: not attached, to leave it as it is",
+			 st.state == 'Z' || st.state == 'X' ? "a zombie" : "stopped");
+		proc_threads(p, p->err);
+		return 0;
+	}
+	dwfl = dwfl_begin(&callbacks);
+	if (!dwfl) {
+		snprintf(p->err, sizeof(p->err), "libdwfl: %s", dwfl_errmsg(-1));
+		return -ENOMEM;
+	}
+	err = dwfl_linux_proc_report(dwfl, pid);
+	if (err || dwfl_report_end(dwfl, NULL, NULL)) {
+		snprintf(p->err, sizeof(p->err), "cannot read the maps of %d: %s", pid,
+			 err > 0 ? strerror(err) : dwfl_errmsg(-1));
+		dwfl_end(dwfl);
+		return err > 0 ? -err : -EINVAL;
+	}
+	t0 = mono_ns();
+	err = dwfl_linux_proc_attach(dwfl, pid, false);
+	if (err) {
+		snprintf(p->err, sizeof(p->err), "cannot attach to %d: %s%s", pid,
+			 err > 0 ? strerror(err) : dwfl_errmsg(-1), err == EPERM ?
+			 " (another tracer, or no CAP_SYS_PTRACE)" : "");
+		dwfl_end(dwfl);
+		proc_threads(p, p->err);
+		return err > 0 ? -err : -EINVAL;
+	}
+	a = (struct walk_all){ .dwfl = dwfl, .p = p };
+	/* each thread is stopped while its own frames are read, and let go after */
+	dwfl_getthreads(dwfl, each_thread, &a);
+	p->held_ns = mono_ns() - t0;
+	for (i = 0; i < p->nthreads; i++)
+		for (k = 0; k < p->threads[i].nframes; k++)
+			symbolize(dwfl, &p->threads[i].frames[k]);
+	dwfl_end(dwfl);
+	return 0;
+}
+
+void unwind__free(struct unwind_proc *p)
+{
+	int i;
+
+	for (i = 0; p->threads && i < p->nthreads; i++)
+		free(p->threads[i].frames);
+	free(p->threads);
+	p->threads = NULL;
+	p->nthreads = 0;
+}
