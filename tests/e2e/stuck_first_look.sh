@@ -8,6 +8,12 @@
 #  - the text report of the same run says hang on rank R, not "none yet";
 # (the peers entered their collectives before the probes existed: nothing is in flight for
 # rankscope, so this is what each rank's process is doing, not a collective's wait).
+# Then two stuck jobs whose ranks all merely wait, judged by their stacks:
+#  - rank R enters MPI_Barrier where its peers enter MPI_Allreduce (zoo_mpi's divhang), all
+#    of it before the attach: divergent on R, barrier against allreduce;
+#  - rank R sleeps 60 s inside its step (zoo_mpi's sleep fault) while its peers wait in
+#    MPI_Allreduce: hang on R, the frames it is in named (clock_nanosleep <- main: not a
+#    collective).
 . "$(dirname "$0")/../lib.sh"
 need_root
 command -v mpirun >/dev/null || skip "OpenMPI not installed (make deps)"
@@ -52,4 +58,41 @@ PY
 grep -q "hang" "$T/diag.txt" && grep -qi "rank $R" "$T/diag.txt" ||
 	fail "the text report does not say hang on rank $R: $(tail -5 "$T/diag.txt")"
 grep -q "none yet" "$T/diag.txt" && fail "the text report says none yet: $(tail -5 "$T/diag.txt")"
-pass "a job stuck before rankscope came: hang on the stopped rank from the first look"
+kill -TERM "$PID_job"
+wait_exit "$PID_job" 20 >/dev/null
+
+# stuck_job NAME FAULT: a 4-rank job with FAULT on rank R from step 30; PIDLIST once stuck
+stuck_job() {
+	bg "$1" mpirun --allow-run-as-root --oversubscribe -np 4 "$TOP/build/workloads/zoo_mpi" \
+		--buckets 3 --steps 100000 --fault-from 30 --fault "$2"
+	wait_lines "$T/$1.out" '^ready rank=' 4 60 || fail "the MPI job $1 did not start"
+	read -r -a PIDS <<<"$(ready_pids "$T/$1.out" | tr , ' ')"
+	PIDLIST=$(IFS=,; echo "${PIDS[*]}")
+	sleep 3		# step 30 is well past: stuck
+}
+verdict() {	# FILE CLASS RANK WORDS...: the first verdict not none
+	$PY - "$@" <<'PY'
+import json, sys
+path, cls, r, words = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
+v = [json.loads(l) for l in open(path) if l.startswith('{"type":"verdict"')]
+v = [x for x in v if x["class"] != "none"]
+assert v, "no verdict"
+d = v[0]["evidence"]["detail"]
+assert (v[0]["class"], v[0]["rank"]) == (cls, r), (v[0]["class"], v[0]["rank"], d)
+assert all(w in d for w in words), (words, d)
+print(f"{cls} on rank {r}: {d}")
+PY
+}
+stuck_job div "divhang:$R:30"
+"$RS" diagnose -p "$PIDLIST" --duration 6 --hang-timeout 2 --json >"$T/div.json" 2>"$T/div.err" ||
+	fail "diagnose failed: $(tail -3 "$T/div.err")"
+verdict "$T/div.json" divergent "$R" PMPI_Barrier PMPI_Allreduce "3 other rank(s)" || exit 1
+kill -TERM "$PID_div"
+wait_exit "$PID_div" 20 >/dev/null
+
+stuck_job slp "sleep:$R:60000000"
+"$RS" diagnose -p "$PIDLIST" --duration 6 --hang-timeout 2 --json >"$T/slp.json" 2>"$T/slp.err" ||
+	fail "diagnose failed: $(tail -3 "$T/slp.err")"
+verdict "$T/slp.json" hang "$R" "no collective" nanosleep "<- main" PMPI_Allreduce || exit 1
+pass "jobs stuck before rankscope came: a stopped rank (hang), mismatched collectives" \
+	"(divergent) and a rank outside any collective (hang), from the first look"

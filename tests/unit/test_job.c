@@ -649,6 +649,66 @@ static void stuck_before_attach__first_look_names_the_stopped_rank(void **state)
 	}
 }
 
+/* Where each rank is by its stack, for the stuck-stacks test: rank 2 as where_two says. */
+static const char *where_two;
+
+static bool stuck_where(void *ctx, int col, char *coll, size_t nc, char *frames, size_t nf)
+{
+	const char *w = col == 2 ? where_two : "PMPI_Allreduce";
+
+	coll[0] = frames[0] = 0;
+	if (!strncmp(w, "PMPI_", 5)) {
+		snprintf(coll, nc, "%s", w);
+		return true;
+	}
+	snprintf(frames, nf, "%s", w);
+	return false;
+}
+
+/*
+ * A stuck job whose ranks all merely wait (nothing in flight, none stopped): by their stacks,
+ * rank 2 in another collective is divergent; rank 2 in none is the hang, its frames named;
+ * every rank in the same collective gives no verdict (and the stacks are read again only a
+ * hang timeout later).
+ */
+static void stuck_all_waiting__stacks_name_the_odd_rank(void **state)
+{
+	static struct seen s;
+	struct job_cfg cfg = { .mode = STEPS_AUTO, .hang_timeout_ns = 2000 * MS, .window = 8 };
+	struct job_probe_ops ops = {
+		.on_step = on_step, .on_verdict = on_verdict, .on_rule = on_rule, .ctx = &s,
+		.inflight = none_inflight, .state = stuck_states, .where = stuck_where,
+	};
+	static const char *const wheres[] = { "PMPI_Barrier", "clock_nanosleep <- main",
+					      "PMPI_Allreduce" };
+	static const enum vclass want[] = { V_DIVERGENT, V_HANG, V_NONE };
+	struct job *j;
+	int k, c;
+
+	first_state = "blocked in syscall 7 (poll)";
+	for (k = 0; k < 3; k++) {
+		memset(&s, 0, sizeof(s));
+		where_two = wheres[k];
+		j = job__new(&cfg, 4, &ops);
+		assert_non_null(j);
+		for (c = 0; c < 4; c++)
+			job__set_rank(j, c, c, 100 + c);
+		job__advance(j, 1000 * MS, false);
+		job__advance(j, 3100 * MS, false);
+		if (want[k] == V_NONE) {
+			assert_int_equal(s.nv, 0);
+		} else {
+			assert_int_equal(s.nv, 1);
+			assert_int_equal(s.v[0].cls, want[k]);
+			assert_int_equal(s.v[0].col, 2);
+			assert_non_null(strstr(s.v[0].detail, k == 0 ? "PMPI_Barrier" :
+					       "clock_nanosleep <- main"));
+			assert_non_null(strstr(s.v[0].detail, "PMPI_Allreduce"));
+		}
+		job__free(j);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -657,6 +717,7 @@ int main(void)
 		cmocka_unit_test(pattern_change__relearned_and_reported),
 		cmocka_unit_test(all_ranks_exit__rank_exited_at_the_next_step),
 		cmocka_unit_test(stuck_before_attach__first_look_names_the_stopped_rank),
+		cmocka_unit_test(stuck_all_waiting__stacks_name_the_odd_rank),
 		cmocka_unit_test(ddp_attached_a_step_apart__starved_rank_named),
 		cmocka_unit_test(pipeline_two_stages__stages_micro_batches_and_slow_stage),
 		cmocka_unit_test(pipeline_equal_stages__bubble_verdict_only_when_over_the_schedule),

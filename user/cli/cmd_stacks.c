@@ -63,21 +63,6 @@ static const struct unwind_thread *main_thread(const struct unwind_proc *p)
 	return p->nthreads ? &p->threads[0] : NULL;
 }
 
-/* A collective library's entry point (or a CUDA wait): below it, where a rank spins while it
- * waits (a progress engine, a poll) says nothing of which collective it waits in. */
-static bool collective_frame(const char *f)
-{
-	static const char *const prefix[] = { "PMPI_", "MPI_", "nccl", "pnccl", "_ZN4gloo",
-					      "_ZN4c10d", "cudaStreamSynchronize",
-					      "cudaDeviceSynchronize", "cudaEventSynchronize" };
-	size_t i;
-
-	for (i = 0; i < sizeof(prefix) / sizeof(prefix[0]); i++)
-		if (!strncmp(f, prefix[i], strlen(prefix[i])))
-			return true;
-	return false;
-}
-
 /* The class key: the main thread's functions from the outermost in, down to the collective
  * it is inside if any; or its state. */
 static void make_key(struct rank_snap *r)
@@ -95,7 +80,7 @@ static void make_key(struct rank_snap *r)
 		const char *f = t->frames[i].func[0] ? t->frames[i].func : "??";
 
 		len += snprintf(r->key + len, sizeof(r->key) - len, "%s%s", len ? ";" : "", f);
-		if (collective_frame(f))
+		if (unwind__collective_frame(f))
 			break;
 	}
 }

@@ -98,6 +98,7 @@ struct job {
 	bool hang_done;
 	uint64_t progress_ns;	/* the last step built, or the first look (0: not yet) */
 	int disk_col;		/* the one rank in uninterruptible sleep at every look, -1: none */
+	uint64_t stacks_ns;	/* the last look at a stuck job's stacks */
 	uint64_t disk_since;
 	bool exit_done;
 	bool div_done;
@@ -1878,6 +1879,74 @@ static void remote_hang(struct job *j, uint64_t now, uint64_t wait_since, int64_
 }
 
 /*
+ * Every rank of a stuck job merely waits: their stacks say where (at most once a hang
+ * timeout). Ranks in different collectives, against a strict majority in one: divergent on
+ * the odd one. Ranks in a collective but one that is in none: a hang on that one, with the
+ * frames it is in.
+ */
+static void stuck_stacks(struct job *j, uint64_t now)
+{
+	struct job_verdict jv = {};
+	char (*coll)[48] = NULL, frames[160] = "", odd_frames[160] = "";
+	int c, d, best = -1, same = 0, in = 0, out = -1, nout = 0, odd = -1, seen = 0;
+
+	if (!j->ops.where || (j->stacks_ns && now < j->stacks_ns + j->cfg.hang_timeout_ns))
+		return;
+	j->stacks_ns = now;
+	coll = calloc(j->n, sizeof(*coll));
+	if (!coll)
+		return;
+	for (c = 0; c < j->n; c++) {
+		if (j->r[c].exited)
+			continue;
+		if (j->ops.where(j->ops.ctx, c, coll[c], sizeof(coll[c]), frames, sizeof(frames))) {
+			in++;
+		} else if (frames[0]) {
+			if (out < 0) {
+				out = c;
+				snprintf(odd_frames, sizeof(odd_frames), "%s", frames);
+			}
+			nout++;
+		}
+		seen++;
+	}
+	for (c = 0; c < j->n; c++) {
+		int n = 0;
+
+		for (d = 0; coll[c][0] && d < j->n; d++)
+			n += !strcmp(coll[c], coll[d]);
+		if (n > same) {
+			same = n;
+			best = c;
+		}
+	}
+	jv.t_ns = now;
+	jv.step = jv.first = jv.last = j->next_k;
+	if (in == seen && best >= 0 && same < in && same * 2 > in) {
+		for (c = 0; c < j->n && odd < 0; c++)
+			if (coll[c][0] && strcmp(coll[c], coll[best]))
+				odd = c;
+		jv.cls = jv.v.cls = V_DIVERGENT;
+		jv.col = jv.v.rank = odd;
+		snprintf(jv.detail, sizeof(jv.detail), "no step has ended for %.1f s; by their "
+			 "stacks this rank waits in %s while %d other rank(s) wait in %s",
+			 (now - j->progress_ns) / 1e9, coll[odd], same, coll[best]);
+	} else if (nout == 1 && in == seen - 1 && in > 0) {
+		jv.cls = jv.v.cls = V_HANG;
+		jv.col = jv.v.rank = out;
+		snprintf(jv.detail, sizeof(jv.detail), "no step has ended for %.1f s; %d rank(s) "
+			 "wait in %s, and this one is in no collective: %s",
+			 (now - j->progress_ns) / 1e9, in, best >= 0 ? coll[best] : "a collective",
+			 odd_frames);
+	}
+	free(coll);
+	if (jv.cls == V_NONE)
+		return;
+	j->hang_done = true;
+	emit_verdict(j, &jv);
+}
+
+/*
  * Attached to a job that was already stuck: its ranks entered their collectives before the
  * probes existed, so none is in flight for us, and no step ends. When none has for the hang
  * timeout since the first look (or the last step), what each rank's process is doing names
@@ -1914,8 +1983,10 @@ static void first_look_hang(struct job *j, uint64_t now)
 		lag = disk;
 		snprintf(lag_st, sizeof(lag_st), "%s", disk_st);
 	}
-	if (lag < 0)
+	if (lag < 0) {
+		stuck_stacks(j, now);
 		return;
+	}
 	jv.cls = jv.v.cls = V_HANG;
 	jv.col = jv.v.rank = lag;
 	jv.t_ns = now;

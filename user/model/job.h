@@ -130,6 +130,11 @@ struct job_probe_ops {
 	bool (*inflight)(void *ctx, int col, uint64_t *enter_ns, uint64_t *seq);
 	/* What column col is doing: "running", "blocked in read", "stopped", "zombie"... */
 	void (*state)(void *ctx, int col, char *buf, size_t n);
+	/* Where column col's main thread is, from its stack (a stuck job's first look): true
+	 * with the collective it is inside (e.g. "PMPI_Allreduce") in coll, or false with coll
+	 * "" and its innermost frames of its own in frames ("" when its stack cannot be read). */
+	bool (*where)(void *ctx, int col, char *coll, size_t ncoll, char *frames,
+		      size_t nframes);
 	void (*on_step)(void *ctx, const struct job_step *st, const char *rule);
 	void (*on_verdict)(void *ctx, const struct job_verdict *v);
 	/* How steps are found, once learned, and again when the pattern changed (changed). */

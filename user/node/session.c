@@ -19,6 +19,7 @@
 #include "procfs.h"
 #include "ranks.h"
 #include "session.h"
+#include "unwind.h"
 
 static const char *const result_names[AR_MAX] = {
 	[AR_OK] = "attached",
@@ -1273,10 +1274,20 @@ static void job_state(void *ctx, int col, char *buf, size_t n)
 	free(sc);
 }
 
+/* Where a rank of a stuck job is, from its main thread's stack. */
+static bool job_where(void *ctx, int col, char *coll, size_t ncoll, char *frames, size_t n)
+{
+	struct rank_state *rs = col_rank(ctx, col);
+
+	coll[0] = frames[0] = 0;
+	return rs && !rs->exited && unwind__where(rs->pid, coll, ncoll, frames, n);
+}
+
 int session__build_jobs(struct session *s)
 {
 	struct job_probe_ops ops = {
-		.inflight = job_inflight, .state = job_state, .on_step = job_on_step,
+		.inflight = job_inflight, .state = job_state, .where = job_where,
+		.on_step = job_on_step,
 		.on_verdict = job_on_verdict, .on_phase = job_on_phase, .on_rule = job_on_rule,
 	};
 	int k, c;

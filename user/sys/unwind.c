@@ -251,3 +251,53 @@ void unwind__free(struct unwind_proc *p)
 	p->threads = NULL;
 	p->nthreads = 0;
 }
+
+bool unwind__collective_frame(const char *f)
+{
+	static const char *const prefix[] = { "PMPI_", "MPI_", "nccl", "pnccl", "_ZN4gloo",
+					      "_ZN4c10d", "cudaStreamSynchronize",
+					      "cudaDeviceSynchronize", "cudaEventSynchronize" };
+	size_t i;
+
+	for (i = 0; i < sizeof(prefix) / sizeof(prefix[0]); i++)
+		if (!strncmp(f, prefix[i], strlen(prefix[i])))
+			return true;
+	return false;
+}
+
+static bool libc_frame(const struct unwind_frame *f)
+{
+	return !strncmp(f->lib, "libc.so", 7) || !strncmp(f->lib, "ld-linux", 8) ||
+	       !strncmp(f->lib, "libpthread", 10) || !f->func[0];
+}
+
+bool unwind__where(pid_t pid, char *coll, size_t ncoll, char *frames, size_t nframes)
+{
+	const struct unwind_thread *t = NULL;
+	struct unwind_proc p;
+	size_t len = 0;
+	int i, k;
+
+	coll[0] = frames[0] = 0;
+	if (unwind__process(pid, &p)) {
+		unwind__free(&p);
+		return false;
+	}
+	for (i = 0; i < p.nthreads; i++)
+		if (p.threads[i].tid == pid)
+			t = &p.threads[i];
+	for (i = t ? t->nframes - 1 : -1; i >= 0; i--)
+		if (unwind__collective_frame(t->frames[i].func)) {
+			snprintf(coll, ncoll, "%s", t->frames[i].func);
+			break;
+		}
+	/* the innermost frame (the call it blocks in), then its own frames */
+	for (i = 0, k = 0; t && !coll[0] && i < t->nframes && k < 4 && len + 8 < nframes; i++) {
+		if (i && libc_frame(&t->frames[i]))
+			continue;
+		len += snprintf(frames + len, nframes - len, "%s%s", k++ ? " <- " : "",
+				t->frames[i].func);
+	}
+	unwind__free(&p);
+	return coll[0] != 0;
+}

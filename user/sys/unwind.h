@@ -55,4 +55,13 @@ struct unwind_proc {
 int unwind__process(pid_t pid, struct unwind_proc *p);
 void unwind__free(struct unwind_proc *p);
 
+/* Is func a collective library's entry point (MPI, NCCL, gloo, c10d) or a CUDA wait? Below
+ * one, a rank only spins while it waits. */
+bool unwind__collective_frame(const char *func);
+
+/* Where pid's main thread is: true with the outermost collective frame it is inside in coll,
+ * or false with coll "" and its innermost frames outside the C library in frames ("a <- b <-
+ * c"; "" when its stack could not be read: stopped, gone, refused). */
+bool unwind__where(pid_t pid, char *coll, size_t ncoll, char *frames, size_t nframes);
+
 #endif /* RS_UNWIND_H */
