@@ -16,6 +16,8 @@
 #      ranks (tests/bench/hub_scale.py).
 #   8. the zoo's faults on a job across two cgroup "nodes", judged by rankscope hub
 #      (tests/bench/hub_faults.py).
+#   9. 200 `rankscope stacks` snapshots of a running 2-rank MPI job against the same job alone
+#      (tests/e2e/stacks_harmless.sh): steps and checksums, step time, each thread's stop.
 #
 # Knobs (environment): BENCH_ROUNDS, BENCH_CALLS, BENCH_COUNT, BENCH_RUNS, BENCH_NP,
 # BENCH_ITERS, BENCH_COMPUTE_US, BENCH_RUN_TIMEOUT (s), BENCH_RESULTS (markdown output),
@@ -41,7 +43,7 @@ ITERS=${BENCH_ITERS:-400}
 COMPUTE_US=${BENCH_COMPUTE_US:-1000}
 RUN_TIMEOUT=${BENCH_RUN_TIMEOUT:-90}
 RESULTS=${BENCH_RESULTS:-tests/bench/results.md}
-PARTS=${BENCH_PARTS:-12345678}
+PARTS=${BENCH_PARTS:-123456789}
 read -r -a RS_ARGS <<<"${BENCH_RS_ARGS:-}"
 
 RS=build/rankscope
@@ -487,6 +489,15 @@ if [[ $PARTS == *8* ]]; then
 	log "part 8 took $(( $(date +%s) - P8_START ))s"
 fi
 
+if [[ $PARTS == *9* ]]; then
+	P9_START=$(date +%s)
+	log "part 9: 200 stack snapshots of a running job, against the job alone (~3 min)"
+	STACKS_SNAPSHOTS=200 STACKS_STEPS=50000 bash tests/e2e/stacks_harmless.sh \
+		>"$T/stacks_harmless.out" 2>&1 ||
+		log "part 9 failed: $(tail -2 "$T/stacks_harmless.out")"
+	log "part 9 took $(( $(date +%s) - P9_START ))s"
+fi
+
 LOAD1=$(cut -d' ' -f1-3 /proc/loadavg)
 ELAPSED=$(( $(date +%s) - START ))
 log "part 2 took $((ELAPSED - P1_S))s"
@@ -572,6 +583,23 @@ from go to the first verdict naming it (hang, exit and divergences come at step 
 
 EOT
 	cat "$T/hub_faults.md" >>"$RESULTS"
+fi
+if grep -q '^stacks_harmless: ' "$T/stacks_harmless.out" 2>/dev/null; then
+	"$PY" - "$T/stacks_harmless.out" >>"$RESULTS" <<'EOT'
+import json, sys
+r = [json.loads(l.split(": ", 1)[1]) for l in open(sys.argv[1]) if l.startswith("stacks_harmless: ")][0]
+print(f"""
+## 9. Stack snapshots of a running job
+
+`tests/e2e/stacks_harmless.sh` with 200 snapshots: a 2-rank OpenMPI job (`zoo_mpi`, 3 buckets a
+step, 50000 steps) run alone, then again while `rankscope stacks -p PIDS` takes 200 snapshots
+back to back. Both runs end with the same steps and the same checksum of the all-reduces'
+results on every rank (the test fails otherwise).
+
+| snapshots | median step alone (ms) | median step under snapshots (ms) | each thread held, median of medians (ms) | each thread held, most (ms) |
+|---|---|---|---|---|
+| {r['snapshots']} | {r['step_ms_alone']:.3f} | {r['step_ms_snapshots']:.3f} | {r['thread_held_median_ms']:.3f} | {r['thread_held_max_ms']:.3f} |""")
+EOT
 fi
 cat "$RESULTS"
 log "wrote $RESULTS in ${ELAPSED}s"

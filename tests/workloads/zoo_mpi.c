@@ -82,7 +82,8 @@
  *   can preempt the rank). preempt_ns: the part of compute_ns the burn loop spent off CPU
  *   (gaps over 10 us). pp adds stage, busy_ns (micro-batch compute, part of compute_ns),
  *   bubble_ns (in MPI_Send/MPI_Recv, part of comm_ns) and p2p. "collectives" counts the step's
- *   collective calls. At the end: "done rank= pid= steps=N".
+ *   collective calls. At the end: "done rank= pid= steps=N checksum=C" (C: the bucket
+ *   all-reduces' results summed, the same on every run of the same arguments).
  *   tests/workloads/check_truth.py checks a job's stdout.
  */
 #define _GNU_SOURCE	/* O_DIRECT, pipe2 */
@@ -149,6 +150,7 @@ struct acct {			/* one step's ground truth */
 };
 
 static struct zoo {
+	double checksum;	/* the all-reduces' results, summed (the done line says it) */
 	/* options */
 	long steps, warmup, compute_us, opt_us, input_kb, buckets, bucket_bytes, last_bytes;
 	long fsdp, tp, pp, act_bytes, accum, eval_every, change_at, loader_us, fault_from;
@@ -733,6 +735,8 @@ static void input(struct acct *a)
 static void allreduce(struct acct *a, long bytes, MPI_Comm comm)
 {
 	MPI_Allreduce(z.sbuf, z.rbuf, (int)(bytes / 4), MPI_FLOAT, MPI_SUM, comm);
+	/* the result, first and last element: a rank that got a wrong or short sum changes it */
+	z.checksum += z.rbuf[0] + z.rbuf[bytes / 4 - 1];
 	a->coll++;
 	lap(a, A_COMM);
 }
@@ -1092,7 +1096,8 @@ int main(int argc, char **argv)
 		prev = a;
 	}
 	emit(&prev, fix_now_ns() - prev.start);
-	printf("done rank=%d pid=%d steps=%ld\n", z.rank, (int)getpid(), z.steps);
+	printf("done rank=%d pid=%d steps=%ld checksum=%.0f\n", z.rank, (int)getpid(), z.steps,
+	       z.checksum);
 	fflush(stdout);
 
 	loader_stop();
