@@ -144,7 +144,7 @@ static int each_thread(Dwfl_Thread *thread, void *arg)
 	uint64_t t0;
 
 	if (!t)
-		return DWARF_CB_OK;
+		return DWARF_CB_ABORT;	/* past UNWIND_THREADS: the rest are counted, not held */
 	t->frames = calloc(UNWIND_FRAMES, sizeof(*t->frames));
 	if (!t->frames) {
 		snprintf(t->err, sizeof(t->err), "out of memory");
@@ -179,6 +179,39 @@ static void proc_threads(struct unwind_proc *p, const char *why)
 	}
 	if (d)
 		closedir(d);
+}
+
+/* "Threads:" of /proc/PID/status. */
+static int count_threads(pid_t pid)
+{
+	char *buf = NULL, *at;
+	int n = 0;
+
+	if (procfs__read(pid, "status", &buf, 4096) > 0 && (at = strstr(buf, "\nThreads:")))
+		n = atoi(at + 9);
+	free(buf);
+	return n;
+}
+
+/* " (traced by PID N, comm)" when another tracer holds pid, else "". */
+static void tracer(pid_t pid, char *out, size_t n)
+{
+	char *buf = NULL, *at, *comm = NULL;
+	long tp = 0;
+
+	out[0] = 0;
+	if (procfs__read(pid, "status", &buf, 4096) > 0 && (at = strstr(buf, "\nTracerPid:")))
+		tp = strtol(at + 11, NULL, 10);
+	free(buf);
+	if (tp <= 0 || tp > (1 << 22))
+		return;
+	if (procfs__read((pid_t)tp, "comm", &comm, 16) > 0)
+		comm[strcspn(comm, "\n")] = 0;
+	snprintf(out, n, " (traced by PID %ld, %s)", tp, comm ? comm : "?");
+	for (char *c = out; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
+	free(comm);
 }
 
 int unwind__process(pid_t pid, struct unwind_proc *p)
@@ -223,8 +256,11 @@ int unwind__process(pid_t pid, struct unwind_proc *p)
 	t0 = mono_ns();
 	err = dwfl_linux_proc_attach(dwfl, pid, false);
 	if (err) {
+		char who[64] = "";
+
+		tracer(pid, who, sizeof(who));
 		snprintf(p->err, sizeof(p->err), "cannot attach to %d: %s%s", pid,
-			 err > 0 ? strerror(err) : dwfl_errmsg(-1), err == EPERM ?
+			 err > 0 ? strerror(err) : dwfl_errmsg(-1), who[0] ? who : err == EPERM ?
 			 " (another tracer, or no CAP_SYS_PTRACE)" : "");
 		dwfl_end(dwfl);
 		proc_threads(p, p->err);
@@ -234,6 +270,8 @@ int unwind__process(pid_t pid, struct unwind_proc *p)
 	/* each thread is stopped while its own frames are read, and let go after */
 	dwfl_getthreads(dwfl, each_thread, &a);
 	p->held_ns = mono_ns() - t0;
+	if (p->threads_cut)
+		p->threads_cut = count_threads(pid) - p->nthreads;
 	for (i = 0; i < p->nthreads; i++)
 		for (k = 0; k < p->threads[i].nframes; k++)
 			symbolize(dwfl, &p->threads[i].frames[k]);
