@@ -461,6 +461,7 @@ for l in $(sed -n 's/^LDLIBS[[:space:]]*[:+]\?=//p' Makefile); do
 	case $l in
 	-lbpf) rt=libbpf1 dev=libbpf-dev ;;
 	-lelf) rt=libelf1 dev=libelf-dev ;;
+	-ldw) rt=libdw1 dev=libdw-dev ;;
 	-lz) rt=zlib1g dev=zlib1g-dev ;;
 	-lmicrohttpd) rt=libmicrohttpd12 dev=libmicrohttpd-dev ;;
 	-lm | -lpthread) continue ;;
