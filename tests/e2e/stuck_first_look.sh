@@ -39,6 +39,31 @@ t0=$($PY -c 'import time; print(time.monotonic_ns())')
 	fail "diagnose failed: $(tail -3 "$T/diag.err")"
 "$RS" diagnose -p "$PIDLIST" --duration 5 --hang-timeout 2 >"$T/diag.txt" 2>&1 ||
 	fail "diagnose (text) failed: $(tail -3 "$T/diag.txt")"
+# the daemon serves the stuck job's stacks at /api/v1/stacks once the hang timeout has passed
+PORT=$(free_port)
+bg rsd "$RS" daemon -p "$PIDLIST" --listen "127.0.0.1:$PORT" --hang-timeout 2 \
+	--lock-file "$T/daemon.lock" --capture-dir "$T/cap"
+got=
+for ((i = 0; i < 40; i++)); do
+	sleep 0.5
+	http_get "http://127.0.0.1:$PORT/api/v1/stacks?rank=$R" >"$T/st_r" || continue
+	[ "$(head -1 "$T/st_r")" = 200 ] && [ "$(tail -n +2 "$T/st_r")" != "[]" ] && { got=1; break; }
+done
+[ -n "$got" ] || fail "the daemon served no stacks of the stuck job: $(tail -3 "$T/rsd.out")"
+http_get "http://127.0.0.1:$PORT/api/v1/stacks" >"$T/st_all" || fail "GET /api/v1/stacks"
+kill -TERM "$PID_rsd"
+$PY - "$T/st_r" "$T/st_all" "$R" "${PIDS[@]}" <<'PY' || exit 1
+import json, sys
+one = json.loads(open(sys.argv[1]).read().split("\n", 1)[1])
+every = json.loads(open(sys.argv[2]).read().split("\n", 1)[1])
+r, pids = int(sys.argv[3]), [int(x) for x in sys.argv[4:]]
+assert len(one) == 1 and one[0]["rank"] == r and one[0]["state"] == "T", one
+assert sorted(x["pid"] for x in every) == sorted(pids), [x["pid"] for x in every]
+peers = [x for x in every if x["rank"] != r]
+assert all(any("MPI_Allreduce" in (f["func"] or "") for t in x["threads"] for f in t["frames"])
+           for x in peers), "a peer's stacks lack MPI_Allreduce"
+print(f"daemon /api/v1/stacks: rank {r} stopped (T), its 3 peers in MPI_Allreduce")
+PY
 kill -CONT "${PIDS[R]}"
 $PY - "$T/diag.json" "$R" "${PIDS[R]}" "$t0" <<'PY' || exit 1
 import json, sys

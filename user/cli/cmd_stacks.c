@@ -85,73 +85,6 @@ static void make_key(struct rank_snap *r)
 	}
 }
 
-static void frames_json(struct json *j, const struct unwind_thread *t)
-{
-	int i;
-
-	json__key(j, "frames");
-	json__arr_begin(j);
-	for (i = 0; i < t->nframes; i++) {
-		const struct unwind_frame *f = &t->frames[i];
-
-		json__obj_begin(j);
-		json__kstr(j, "kind", "native");
-		json__kstr(j, "func", f->func[0] ? f->func : NULL);
-		json__kstr(j, "file", f->file[0] ? f->file : NULL);
-		if (f->line)
-			json__kint(j, "line", f->line);
-		json__kstr(j, "lib", f->lib[0] ? f->lib : NULL);
-		json__kuint(j, "pc", f->pc);
-		json__obj_end(j);
-	}
-	json__arr_end(j);
-}
-
-static void rank_json(const struct rank_snap *r)
-{
-	char st[2] = { r->up.state ? r->up.state : '?', 0 };
-	struct json j;
-	int i;
-
-	json__init(&j);
-	json__obj_begin(&j);
-	json__kstr(&j, "type", "stacks");
-	json__kint(&j, "rank", r->ri.rank);
-	json__kstr(&j, "job", r->ri.job[0] ? r->ri.job : NULL);
-	json__kint(&j, "pid", r->pid);
-	json__kstr(&j, "state", st);
-	json__kuint(&j, "held_ns", r->up.held_ns);
-	if (r->up.err[0])
-		json__kstr(&j, "note", r->up.err);
-	if (r->up.threads_cut)
-		json__kint(&j, "threads_cut", r->up.threads_cut);
-	json__key(&j, "threads");
-	json__arr_begin(&j);
-	for (i = 0; i < r->up.nthreads; i++) {
-		const struct unwind_thread *t = &r->up.threads[i];
-		char ts[2] = { t->state ? t->state : '?', 0 };
-
-		json__obj_begin(&j);
-		json__kint(&j, "tid", t->tid);
-		json__kstr(&j, "name", t->name);
-		json__kstr(&j, "state", ts);
-		json__kstr(&j, "wchan", t->wchan[0] ? t->wchan : NULL);
-		json__kint(&j, "syscall", t->syscall);
-		json__kuint(&j, "held_ns", t->held_ns);
-		if (t->truncated)
-			json__key(&j, "truncated"), json__bool(&j, true);
-		if (t->err[0])
-			json__kstr(&j, "note", t->err);
-		frames_json(&j, t);
-		json__obj_end(&j);
-	}
-	json__arr_end(&j);
-	json__obj_end(&j);
-	if (!j.err)
-		printf("%s\n", j.buf);
-	json__free(&j);
-}
-
 static void print_stack(const struct unwind_thread *t)
 {
 	int i;
@@ -259,8 +192,13 @@ int cmd_stacks(int argc, char **argv)
 		struct json j;
 		int cl;
 
-		for (i = 0; i < n; i++)
-			rank_json(&r[i]);
+		for (i = 0; i < n; i++) {
+			json__init(&j);
+			unwind__json(&j, &r[i].up, r[i].ri.rank, r[i].ri.job);
+			if (!j.err)
+				printf("%s\n", j.buf);
+			json__free(&j);
+		}
 		json__init(&j);
 		json__obj_begin(&j);
 		json__kstr(&j, "type", "stack_classes");

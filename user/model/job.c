@@ -161,6 +161,11 @@ fail:
 	return NULL;
 }
 
+uint64_t job__progress_ns(const struct job *j)
+{
+	return j ? j->progress_ns : 0;
+}
+
 void job__free(struct job *j)
 {
 	int i;

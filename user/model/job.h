@@ -148,6 +148,8 @@ struct job_probe_ops {
 struct job;
 
 struct job *job__new(const struct job_cfg *cfg, int nranks, const struct job_probe_ops *ops);
+/* When the job last made progress (a step built, or the first look): CLOCK_MONOTONIC ns. */
+uint64_t job__progress_ns(const struct job *j);
 void job__free(struct job *j);
 
 void job__on_coll(struct job *j, int col, uint32_t tid, unsigned int op, unsigned int lib,

@@ -463,6 +463,7 @@ void session__drop_rank(struct session *s, int slot)
 		s->nranks--;
 	if (!j->ncols) {	/* the job is gone with its last rank */
 		job__free(j->model);
+		free(j->stacks);
 		memset(j, 0, sizeof(*j));
 		return;
 	}
@@ -894,6 +895,76 @@ static int severity(enum vclass c)
 }
 
 /* Render /metrics, /api/v1/ranks and /api/v1/diagnosis; the HTTP thread serves copies. */
+/*
+ * The stacks of every rank of each job that has made no progress for the hang timeout, read
+ * again at most once a hang timeout while it lasts: /api/v1/stacks (one object a line).
+ */
+static void publish_stacks(struct session *s, uint64_t t)
+{
+	uint64_t hang = s->o.jcfg.hang_timeout_ns, progress;
+	bool changed = false;
+	size_t len, cap;
+	char *all, *grow;
+	int k, c;
+
+	for (k = 0; k < SESSION_JOBS_MAX; k++) {
+		struct sjob *sj = &s->jobs[k];
+
+		progress = sj->used && sj->model ? job__progress_ns(sj->model) : 0;
+		if (!progress || t < progress + hang) {
+			changed |= sj->stacks != NULL;
+			free(sj->stacks);
+			sj->stacks = NULL;
+			continue;
+		}
+		if (sj->stacks && t < sj->stacks_ns + hang)
+			continue;
+		free(sj->stacks);
+		sj->stacks = NULL;
+		for (c = 0, len = 0; c < sj->ncols; c++) {
+			struct rank_state *rs = col_rank(sj, c);
+			struct unwind_proc up;
+			struct json j;
+
+			if (!rs || rs->exited)
+				continue;
+			unwind__process(rs->pid, &up);
+			json__init(&j);
+			unwind__json(&j, &up, rs->info.rank, sj->id);
+			unwind__free(&up);
+			grow = j.err ? NULL : realloc(sj->stacks, len + j.len + 3);
+			if (grow) {
+				sj->stacks = grow;
+				memcpy(sj->stacks + len, j.buf, j.len);
+				len += j.len;
+				memcpy(sj->stacks + len, ",\n", 3);
+				len += 2;
+			}
+			json__free(&j);
+		}
+		sj->stacks_ns = t;
+		changed = true;
+	}
+	if (!changed)
+		return;
+	for (k = 0, cap = 4; k < SESSION_JOBS_MAX; k++)
+		cap += s->jobs[k].stacks ? strlen(s->jobs[k].stacks) : 0;
+	all = malloc(cap);
+	if (!all)
+		return;
+	len = 0;
+	all[len++] = '[';
+	all[len++] = '\n';
+	for (k = 0; k < SESSION_JOBS_MAX; k++)
+		if (s->jobs[k].stacks) {
+			memcpy(all + len, s->jobs[k].stacks, strlen(s->jobs[k].stacks));
+			len += strlen(s->jobs[k].stacks);
+		}
+	all[len++] = ']';
+	httpd__publish(s->httpd, HTTPD_STACKS, all, len);
+	free(all);
+}
+
 static void publish(struct session *s, uint64_t t)
 {
 	struct metrics_job mj[SESSION_JOBS_MAX];
@@ -1016,6 +1087,7 @@ static void publish(struct session *s, uint64_t t)
 	json__arr_end(&j);
 	if (!j.err)
 		httpd__publish(s->httpd, HTTPD_DIAGNOSIS, j.buf, j.len);
+	publish_stacks(s, t);
 	json__free(&j);
 out:
 	free(snaps);
@@ -1914,8 +1986,10 @@ void session__close(struct session *s)
 	if (s->cap_open)
 		capture__close(&s->cap);
 	s->cap_open = false;
-	for (k = 0; k < SESSION_JOBS_MAX; k++)
+	for (k = 0; k < SESSION_JOBS_MAX; k++) {
 		job__free(s->jobs[k].model);
+		free(s->jobs[k].stacks);
+	}
 	memset(s->jobs, 0, sizeof(s->jobs));
 	ring_buffer__free(s->rb);
 	s->rb = NULL;

@@ -95,6 +95,8 @@ struct sjob {
 	uint64_t steps_seen;
 	uint64_t done_ns;		/* every rank gone since (0: some run) */
 	struct session *s;
+	char *stacks;			/* its ranks' stacks while it makes no progress */
+	uint64_t stacks_ns;		/* when they were read */
 };
 
 struct session {

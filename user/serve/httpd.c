@@ -174,6 +174,63 @@ static enum MHD_Result serve_doc(struct httpd *h, struct MHD_Connection *c, enum
 	return ret;
 }
 
+/*
+ * GET /api/v1/stacks[?job=J][&rank=R]: the latest stacks of the ranks of each job that makes
+ * no progress (a JSON array, empty while none is stuck). The document holds one object a
+ * line, each starting {"type":"stacks","rank":R,"job":"J": filtered line by line.
+ */
+static enum MHD_Result serve_stacks(struct httpd *h, struct MHD_Connection *c)
+{
+	const char *js = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "job");
+	const char *rs = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "rank");
+	char want_rank[48] = "", want_job[300] = "";
+	const char *p, *end, *nl;
+	enum MHD_Result ret;
+	size_t len = 0, n = 0;
+	long rank = -1;
+	char *out;
+
+	if (rs && parse_long(rs, 0, 1 << 20, &rank))
+		return text(c, MHD_HTTP_BAD_REQUEST, "bad request: rank must be a whole number\n");
+	if (js && (strlen(js) > 128 || strpbrk(js, "\"\\")))
+		return text(c, MHD_HTTP_BAD_REQUEST, "bad request: not a job id\n");
+	if (rs)
+		snprintf(want_rank, sizeof(want_rank), "{\"type\":\"stacks\",\"rank\":%ld,", rank);
+	if (js)
+		snprintf(want_job, sizeof(want_job), "\"job\":\"%s\"", js);
+	pthread_mutex_lock(&h->lock);
+	p = h->doc[HTTPD_STACKS];
+	end = p ? p + h->doc_len[HTTPD_STACKS] : NULL;
+	out = malloc((p ? h->doc_len[HTTPD_STACKS] : 0) + 4);
+	if (!out) {
+		pthread_mutex_unlock(&h->lock);
+		return text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
+	}
+	out[len++] = '[';
+	for (; p && p < end; p = nl + 1) {
+		size_t l;
+
+		nl = memchr(p, '\n', end - p);
+		if (!nl)
+			nl = end;
+		l = nl - p;
+		if (l && p[l - 1] == ',')
+			l--;
+		if (l < 2 || p[0] != '{' || (rs && strncmp(p, want_rank, strlen(want_rank))) ||
+		    (js && !memmem(p, l < 400 ? l : 400, want_job, strlen(want_job))))
+			continue;
+		if (n++)
+			out[len++] = ',';
+		memcpy(out + len, p, l);
+		len += l;
+	}
+	pthread_mutex_unlock(&h->lock);
+	out[len++] = ']';
+	ret = reply(c, MHD_HTTP_OK, "application/json", out, len);
+	free(out);
+	return ret;
+}
+
 /* /api/v1/steps?rank=R&last=N[&job=ID]: the last N step lines of rank R (all ranks without
  * rank) of job ID (every job without job). */
 /*
@@ -465,9 +522,11 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		return serve_steps(h, c);
 	if (!strcmp(url, "/api/v1/nodes") && has_doc(h, HTTPD_NODES))
 		return serve_doc(h, c, HTTPD_NODES, "application/json");
+	if (!strcmp(url, "/api/v1/stacks"))
+		return serve_stacks(h, c);
 	return text(c, MHD_HTTP_NOT_FOUND,
 		    "not found: try /, /metrics, /healthz, /api/v1/ranks, /api/v1/steps, "
-		    "/api/v1/diagnosis, /api/v1/captures/ID\n");
+		    "/api/v1/diagnosis, /api/v1/stacks, /api/v1/capture, /api/v1/captures/ID\n");
 }
 
 int httpd__start(const char *addr, const char *token, struct httpd **out, char *err, size_t n)

@@ -20,6 +20,8 @@ enum httpd_doc {
 	HTTPD_RANKS,		/* /api/v1/ranks, a JSON array */
 	HTTPD_DIAGNOSIS,	/* /api/v1/diagnosis, a JSON array: each job's latest verdict */
 	HTTPD_NODES,		/* /api/v1/nodes (the hub's), a JSON array: each node daemon */
+	HTTPD_STACKS,		/* /api/v1/stacks: "[\n", one stacks object a line, "]": the ranks
+				 * of each job that makes no progress */
 	HTTPD_DOC_MAX,
 };
 

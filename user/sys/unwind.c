@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "json.h"
 #include "procfs.h"
 #include "unwind.h"
 
@@ -339,3 +340,66 @@ bool unwind__where(pid_t pid, char *coll, size_t ncoll, char *frames, size_t nfr
 	unwind__free(&p);
 	return coll[0] != 0;
 }
+
+static void frames_json(struct json *j, const struct unwind_thread *t)
+{
+	int i;
+
+	json__key(j, "frames");
+	json__arr_begin(j);
+	for (i = 0; i < t->nframes; i++) {
+		const struct unwind_frame *f = &t->frames[i];
+
+		json__obj_begin(j);
+		json__kstr(j, "kind", "native");
+		json__kstr(j, "func", f->func[0] ? f->func : NULL);
+		json__kstr(j, "file", f->file[0] ? f->file : NULL);
+		if (f->line)
+			json__kint(j, "line", f->line);
+		json__kstr(j, "lib", f->lib[0] ? f->lib : NULL);
+		json__kuint(j, "pc", f->pc);
+		json__obj_end(j);
+	}
+	json__arr_end(j);
+}
+
+void unwind__json(struct json *j, const struct unwind_proc *p, int rank, const char *job)
+{
+	char st[2] = { p->state ? p->state : '?', 0 };
+	int i;
+
+	json__obj_begin(j);
+	json__kstr(j, "type", "stacks");
+	json__kint(j, "rank", rank);
+	json__kstr(j, "job", job && job[0] ? job : NULL);
+	json__kint(j, "pid", p->pid);
+	json__kstr(j, "state", st);
+	json__kuint(j, "held_ns", p->held_ns);
+	if (p->err[0])
+		json__kstr(j, "note", p->err);
+	if (p->threads_cut)
+		json__kint(j, "threads_cut", p->threads_cut);
+	json__key(j, "threads");
+	json__arr_begin(j);
+	for (i = 0; i < p->nthreads; i++) {
+		const struct unwind_thread *t = &p->threads[i];
+		char ts[2] = { t->state ? t->state : '?', 0 };
+
+		json__obj_begin(j);
+		json__kint(j, "tid", t->tid);
+		json__kstr(j, "name", t->name);
+		json__kstr(j, "state", ts);
+		json__kstr(j, "wchan", t->wchan[0] ? t->wchan : NULL);
+		json__kint(j, "syscall", t->syscall);
+		json__kuint(j, "held_ns", t->held_ns);
+		if (t->truncated)
+			json__key(j, "truncated"), json__bool(j, true);
+		if (t->err[0])
+			json__kstr(j, "note", t->err);
+		frames_json(j, t);
+		json__obj_end(j);
+	}
+	json__arr_end(j);
+	json__obj_end(j);
+}
+

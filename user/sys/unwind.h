@@ -55,6 +55,11 @@ struct unwind_proc {
 int unwind__process(pid_t pid, struct unwind_proc *p);
 void unwind__free(struct unwind_proc *p);
 
+struct json;
+
+/* p as one {"type":"stacks",...} object (rankscope stacks --json, /api/v1/stacks). */
+void unwind__json(struct json *j, const struct unwind_proc *p, int rank, const char *job);
+
 /* Is func a collective library's entry point (MPI, NCCL, gloo, c10d) or a CUDA wait? Below
  * one, a rank only spins while it waits. */
 bool unwind__collective_frame(const char *func);
