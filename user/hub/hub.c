@@ -16,6 +16,7 @@
 #define LABELS(...) ((const char *const[]){ __VA_ARGS__, NULL })
 #define HUB_MAX_VALUES	(1 << 20)	/* JSON values in one answer */
 #define HUB_PENDING	65536		/* step lines waiting for hub__drain_steps */
+#define HUB_CHANGES	16		/* changes of a rank's sequence of collectives kept */
 #define HUB_REALIGN	64		/* job steps between checks of a node's line-up */
 
 enum hstate { HS_UNKNOWN, HS_RUNNING, HS_SLEEPING, HS_STOPPED, HS_ZOMBIE, HS_GONE };
@@ -36,6 +37,14 @@ struct hrank {
 		char ops[JOB_SIG_TEXT];
 	} sigs[HUB_SIGS];
 	int sig_next;
+	/* the steps where its sequence of collectives changed (a step's differs from the one
+	 * before): steps come faster than the ring keeps them, changes are rare */
+	struct {
+		uint64_t k;	/* the node's step number */
+		uint64_t comm, sig;
+	} chg[HUB_CHANGES];
+	int nchg, chg_head;
+	uint64_t last_sig, last_comm;
 	/* the collective its main thread was inside, as its node's /api/v1/ranks last said */
 	bool in_coll;
 	char in_op[24];
@@ -477,8 +486,12 @@ static void node_restarted(struct hub *h, int node)
 
 	for (i = 0; i < h->nj; i++) {
 		for (k = 0; k < h->jobs[i]->nr; k++)
-			if (h->jobs[i]->r[k]->node == node)
-				h->jobs[i]->r[k]->n = h->jobs[i]->r[k]->head = 0;
+			if (h->jobs[i]->r[k]->node == node) {
+				struct hrank *r = h->jobs[i]->r[k];
+
+				r->n = r->head = r->nchg = r->chg_head = 0;
+				r->last_sig = r->last_comm = 0;
+			}
 		jn = find_jnode(h->jobs[i], node, false);
 		if (jn)
 			jn->aligned = false;
@@ -565,6 +578,16 @@ int hub__feed_steps(struct hub *h, int node, const char *text, size_t len, uint6
 		push_step(r, &s);
 		if (ops)
 			keep_sig(r, s.sig, ops);
+		if (s.sig && (s.sig != r->last_sig || s.sig_comm != r->last_comm)) {
+			r->chg[r->chg_head].k = s.k;
+			r->chg[r->chg_head].comm = s.sig_comm;
+			r->chg[r->chg_head].sig = s.sig;
+			r->chg_head = (r->chg_head + 1) % HUB_CHANGES;
+			if (r->nchg < HUB_CHANGES)
+				r->nchg++;
+			r->last_sig = s.sig;
+			r->last_comm = s.sig_comm;
+		}
 		j->fed_ns = h->now;
 		h->nodes[node].st.steps++;
 		keep_line(h, j, r->rank, node, &s);
@@ -1011,25 +1034,66 @@ static int cmp_sigc(const void *a, const void *b)
  * window: the odd one out against a strict majority of that communicator's ranks (two ranks
  * alone name none). Returns its column, the detail in jv, or -1.
  */
+/* The rank's sequence at its node's step k (comm and sig), from its changes; false when
+ * its changes kept do not reach back to k. */
+static bool sig_at(const struct hrank *r, uint64_t k, uint64_t *comm, uint64_t *sig)
+{
+	int i, best = -1;
+
+	for (i = 0; i < r->nchg; i++)
+		if (r->chg[i].k <= k && (best < 0 || r->chg[i].k > r->chg[best].k))
+			best = i;
+	if (best < 0)
+		return false;
+	*comm = r->chg[best].comm;
+	*sig = r->chg[best].sig;
+	return true;
+}
+
+static int cmp_k(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Ranks sharing a communicator entered different sequences of collectives in one step: the
+ * odd one out against a strict majority of that communicator's ranks (two ranks alone name
+ * none). Steps come faster than the hub keeps them, so the steps looked at are those where
+ * some rank's sequence changed since the last look (the others' sequences there follow from
+ * their own changes). Returns the odd rank's column, the detail in jv, or -1.
+ */
 static int divergence(struct hjob *j, const int *cols, int ncols, uint64_t kend,
 		      struct job_verdict *jv)
 {
 	struct sigc *v = calloc(ncols ? ncols : 1, sizeof(*v));
-	int c, n, a, b, m, best, bn, odd = -1;
-	uint64_t k;
+	uint64_t *cand = calloc((size_t)(ncols ? ncols : 1) * HUB_CHANGES, sizeof(*cand));
+	int c, n, a, b, m, best, bn, odd = -1, nc = 0, i;
+	uint64_t k, comm, sig;
 
-	/* every step since the last look (judgements skip steps; a divergence is one step) */
-	k = j->div_k && j->div_k < kend && kend - j->div_k < HUB_STEPS ? j->div_k + 1 :
-	    kend > HUB_STEPS / 2 ? kend - HUB_STEPS / 2 : 0;
-	for (; v && k <= kend && odd < 0; k++) {
+	for (c = 0; v && cand && c < ncols; c++) {
+		const struct hrank *r = j->r[cols[c]];
+		const struct jnode *jn = find_jnode(j, r->node, false);
 
+		for (i = 0; i < r->nchg; i++) {
+			k = r->chg[i].k + jn->shift;
+			if ((int64_t)r->chg[i].k + jn->shift >= 0 && k > j->div_k && k <= kend)
+				cand[nc++] = k;
+		}
+	}
+	if (cand)
+		qsort(cand, nc, sizeof(*cand), cmp_k);
+	for (i = 0; v && cand && i < nc && odd < 0; i++) {
+		if (i && cand[i] == cand[i - 1])
+			continue;
+		k = cand[i];
 		for (n = 0, c = 0; c < ncols; c++) {
 			const struct hrank *r = j->r[cols[c]];
 			const struct jnode *jn = find_jnode(j, r->node, false);
-			const struct hub_step *st = step_at(r, k - jn->shift);
 
-			if (st && st->sig_comm && st->sig)
-				v[n++] = (struct sigc){ st->sig_comm, st->sig, c };
+			if ((int64_t)k - jn->shift >= 0 && sig_at(r, k - jn->shift, &comm, &sig))
+				v[n++] = (struct sigc){ comm, sig, c };
 		}
 		qsort(v, n, sizeof(*v), cmp_sigc);
 		for (a = 0; a < n && odd < 0; a = b) {
@@ -1051,18 +1115,20 @@ static int divergence(struct hjob *j, const int *cols, int ncols, uint64_t kend,
 				continue;
 			/* the lowest rank outside it (columns are in rank order) */
 			for (odd = -1, m = a; m < b; m++)
-				if (v[m].sig != v[best].sig && (odd < 0 || v[m].c < odd))
+				if (v[m].sig != v[best].sig && (odd < 0 || v[m].c < odd)) {
 					odd = v[m].c;
+					sig = v[m].sig;
+				}
 			snprintf(jv->detail, sizeof(jv->detail), "in step %" PRIu64 " this rank "
 				 "entered [%.70s]; %d other rank(s) on its communicator entered "
-				 "[%.70s]", k, sig_text(j->r[cols[odd]], step_at(j->r[cols[odd]],
-				 k - find_jnode(j, j->r[cols[odd]]->node, false)->shift)->sig), bn,
+				 "[%.70s]", k, sig_text(j->r[cols[odd]], sig), bn,
 				 sig_text(j->r[cols[v[best].c]], v[best].sig));
 			jv->step = k;
 		}
-		j->div_k = k;
 	}
+	j->div_k = odd >= 0 ? k : kend;
 	free(v);
+	free(cand);
 	return odd;
 }
 
