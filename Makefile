@@ -66,15 +66,17 @@ $(OUTPUT)/fuzz/fuzz_gpu_wire: tests/fuzz/fuzz_gpu_wire.c user/gpu/gpu_wire.c use
 
 $(OUTPUT)/fuzz/fuzz_hub: tests/fuzz/fuzz_hub.c user/hub/hub.c user/util/jsonp.c user/util/json.c \
 		user/util/prom.c user/serve/report.c user/model/detect.c user/model/steps.c \
+		user/sys/comms.c user/sys/elfsym.c \
 		user/util/decode.c | $(OUTPUT)/fuzz
 	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-		$(ALL_IQUOTE) -iquote cupti -iquote bpf -I$(OBJ)/bpf -D_GNU_SOURCE $^ -lm -o $@
+		$(ALL_IQUOTE) -iquote cupti -iquote bpf -I$(OBJ)/bpf -D_GNU_SOURCE $^ -lelf -lm -o $@
 
 $(OUTPUT)/fuzz/fuzz_hubcap: tests/fuzz/fuzz_hubcap.c user/hub/hubcap.c user/util/jsonp.c \
 		user/util/json.c user/capture/trace.c user/model/detect.c user/model/steps.c \
+		user/sys/comms.c user/sys/elfsym.c \
 		user/util/decode.c | $(OUTPUT)/fuzz
 	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-		$(ALL_IQUOTE) -iquote cupti -iquote bpf -I$(OBJ)/bpf -D_GNU_SOURCE $^ -lz -lm -o $@
+		$(ALL_IQUOTE) -iquote cupti -iquote bpf -I$(OBJ)/bpf -D_GNU_SOURCE $^ -lelf -lz -lm -o $@
 
 fuzz: $(FUZZ_BINS)
 

@@ -161,3 +161,20 @@ cleanup_cgroups() {
 		[ -d "$ROOT/$CG-$n" ] && echo "could not remove cgroup $ROOT/$CG-$n" >&2
 	done
 }
+
+# run_fuzz BIN WHAT [libFuzzer options...]: BIN over the seeds in $T/corpus for FUZZ_SECONDS
+# (20); passes saying WHAT was fuzzed, or fails with the crash's log.
+run_fuzz() {
+	local bin=$1 what=$2 secs=${FUZZ_SECONDS:-20} rc
+	shift 2
+	"$bin" -max_total_time="$secs" -max_len=65536 -print_final_stats=1 "$@" "$T/corpus" \
+		>"$T/fuzz.log" 2>&1
+	rc=$?
+	grep -E '^(#[0-9]+.*DONE|stat::number_of_executed_units|stat::peak_rss_mb)' "$T/fuzz.log" |
+		tail -3
+	if [ $rc -ne 0 ]; then
+		tail -30 "$T/fuzz.log"
+		fail "the fuzzer found a crash (exit $rc)"
+	fi
+	pass "$what fuzzed for ${secs} s without a finding"
+}

@@ -19,12 +19,4 @@ recs = b"".join(struct.pack("<BBHIQQQII", k, 1 if k == 2 else 0, 0, 7, 1000 * k,
                 for k in (1, 2, 3, 4, 5))
 open(f"{d}/batch", "wb").write(hdr(3, 32 + len(recs)) + struct.pack("<IIQ", 5, 0, 250) + recs)
 PY
-secs=${FUZZ_SECONDS:-20}
-"$BIN" -max_total_time="$secs" -max_len=65536 -print_final_stats=1 "$T/corpus" >"$T/fuzz.log" 2>&1
-rc=$?
-grep -E '^(#[0-9]+.*DONE|stat::number_of_executed_units|stat::peak_rss_mb)' "$T/fuzz.log" | tail -3
-if [ $rc -ne 0 ]; then
-	tail -30 "$T/fuzz.log"
-	fail "the fuzzer found a crash (exit $rc)"
-fi
-pass "gpu_wire decoder fuzzed for ${secs} s without a finding"
+run_fuzz "$BIN" "gpu_wire decoder"

@@ -23,13 +23,4 @@ for node in range(2):
                                   "evidence": {"detail": "stopped"}}])
 open(f"{d}/up", "wb").write(bytes([4 << 2]) + b"\0")
 PY
-secs=${FUZZ_SECONDS:-20}
-"$BIN" -max_total_time="$secs" -max_len=65536 -rss_limit_mb=1024 -print_final_stats=1 \
-	"$T/corpus" >"$T/fuzz.log" 2>&1
-rc=$?
-grep -E '^(#[0-9]+.*DONE|stat::number_of_executed_units|stat::peak_rss_mb)' "$T/fuzz.log" | tail -3
-if [ $rc -ne 0 ]; then
-	tail -30 "$T/fuzz.log"
-	fail "the fuzzer found a crash (exit $rc)"
-fi
-pass "the hub's readers of node answers fuzzed for ${secs} s without a finding"
+run_fuzz "$BIN" "the hub's readers of node answers" -rss_limit_mb=1024

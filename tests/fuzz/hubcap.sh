@@ -19,13 +19,4 @@ doc = '{"displayTimeUnit":"ms","traceEvents":[\n' + ",\n".join(ev) + "\n]}\n"
 for b in (0, 1, 3, 5, 255):
     open(f"{d}/seed{b}", "wb").write(bytes([b]) + doc.encode())
 PY
-secs=${FUZZ_SECONDS:-20}
-"$BIN" -max_total_time="$secs" -max_len=65536 -rss_limit_mb=1024 -print_final_stats=1 \
-	"$T/corpus" >"$T/fuzz.log" 2>&1
-rc=$?
-grep -E '^(#[0-9]+.*DONE|stat::number_of_executed_units|stat::peak_rss_mb)' "$T/fuzz.log" | tail -3
-if [ $rc -ne 0 ]; then
-	tail -30 "$T/fuzz.log"
-	fail "the fuzzer found a crash (exit $rc)"
-fi
-pass "the hub's merge of node captures fuzzed for ${secs} s without a finding"
+run_fuzz "$BIN" "the hub's merge of node captures" -rss_limit_mb=1024

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "cmd.h"
+#include "detect.h"
 #include "json.h"
 #include "log.h"
 #include "procfs.h"
@@ -44,13 +45,6 @@ static void usage(FILE *f)
 "  -h, --help       this help\n"
 "\n"
 "Exit status: 0, 1 when no rank could be read, 2 on bad arguments.\n");
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
 }
 
 static const struct unwind_thread *main_thread(const struct unwind_proc *p)
@@ -180,7 +174,7 @@ int cmd_stacks(int argc, char **argv)
 			if (!r[i].up.threads[k].err[0])
 				held[nheld++] = r[i].up.threads[k].held_ns;
 	if (held)
-		qsort(held, nheld, sizeof(*held), cmp_u64);
+		qsort(held, nheld, sizeof(*held), detect__cmp_u64);
 	/* classes: ranks whose main threads share a stack */
 	for (i = 0; i < n; i++) {
 		for (k = 0; k < i && strcmp(r[k].key, r[i].key); k++)

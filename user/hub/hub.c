@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "comms.h"
 #include "detect.h"
 #include "hub.h"
 #include "json.h"
@@ -298,12 +299,11 @@ static int bad(char *err, size_t n, const char *what, const struct jsonp *d)
 	return -EINVAL;
 }
 
-static uint64_t fnv(const char *p)
+/* A communicator's name as a key (never 0: 0 means none said). */
+static uint64_t name_key(const char *name)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
+	uint64_t h = comms__fnv1a((const uint8_t *)name, strlen(name));
 
-	for (; *p; p++)
-		h = (h ^ (unsigned char)*p) * 0x100000001b3ULL;
 	return h ? h : 1;
 }
 
@@ -322,7 +322,7 @@ static void rank_inflight(struct hub *h, const struct jsonp *d, const struct jso
 	r->in_coll = true;
 	snprintf(r->in_op, sizeof(r->in_op), "%s", op);
 	r->in_bytes = bytes;
-	r->in_comm = fnv(comm);
+	r->in_comm = name_key(comm);
 	r->in_for_ns = for_ns;
 	r->in_at_ns = h->now;
 }
@@ -448,7 +448,7 @@ static const char *step_sig(const struct jsonp *d, const struct jsonp_val *v, st
 			s->sig = 0;
 			continue;
 		}
-		s->sig_comm = fnv(name);
+		s->sig_comm = name_key(name);
 		ops = jsonp__str(d, c, "sig_ops");
 		return ops ? ops : "";
 	}
@@ -1050,13 +1050,6 @@ static bool sig_at(const struct hrank *r, uint64_t k, uint64_t *comm, uint64_t *
 	return true;
 }
 
-static int cmp_k(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /*
  * Ranks sharing a communicator entered different sequences of collectives in one step: the
  * odd one out against a strict majority of that communicator's ranks (two ranks alone name
@@ -1083,7 +1076,7 @@ static int divergence(struct hjob *j, const int *cols, int ncols, uint64_t kend,
 		}
 	}
 	if (cand)
-		qsort(cand, nc, sizeof(*cand), cmp_k);
+		qsort(cand, nc, sizeof(*cand), detect__cmp_u64);
 	for (i = 0; v && cand && i < nc && odd < 0; i++) {
 		if (i && cand[i] == cand[i - 1])
 			continue;

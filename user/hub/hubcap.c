@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "comms.h"
 #include "detect.h"
 #include "hubcap.h"
 #include "jsonp.h"
@@ -47,15 +48,6 @@ struct merge {
 	struct hubcap_stats st;
 	int64_t *shift_ns;	/* per node: subtracted from its times */
 };
-
-static uint64_t fnv(const char *p, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	while (n--)
-		h = (h ^ (unsigned char)*p++) * 0x100000001b3ULL;
-	return h;
-}
 
 /* Trace microseconds (ns precision) from ns. */
 static void put_us(struct json *j, int64_t ns)
@@ -127,7 +119,7 @@ static void keep_coll(struct merge *m, const struct jsonp *d, const struct jsonp
 		m->cap = m->cap ? m->cap * 2 : 1024;
 	}
 	m->c[m->nc++] = (struct coll){
-		.comm = fnv(comm, strlen(comm)), .op = fnv(name, strlen(name)), .pid = pid,
+		.comm = comms__fnv1a((const uint8_t *)comm, strlen(comm)), .op = comms__fnv1a((const uint8_t *)name, strlen(name)), .pid = pid,
 		.tid = tid, .node = node, .start = start, .end = start + (dur > 0 ? dur : 0),
 		.seq = seq, .ended = dur > 0,
 	};
