@@ -13,7 +13,7 @@ FAMILIES  := sched io net collectives
 
 CFLAGS    ?= -O2 -g
 CFLAGS    += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -MMD -MP
-CFLAGS    += -I$(OBJ)/bpf -iquote bpf -iquote cupti -D_GNU_SOURCE
+CFLAGS    += -I$(OBJ)/bpf -I$(OBJ)/gen -iquote bpf -iquote cupti -D_GNU_SOURCE
 ifeq ($(CI),true)
 CFLAGS    += -Werror
 endif
@@ -78,6 +78,11 @@ $(OUTPUT)/fuzz/fuzz_hubcap: tests/fuzz/fuzz_hubcap.c user/hub/hubcap.c user/util
 	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 		$(ALL_IQUOTE) -iquote cupti -iquote bpf -I$(OBJ)/bpf -D_GNU_SOURCE $^ -lelf -lz -lm -o $@
 
+$(OUTPUT)/fuzz/fuzz_pyframes: tests/fuzz/fuzz_pyframes.c user/sys/pyframes.c \
+		$(OBJ)/gen/py311_offsets.h | $(OUTPUT)/fuzz
+	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+		-iquote user/sys -I$(OBJ)/gen -D_GNU_SOURCE $(filter %.c,$^) -o $@
+
 fuzz: $(FUZZ_BINS)
 
 .PHONY: all deps check unit demo bench clean vmlinux fixtures fuzz layers
@@ -108,6 +113,16 @@ $(OBJ)/user/$(1):
 endef
 $(foreach d,cli $(USER_DIRS),$(eval $(call user_dir,$(d))))
 
+# CPython 3.11's struct layout, from python3.11-dev's internal headers (user/sys/pyframes.c).
+PY311_INC ?= /usr/include/python3.11
+$(OBJ)/gen/py311_offsets.h: user/sys/gen/pyoffsets.c
+	@[ -f $(PY311_INC)/internal/pycore_frame.h ] || { echo "no CPython 3.11 headers in \
+		$(PY311_INC): run 'make deps' (python3.11-dev) or set PY311_INC"; exit 1; }
+	mkdir -p $(OBJ)/gen
+	$(CC) -std=gnu11 -I$(PY311_INC) $< -o $(OBJ)/gen/pyoffsets
+	$(OBJ)/gen/pyoffsets > $@
+$(OBJ)/user/sys/pyframes.o: $(OBJ)/gen/py311_offsets.h
+
 $(OUTPUT)/rankscope: $(CLI_OBJS) $(USER_LIBS)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
@@ -134,7 +149,7 @@ fixtures: $(FIXTURES_BIN) $(CUPTI_FIXTURES) $(WORKLOADS_BIN)
 
 # Every Debian package the build, the tests, the demo and the bench need; fast when present.
 DEB_PKGS := clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev pkg-config \
-	    libmicrohttpd-dev libcmocka-dev openmpi-bin libopenmpi-dev python3-torch bpftrace \
+	    libmicrohttpd-dev libcmocka-dev python3.11-dev openmpi-bin libopenmpi-dev python3-torch bpftrace \
 	    iproute2 procps prometheus yamllint chromium
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \

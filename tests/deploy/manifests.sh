@@ -470,7 +470,8 @@ for l in $(sed -n 's/^LDLIBS[[:space:]]*[:+]\?=//p' Makefile); do
 	grep -Eq "^[[:space:]]*$rt( |\\\\|$)" <<<"$runtime" || bad "$F: runtime stage lacks $rt ($l)"
 	grep -Eq "^[[:space:]]*$dev( |\\\\|$)" <<<"$build" || bad "$F: build stage lacks $dev ($l)"
 done
-for tool in clang bpftool make gcc; do
+# python3.11-dev: the Makefile generates CPython's struct offsets from its headers
+for tool in clang bpftool make gcc python3.11-dev; do
 	grep -Eq "^[[:space:]]*$tool( |\\\\|$)" <<<"$build" || bad "$F: build stage lacks $tool"
 done
 for p in build .git; do

@@ -14,6 +14,8 @@
 #  - rank R sleeps 60 s inside its step (zoo_mpi's sleep fault) while its peers wait in
 #    MPI_Allreduce: hang on R, the frames it is in named (clock_nanosleep <- main: not a
 #    collective).
+# Each verdict carries the stacks it was judged by: the rank's (where it can be read) and a
+# waiting peer's.
 . "$(dirname "$0")/../lib.sh"
 need_root
 command -v mpirun >/dev/null || skip "OpenMPI not installed (make deps)"
@@ -75,6 +77,9 @@ h = hang[0]
 assert h["rank"] == r and h["pid"] == pid, h
 d = h["evidence"]["detail"]
 assert "stopped" in d and "3 other rank(s) wait" in d, d
+# evidence: a waiting peer's stack (the stopped rank's cannot be read without attaching)
+st = {x["role"]: x for x in h["evidence"].get("stacks", [])}
+assert "MPI_Allreduce" in st["peer"]["stack"] and st["peer"]["rank"] != r, h["evidence"]
 # attach takes a moment; the verdict comes within the hang timeout + 1 s of it
 late = (h["t_ns"] - t0) / 1e9
 assert late < 2 + 1 + 1.5, f"the verdict came {late:.1f} s after diagnose started"
@@ -105,19 +110,23 @@ assert v, "no verdict"
 d = v[0]["evidence"]["detail"]
 assert (v[0]["class"], v[0]["rank"]) == (cls, r), (v[0]["class"], v[0]["rank"], d)
 assert all(w in d for w in words), (words, d)
+# evidence: its stack and a peer's, the first word in its, the last in the peer's
+st = {x["role"]: x for x in v[0]["evidence"].get("stacks", [])}
+assert st["rank"]["rank"] == r and words[0] in st["rank"]["stack"], (words, st)
+assert st["peer"]["rank"] != r and words[-1] in st["peer"]["stack"], (words, st)
 print(f"{cls} on rank {r}: {d}")
 PY
 }
 stuck_job div "divhang:$R:30"
 "$RS" diagnose -p "$PIDLIST" --duration 6 --hang-timeout 2 --json >"$T/div.json" 2>"$T/div.err" ||
 	fail "diagnose failed: $(tail -3 "$T/div.err")"
-verdict "$T/div.json" divergent "$R" PMPI_Barrier PMPI_Allreduce "3 other rank(s)" || exit 1
+verdict "$T/div.json" divergent "$R" PMPI_Barrier "3 other rank(s)" PMPI_Allreduce || exit 1
 kill -TERM "$PID_div"
 wait_exit "$PID_div" 20 >/dev/null
 
 stuck_job slp "sleep:$R:60000000"
 "$RS" diagnose -p "$PIDLIST" --duration 6 --hang-timeout 2 --json >"$T/slp.json" 2>"$T/slp.err" ||
 	fail "diagnose failed: $(tail -3 "$T/slp.err")"
-verdict "$T/slp.json" hang "$R" "no collective" nanosleep "<- main" PMPI_Allreduce || exit 1
+verdict "$T/slp.json" hang "$R" nanosleep "no collective" "<- main" PMPI_Allreduce || exit 1
 pass "jobs stuck before rankscope came: a stopped rank (hang), mismatched collectives" \
 	"(divergent) and a rank outside any collective (hang), from the first look"

@@ -32,11 +32,14 @@ static void usage(FILE *f)
 	fprintf(f,
 "usage: rankscope stacks (-p PID[,PID...] | --all) [--json]\n"
 "\n"
-"One snapshot of the native stack of every thread of every rank (unwound from CFI, so\n"
-"without frame pointers too; symbolized, with file:line where debug info exists), merged:\n"
-"ranks whose main threads share a stack form one class, and the smallest class is shown\n"
-"with its whole stack. Each process is held (ptrace) only while its threads are read; a\n"
-"stopped or zombie process is not attached, and is shown with its threads' states.\n"
+"One snapshot of the stack of every thread of every rank, merged: ranks whose main\n"
+"threads share a stack form one class, and the smallest class is shown with its whole\n"
+"stack. Native frames are unwound from CFI (so without frame pointers too) and symbolized,\n"
+"with file:line where debug info exists. In a CPython %s rank the Python frames (function,\n"
+"file, line) are read from the interpreter and shown where they run; another Python\n"
+"version gets native frames only, with a note. Each process is held (ptrace) only while\n"
+"its threads are read; a stopped or zombie process, or one another tracer holds, is not\n"
+"attached: it is shown with its threads' states and Python frames.\n"
 "\n"
 "  -p, --pid LIST   the ranks' PIDs\n"
 "      --all        every process that looks like a training rank\n"
@@ -44,7 +47,8 @@ static void usage(FILE *f)
 "                   {\"type\":\"stack_classes\",...}\n"
 "  -h, --help       this help\n"
 "\n"
-"Exit status: 0, 1 when no rank could be read, 2 on bad arguments.\n");
+"Exit status: 0, 1 when no rank could be read, 2 on bad arguments.\n",
+		pyframes__built_version());
 }
 
 static const struct unwind_thread *main_thread(const struct unwind_proc *p)
@@ -89,7 +93,7 @@ static void print_stack(const struct unwind_thread *t)
 		printf("      #%-2d %s", i, f->func[0] ? f->func : "??");
 		if (f->file[0])
 			printf(" at %s:%d", f->file, f->line);
-		printf(" (%s)\n", f->lib[0] ? f->lib : "?");
+		printf(" (%s)\n", f->python ? "python" : f->lib[0] ? f->lib : "?");
 	}
 	if (t->truncated)
 		printf("      ... deeper frames cut\n");
@@ -250,6 +254,15 @@ int cmd_stacks(int argc, char **argv)
 				printf("      %s\n", r[i].up.err);
 			if (t)
 				print_stack(t);
+		}
+		for (i = 0; i < n; i++) {
+			if (r[i].up.threads_cut)
+				printf("note: rank %d (pid %d): %d thread(s) past the first %d not "
+				       "read\n", r[i].ri.rank, r[i].pid, r[i].up.threads_cut,
+				       UNWIND_THREADS);
+			if (r[i].up.py_note[0])
+				printf("note: rank %d (pid %d): %s\n", r[i].ri.rank, r[i].pid,
+				       r[i].up.py_note);
 		}
 	}
 	for (i = 0; i < n; i++)

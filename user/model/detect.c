@@ -36,8 +36,9 @@ const char *detect__experiment(enum vclass c)
 		return "compare the ranks' operation sequences and failure logs (data-dependent "
 		       "branches, exhausted iterators); tuning cannot fix a mismatch";
 	case V_HANG:
-		return "dump the laggard's stacks (py-spy dump, gdb): if it is stuck where shown, the "
-		       "peers will wait forever; if it moves, raise the timeout";
+		return "look again at the laggard's stack (rankscope stacks -p PID, every thread): "
+		       "if it is still where the evidence shows, the peers will wait forever; if "
+		       "it moves, raise the timeout";
 	case V_RANK_EXITED:
 		return "read the exited rank's exit status and logs; its peers cannot finish the "
 		       "collective without it";

@@ -1524,6 +1524,29 @@ static bool first_k(struct job *j)
 	return true;
 }
 
+/* A stuck job's verdict on column jv->col: its stack and a waiting peer's (peer -1: the
+ * first live one), as evidence. */
+static void stuck_evidence(struct job *j, struct job_verdict *jv, int peer)
+{
+	char coll[64];
+	int c, k, cols[2];
+
+	if (!j->ops.where || jv->col < 0)
+		return;
+	for (c = 0; peer < 0 && c < j->n; c++)
+		if (c != jv->col && !j->r[c].exited)
+			peer = c;
+	cols[0] = jv->col;
+	cols[1] = peer;
+	for (k = 0; k < 2; k++) {
+		if (cols[k] < 0)
+			continue;
+		j->ops.where(j->ops.ctx, cols[k], coll, sizeof(coll), jv->stacks[k].text,
+			     sizeof(jv->stacks[k].text));
+		jv->stacks[k].rank = j->r[cols[k]].rank;
+	}
+}
+
 static void emit_verdict(struct job *j, struct job_verdict *jv)
 {
 	jv->ranks_seen = j->n;
@@ -1892,25 +1915,25 @@ static void remote_hang(struct job *j, uint64_t now, uint64_t wait_since, int64_
 static void stuck_stacks(struct job *j, uint64_t now)
 {
 	struct job_verdict jv = {};
-	char (*coll)[48] = NULL, frames[160] = "", odd_frames[160] = "";
+	char (*coll)[48] = NULL, (*stack)[JOB_STACK_TEXT] = NULL;
 	int c, d, best = -1, same = 0, in = 0, out = -1, nout = 0, odd = -1, seen = 0;
 
 	if (!j->ops.where || (j->stacks_ns && now < j->stacks_ns + j->cfg.hang_timeout_ns))
 		return;
 	j->stacks_ns = now;
 	coll = calloc(j->n, sizeof(*coll));
-	if (!coll)
-		return;
+	stack = calloc(j->n, sizeof(*stack));
+	if (!coll || !stack)
+		goto out;
 	for (c = 0; c < j->n; c++) {
 		if (j->r[c].exited)
 			continue;
-		if (j->ops.where(j->ops.ctx, c, coll[c], sizeof(coll[c]), frames, sizeof(frames))) {
+		if (j->ops.where(j->ops.ctx, c, coll[c], sizeof(coll[c]), stack[c],
+				 sizeof(stack[c]))) {
 			in++;
-		} else if (frames[0]) {
-			if (out < 0) {
+		} else if (stack[c][0]) {
+			if (out < 0)
 				out = c;
-				snprintf(odd_frames, sizeof(odd_frames), "%s", frames);
-			}
 			nout++;
 		}
 		seen++;
@@ -1942,13 +1965,22 @@ static void stuck_stacks(struct job *j, uint64_t now)
 		snprintf(jv.detail, sizeof(jv.detail), "no step has ended for %.1f s; %d rank(s) "
 			 "wait in %s, and this one is in no collective: %s",
 			 (now - j->progress_ns) / 1e9, in, best >= 0 ? coll[best] : "a collective",
-			 odd_frames);
+			 stack[out]);
 	}
-	free(coll);
 	if (jv.cls == V_NONE)
-		return;
+		goto out;
+	/* the stacks judged by: the odd rank's and one of the majority's */
+	memcpy(jv.stacks[0].text, stack[jv.col], sizeof(jv.stacks[0].text));
+	jv.stacks[0].rank = j->r[jv.col].rank;
+	if (best >= 0) {
+		memcpy(jv.stacks[1].text, stack[best], sizeof(jv.stacks[1].text));
+		jv.stacks[1].rank = j->r[best].rank;
+	}
 	j->hang_done = true;
 	emit_verdict(j, &jv);
+out:
+	free(coll);
+	free(stack);
 }
 
 /*
@@ -1999,6 +2031,7 @@ static void first_look_hang(struct job *j, uint64_t now)
 	snprintf(jv.detail, sizeof(jv.detail), "no step has ended for %.1f s (the job was stuck "
 		 "when rankscope came: its calls predate the probes); the laggard is %s, %d other "
 		 "rank(s) wait", (now - j->progress_ns) / 1e9, lag_st, waiting);
+	stuck_evidence(j, &jv, -1);
 	j->hang_done = true;
 	emit_verdict(j, &jv);
 }
@@ -2073,6 +2106,7 @@ static void check_hang(struct job *j, uint64_t now)
 			 "rank %d has waited %.1f s in collective seq %" PRId64 "; the laggard is %s",
 			 j->r[waiter].rank, (now - wait_since) / 1e9, wait_seq, state);
 	}
+	stuck_evidence(j, &jv, waiter);
 	j->hang_done = true;
 	emit_verdict(j, &jv);
 }

@@ -105,6 +105,8 @@ struct job_pp {
 				 * and 5 points over it at least */
 };
 
+#define JOB_STACK_TEXT	384
+
 struct job_verdict {
 	struct verdict v;
 	enum vclass cls;
@@ -122,6 +124,9 @@ struct job_verdict {
 	int ngroup;
 	int group[JOB_GROUP_SHOW];
 	struct job_pp pp;
+	/* a stuck job's stacks as evidence: the rank's own and a peer's (text "": none), each
+	 * innermost first from the collective or call it waits in (job_probe_ops.where) */
+	struct { int rank; char text[JOB_STACK_TEXT]; } stacks[2];
 };
 
 /* What the caller can tell about a rank right now (hang detection). */
@@ -132,9 +137,10 @@ struct job_probe_ops {
 	void (*state)(void *ctx, int col, char *buf, size_t n);
 	/* Where column col's main thread is, from its stack (a stuck job's first look): true
 	 * with the collective it is inside (e.g. "PMPI_Allreduce") in coll, or false with coll
-	 * "" and its innermost frames of its own in frames ("" when its stack cannot be read). */
-	bool (*where)(void *ctx, int col, char *coll, size_t ncoll, char *frames,
-		      size_t nframes);
+	 * "". Either way its stack in a line in stack, innermost first, from that collective
+	 * or the call it blocks in ("" when its stack cannot be read). */
+	bool (*where)(void *ctx, int col, char *coll, size_t ncoll, char *stack,
+		      size_t nstack);
 	void (*on_step)(void *ctx, const struct job_step *st, const char *rule);
 	void (*on_verdict)(void *ctx, const struct job_verdict *v);
 	/* How steps are found, once learned, and again when the pattern changed (changed). */

@@ -113,6 +113,8 @@ void report__rule(struct json *j, const char *job, const char *rule, int period,
 void report__verdict(struct json *j, const struct job_verdict *v, const char *job, int rank,
 		     pid_t pid)
 {
+	int i;
+
 	json__obj_begin(j);
 	json__kstr(j, "type", "verdict");
 	json__kstr(j, "job", job);
@@ -143,8 +145,6 @@ void report__verdict(struct json *j, const struct job_verdict *v, const char *jo
 	/* judged against its own tensor- or pipeline-parallel group, not the whole job */
 	json__key(j, "groups");
 	if (v->ngroup) {
-		int i;
-
 		json__arr_begin(j);
 		json__arr_begin(j);
 		for (i = 0; i < v->ngroup; i++) {
@@ -202,6 +202,20 @@ void report__verdict(struct json *j, const struct job_verdict *v, const char *jo
 	json__kint(j, "steps", v->v.nsteps);
 	if (v->detail[0])
 		json__kstr(j, "detail", v->detail);
+	if (v->stacks[0].text[0] || v->stacks[1].text[0]) {
+		json__key(j, "stacks");
+		json__arr_begin(j);
+		for (i = 0; i < 2; i++) {
+			if (!v->stacks[i].text[0])
+				continue;
+			json__obj_begin(j);
+			json__kint(j, "rank", v->stacks[i].rank);
+			json__kstr(j, "role", i ? "peer" : "rank");
+			json__kstr(j, "stack", v->stacks[i].text);
+			json__obj_end(j);
+		}
+		json__arr_end(j);
+	}
 	json__obj_end(j);
 	json__kstr(j, "experiment", detect__experiment(v->cls));
 	json__obj_end(j);
@@ -274,6 +288,10 @@ void report__verdict_text(FILE *f, const struct job_verdict *v, int rank, char *
 		snprintf(buf + len, n - len, " [%d of %d ranks seen here]", v->ranks_seen,
 			 v->world_size);
 	fprintf(f, "%s\n", buf);
+	for (int i = 0; i < 2; i++)
+		if (v->stacks[i].text[0])
+			fprintf(f, "  stack of rank %d%s: %s\n", v->stacks[i].rank,
+				i ? " (a peer)" : "", v->stacks[i].text);
 }
 
 char *report__phase_bar(const struct phases *ph, uint64_t dur, char *buf, int width)

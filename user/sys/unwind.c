@@ -86,7 +86,11 @@ static const char *base(const char *path)
 struct walk {
 	Dwfl *dwfl;
 	struct unwind_thread *t;
+	struct py_target *py;	/* a CPython's, else NULL */
 };
+
+static void py_read(struct py_target *py, struct unwind_thread *t);
+static void tracer(pid_t pid, pid_t tid, char *out, size_t n);
 
 /* Only the pc while the thread is held: naming it can wait until every thread is let go. */
 static int frame_cb(Dwfl_Frame *state, void *arg)
@@ -103,6 +107,9 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 		t->truncated = true;
 		return DWARF_CB_ABORT;
 	}
+	/* the first frame: libdwfl holds the thread now, so its Python frames match */
+	if (!t->nframes && w->py)
+		py_read(w->py, t);
 	f = &t->frames[t->nframes++];
 	memset(f, 0, sizeof(*f));
 	/* a return address points past its call: look the call up */
@@ -135,13 +142,14 @@ static void symbolize(Dwfl *dwfl, struct unwind_frame *f)
 struct walk_all {
 	Dwfl *dwfl;
 	struct unwind_proc *p;
+	struct py_target *py;
 };
 
 static int each_thread(Dwfl_Thread *thread, void *arg)
 {
 	struct walk_all *a = arg;
 	struct unwind_thread *t = new_thread(a->p, dwfl_thread_tid(thread));
-	struct walk w = { .dwfl = a->dwfl, .t = t };
+	struct walk w = { .dwfl = a->dwfl, .t = t, .py = a->p->python ? a->py : NULL };
 	uint64_t t0;
 
 	if (!t)
@@ -152,9 +160,19 @@ static int each_thread(Dwfl_Thread *thread, void *arg)
 		return DWARF_CB_OK;
 	}
 	t0 = mono_ns();
-	if (dwfl_thread_getframes(thread, frame_cb, &w) && !t->nframes)
-		snprintf(t->err, sizeof(t->err), "%s", dwfl_errmsg(-1));
+	if (dwfl_thread_getframes(thread, frame_cb, &w) && !t->nframes) {
+		char who[64];
+
+		const char *why = dwfl_errmsg(-1);
+
+		tracer(a->p->pid, t->tid, who, sizeof(who));
+		if (!why || !strcmp(why, "Success") || !strcmp(why, "no error"))
+			why = "its frames could not be read (did it exit?)";
+		snprintf(t->err, sizeof(t->err), "%s%s", why, who);
+	}
 	t->held_ns = mono_ns() - t0;
+	if (w.py && !t->py)
+		py_read(w.py, t);	/* no native frame came: read as it runs */
 	return DWARF_CB_OK;
 }
 
@@ -194,14 +212,15 @@ static int count_threads(pid_t pid)
 	return n;
 }
 
-/* " (traced by PID N, comm)" when another tracer holds pid, else "". */
-static void tracer(pid_t pid, char *out, size_t n)
+/* " (traced by PID N, comm)" when another tracer holds thread tid of pid, else "". */
+static void tracer(pid_t pid, pid_t tid, char *out, size_t n)
 {
-	char *buf = NULL, *at, *comm = NULL;
+	char *buf = NULL, *at, *comm = NULL, path[48];
 	long tp = 0;
 
 	out[0] = 0;
-	if (procfs__read(pid, "status", &buf, 4096) > 0 && (at = strstr(buf, "\nTracerPid:")))
+	snprintf(path, sizeof(path), "task/%d/status", tid);
+	if (procfs__read(pid, path, &buf, 4096) > 0 && (at = strstr(buf, "\nTracerPid:")))
 		tp = strtol(at + 11, NULL, 10);
 	free(buf);
 	if (tp <= 0 || tp > (1 << 22))
@@ -215,13 +234,136 @@ static void tracer(pid_t pid, char *out, size_t n)
 	free(comm);
 }
 
+
+/* The interpreter's symbols, from a module named python3.* or libpython3.*: a CPython. */
+static int py_module(Dwfl_Module *m, void **ud, const char *name, Dwarf_Addr start, void *arg)
+{
+	struct py_target *py = arg;
+	const char *b = base(name);
+	int i, n;
+
+	if (strncmp(b, "python3", 7) && strncmp(b, "libpython3", 10))
+		return DWARF_CB_OK;
+	n = dwfl_module_getsymtab(m);
+	for (i = 1; i < n; i++) {
+		GElf_Sym sym;
+		GElf_Addr addr;
+		const char *s = dwfl_module_getsym_info(m, i, &sym, &addr, NULL, NULL, NULL);
+
+		if (!s || sym.st_shndx == SHN_UNDEF || !addr)
+			continue;
+		if (!strcmp(s, "_PyRuntime"))
+			py->runtime = addr;
+		else if (!strcmp(s, "Py_Version"))
+			py->version_at = addr;
+		else if (!strcmp(s, "PyCode_Type"))
+			py->code_type = addr;
+		else if (!strcmp(s, "PyUnicode_Type"))
+			py->unicode_type = addr;
+		else if (!strcmp(s, "PyBytes_Type"))
+			py->bytes_type = addr;
+	}
+	return py->runtime ? DWARF_CB_ABORT : DWARF_CB_OK;
+}
+
+/* Is p a CPython whose frames can be read? Sets p->python, or p->py_note with why not. */
+static void py_open(Dwfl *dwfl, struct unwind_proc *p, struct py_target *py)
+{
+	memset(py, 0, sizeof(*py));
+	py->pid = p->pid;
+	if (dwfl)
+		dwfl_getmodules(dwfl, py_module, py, 0);
+	if (!py->runtime || !py->code_type)
+		return;		/* not a CPython */
+	if (pyframes__open(py)) {
+		snprintf(p->py_note, sizeof(p->py_note), "%s", py->note);
+		pyframes__close(py);
+		return;
+	}
+	p->python = true;
+}
+
+/* t's Python frames, kept to be merged after its native frames are named. */
+static void py_read(struct py_target *py, struct unwind_thread *t)
+{
+	int i;
+
+	for (i = 0; i < py->ntstates && py->tstates[i].tid != (uint64_t)t->tid; i++)
+		;
+	if (i == py->ntstates)
+		return;
+	t->py = calloc(PY_FRAMES_MAX, sizeof(*t->py));
+	if (t->py)
+		t->npy = pyframes__thread(py, t->tid, t->py, PY_FRAMES_MAX, &t->py_truncated,
+					  t->py_err, sizeof(t->py_err));
+}
+
+static void py_frame_to(struct unwind_frame *f, const struct py_frame *y)
+{
+	memset(f, 0, sizeof(*f));
+	f->python = true;
+	snprintf(f->func, sizeof(f->func), "%s", y->func);
+	snprintf(f->file, sizeof(f->file), "%s", y->file);
+	f->line = y->line;
+}
+
+/*
+ * Python frames go inside the native frame that runs them: each _PyEval_EvalFrameDefault
+ * call evaluates the Python frames up to one marked as its entry. What is left (no native
+ * frames: a stopped process) goes outermost.
+ */
+static void py_merge(struct unwind_thread *t)
+{
+	struct unwind_frame *out;
+	int i, k = 0, n = 0;
+
+	if (!t->npy)
+		goto out;
+	out = calloc(t->nframes + t->npy, sizeof(*out));
+	if (!out)
+		goto out;
+	for (i = 0; i < t->nframes; i++) {
+		if (!strcmp(t->frames[i].func, "_PyEval_EvalFrameDefault"))
+			while (k < t->npy) {
+				py_frame_to(&out[n++], &t->py[k]);
+				if (t->py[k++].entry)
+					break;
+			}
+		out[n++] = t->frames[i];
+	}
+	while (k < t->npy)
+		py_frame_to(&out[n++], &t->py[k++]);
+	free(t->frames);
+	t->frames = out;
+	t->nframes = n;
+	t->truncated |= t->py_truncated;
+out:
+	free(t->py);
+	t->py = NULL;
+	t->npy = 0;
+}
+
+/* Threads of a process we do not attach: their /proc state, and their Python frames. */
+static void unattached(struct unwind_proc *p, struct py_target *py, const char *why)
+{
+	int i;
+
+	proc_threads(p, why);
+	for (i = 0; p->python && i < p->nthreads; i++) {
+		py_read(py, &p->threads[i]);
+		py_merge(&p->threads[i]);
+	}
+}
+
 int unwind__process(pid_t pid, struct unwind_proc *p)
 {
+	struct py_target py = {};
 	struct proc_stat st;
 	struct walk_all a;
 	uint64_t t0;
 	Dwfl *dwfl;
 	int err, i, k;
+	bool stopped;
 
 	memset(p, 0, sizeof(*p));
 	p->pid = pid;
@@ -236,56 +378,74 @@ int unwind__process(pid_t pid, struct unwind_proc *p)
 	}
 	p->state = st.state;
 	/* attaching would stop a stopped process anew, or wait on a zombie: leave them be */
-	if (st.state == 'T' || st.state == 't' || st.state == 'Z' || st.state == 'X') {
-		snprintf(p->err, sizeof(p->err), "%s: not attached, to leave it as it is",
-			 st.state == 'Z' || st.state == 'X' ? "a zombie" : "stopped");
-		proc_threads(p, p->err);
-		return 0;
-	}
+	stopped = st.state == 'T' || st.state == 't' || st.state == 'Z' || st.state == 'X';
 	dwfl = dwfl_begin(&callbacks);
 	if (!dwfl) {
 		snprintf(p->err, sizeof(p->err), "libdwfl: %s", dwfl_errmsg(-1));
 		return -ENOMEM;
 	}
 	err = dwfl_linux_proc_report(dwfl, pid);
-	if (err || dwfl_report_end(dwfl, NULL, NULL)) {
+	if (dwfl_report_end(dwfl, NULL, NULL) && !err)
+		err = -1;
+	if (err && !stopped) {
 		snprintf(p->err, sizeof(p->err), "cannot read the maps of %d: %s", pid,
 			 err > 0 ? strerror(err) : dwfl_errmsg(-1));
 		dwfl_end(dwfl);
 		return err > 0 ? -err : -EINVAL;
+	}
+	py_open(dwfl, p, &py);
+	if (stopped) {
+		snprintf(p->err, sizeof(p->err), "%s: not attached, to leave it as it is",
+			 st.state == 'Z' || st.state == 'X' ? "a zombie" : "stopped");
+		unattached(p, &py, p->err);
+		err = 0;
+		goto out;
 	}
 	t0 = mono_ns();
 	err = dwfl_linux_proc_attach(dwfl, pid, false);
 	if (err) {
 		char who[64] = "";
 
-		tracer(pid, who, sizeof(who));
+		tracer(pid, pid, who, sizeof(who));
 		snprintf(p->err, sizeof(p->err), "cannot attach to %d: %s%s", pid,
 			 err > 0 ? strerror(err) : dwfl_errmsg(-1), who[0] ? who : err == EPERM ?
 			 " (another tracer, or no CAP_SYS_PTRACE)" : "");
-		dwfl_end(dwfl);
-		proc_threads(p, p->err);
-		return err > 0 ? -err : -EINVAL;
+		unattached(p, &py, p->err);
+		err = err > 0 ? -err : -EINVAL;
+		goto out;
 	}
-	a = (struct walk_all){ .dwfl = dwfl, .p = p };
+	a = (struct walk_all){ .dwfl = dwfl, .p = p, .py = &py };
 	/* each thread is stopped while its own frames are read, and let go after */
 	dwfl_getthreads(dwfl, each_thread, &a);
 	p->held_ns = mono_ns() - t0;
+	if (procfs__stat(pid, &st) || st.state == 'Z' || st.state == 'X') {
+		for (i = 0, k = 0; i < p->nthreads; i++)
+			k += p->threads[i].nframes > 0;
+		snprintf(p->err, sizeof(p->err), "the process exited while it was read: %d of "
+			 "%d thread(s) have frames", k, p->nthreads);
+	}
 	if (p->threads_cut)
 		p->threads_cut = count_threads(pid) - p->nthreads;
-	for (i = 0; i < p->nthreads; i++)
+	for (i = 0; i < p->nthreads; i++) {
 		for (k = 0; k < p->threads[i].nframes; k++)
-			symbolize(dwfl, &p->threads[i].frames[k]);
+			if (!p->threads[i].frames[k].python)
+				symbolize(dwfl, &p->threads[i].frames[k]);
+		py_merge(&p->threads[i]);
+	}
+out:
+	pyframes__close(&py);
 	dwfl_end(dwfl);
-	return 0;
+	return err;
 }
 
 void unwind__free(struct unwind_proc *p)
 {
 	int i;
 
-	for (i = 0; p->threads && i < p->nthreads; i++)
+	for (i = 0; p->threads && i < p->nthreads; i++) {
 		free(p->threads[i].frames);
+		free(p->threads[i].py);
+	}
 	free(p->threads);
 	p->threads = NULL;
 	p->nthreads = 0;
@@ -306,37 +466,70 @@ bool unwind__collective_frame(const char *f)
 
 static bool libc_frame(const struct unwind_frame *f)
 {
-	return !strncmp(f->lib, "libc.so", 7) || !strncmp(f->lib, "ld-linux", 8) ||
-	       !strncmp(f->lib, "libpthread", 10) || !f->func[0];
+	return !f->python && (!strncmp(f->lib, "libc.so", 7) || !strncmp(f->lib, "ld-linux", 8) ||
+			      !strncmp(f->lib, "libpthread", 10) || !f->func[0]);
 }
 
-bool unwind__where(pid_t pid, char *coll, size_t ncoll, char *frames, size_t nframes)
+/* The interpreter's own frames: between Python frames they only say "a call was made". */
+static bool interp_frame(const struct unwind_frame *f)
+{
+	return !f->python && (!strncmp(f->lib, "python3", 7) || !strncmp(f->lib, "libpython3", 10));
+}
+
+/*
+ * t's stack in a line, innermost first: from the outermost collective frame it is inside
+ * (or the call it blocks in), out through its own frames; in a Python thread through its
+ * Python frames ("run_step (train.py:685)") once they begin. At most 8 frames.
+ */
+static void summary(const struct unwind_thread *t, int from, char *out, size_t n)
+{
+	size_t len = 0;
+	int i, k = 0;
+	bool py = false, has_py = false;
+
+	out[0] = 0;
+	for (i = 0; i < t->nframes; i++)
+		has_py |= t->frames[i].python;
+	for (i = from; i < t->nframes && k < 8 && len + 8 < n; i++) {
+		const struct unwind_frame *f = &t->frames[i];
+		const char *sep = k ? " <- " : "";
+
+		if (i > from && (libc_frame(f) || interp_frame(f) || (py && !f->python) ||
+				 (has_py && !f->python && !py)))
+			continue;
+		py |= f->python;
+		if (f->python)
+			len += snprintf(out + len, n - len, "%s%s (%s:%d)", sep, f->func,
+					base(f->file), f->line);
+		else
+			len += snprintf(out + len, n - len, "%s%.*s", sep,
+					(int)strcspn(f->func[0] ? f->func : "??", "@"),
+					f->func[0] ? f->func : "??");
+		k++;
+	}
+	if (len >= n)
+		memcpy(out + n - 4, "...", 4);
+}
+
+bool unwind__where(pid_t pid, char *coll, size_t ncoll, char *stack, size_t nstack)
 {
 	const struct unwind_thread *t = NULL;
 	struct unwind_proc p;
-	size_t len = 0;
-	int i, k;
+	int i, from = 0;
 
-	coll[0] = frames[0] = 0;
-	if (unwind__process(pid, &p)) {
-		unwind__free(&p);
-		return false;
-	}
+	coll[0] = stack[0] = 0;
+	unwind__process(pid, &p);
 	for (i = 0; i < p.nthreads; i++)
 		if (p.threads[i].tid == pid)
 			t = &p.threads[i];
 	for (i = t ? t->nframes - 1 : -1; i >= 0; i--)
 		if (unwind__collective_frame(t->frames[i].func)) {
 			snprintf(coll, ncoll, "%s", t->frames[i].func);
+			from = i;
 			break;
 		}
-	/* the innermost frame (the call it blocks in), then its own frames */
-	for (i = 0, k = 0; t && !coll[0] && i < t->nframes && k < 4 && len + 8 < nframes; i++) {
-		if (i && libc_frame(&t->frames[i]))
-			continue;
-		len += snprintf(frames + len, nframes - len, "%s%s", k++ ? " <- " : "",
-				t->frames[i].func);
-	}
+	if (t)
+		summary(t, from, stack, nstack);
 	unwind__free(&p);
 	return coll[0] != 0;
 }
@@ -351,13 +544,14 @@ static void frames_json(struct json *j, const struct unwind_thread *t)
 		const struct unwind_frame *f = &t->frames[i];
 
 		json__obj_begin(j);
-		json__kstr(j, "kind", "native");
+		json__kstr(j, "kind", f->python ? "python" : "native");
 		json__kstr(j, "func", f->func[0] ? f->func : NULL);
 		json__kstr(j, "file", f->file[0] ? f->file : NULL);
 		if (f->line)
 			json__kint(j, "line", f->line);
 		json__kstr(j, "lib", f->lib[0] ? f->lib : NULL);
-		json__kuint(j, "pc", f->pc);
+		if (!f->python)
+			json__kuint(j, "pc", f->pc);
 		json__obj_end(j);
 	}
 	json__arr_end(j);
@@ -379,6 +573,10 @@ void unwind__json(struct json *j, const struct unwind_proc *p, int rank, const c
 		json__kstr(j, "note", p->err);
 	if (p->threads_cut)
 		json__kint(j, "threads_cut", p->threads_cut);
+	if (p->python)
+		json__kstr(j, "python", pyframes__built_version());
+	if (p->py_note[0])
+		json__kstr(j, "python_note", p->py_note);
 	json__key(j, "threads");
 	json__arr_begin(j);
 	for (i = 0; i < p->nthreads; i++) {
@@ -396,6 +594,8 @@ void unwind__json(struct json *j, const struct unwind_proc *p, int rank, const c
 			json__key(j, "truncated"), json__bool(j, true);
 		if (t->err[0])
 			json__kstr(j, "note", t->err);
+		if (t->py_err[0])
+			json__kstr(j, "python_note", t->py_err);
 		frames_json(j, t);
 		json__obj_end(j);
 	}

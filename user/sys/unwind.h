@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
- * Native stacks of every thread of a process, unwound by elfutils' libdwfl from CFI
- * (.eh_frame / .debug_frame), so they work without frame pointers, symbolized from the
- * symbol tables (file:line where debug info exists). The process is attached with ptrace
+ * Stacks of every thread of a process. Native frames are unwound by elfutils' libdwfl from
+ * CFI (.eh_frame / .debug_frame), so they work without frame pointers, symbolized from the
+ * symbol tables (file:line where debug info exists). In a CPython 3.11 process the Python
+ * frames are read from the interpreter (pyframes.h) and put in where they run: inside the
+ * _PyEval_EvalFrameDefault call that evaluates them. The process is attached with ptrace
  * for the unwind and let go at once; the time it was held is measured. A stopped or zombie
- * process is not attached (attaching could change its state): its threads get their /proc
- * state only.
+ * process, or one another tracer holds, is not attached (attaching could change its state):
+ * its threads get their /proc state and their Python frames only.
  */
 #ifndef RS_UNWIND_H
 #define RS_UNWIND_H
@@ -13,17 +15,19 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include "pyframes.h"
 
 #define UNWIND_THREADS	256	/* threads a process is unwound for; the rest are counted */
 #define UNWIND_FRAMES	64	/* frames a thread; deeper ones are counted */
 
 struct unwind_frame {
-	uint64_t pc;
+	uint64_t pc;		/* 0 for a Python frame */
 	uint64_t at;		/* looked up: pc, or pc - 1 for a return address */
-	char func[96];		/* "" when no symbol covers pc */
+	char func[96];		/* "" when no symbol covers pc; a Python frame's qualified name */
 	char lib[64];		/* the module's file name, without its directory */
-	char file[96];		/* source file, "" without debug info */
+	char file[128];		/* source file, "" without debug info; a Python frame's file */
 	int line;
+	bool python;		/* read from the interpreter's frame chain (pyframes.h) */
 };
 
 struct unwind_thread {
@@ -35,7 +39,11 @@ struct unwind_thread {
 	struct unwind_frame *frames;
 	int nframes;
 	bool truncated;		/* deeper than UNWIND_FRAMES */
-	char err[80];		/* why it has no frames */
+	char err[160];		/* why it has no frames */
+	char py_err[96];	/* why its Python frames stop short ("corrupt frame chain ...") */
+	struct py_frame *py;	/* its Python frames while they wait to be merged in */
+	int npy;
+	bool py_truncated;
 	uint64_t held_ns;	/* how long it was stopped for its frames (ptrace) */
 };
 
@@ -48,6 +56,8 @@ struct unwind_proc {
 	uint64_t held_ns;	/* from the first thread's attach to the last one's detach; each
 				 * thread is held only for its own frames (its held_ns) */
 	char err[160];		/* why nothing was unwound, "" when it was */
+	char py_note[160];	/* a CPython process whose Python frames are left out: why */
+	bool python;		/* a CPython whose frames were read */
 };
 
 /* Unwind pid's threads into p (free it with unwind__free). Returns 0, or -errno with p->err
@@ -65,8 +75,10 @@ void unwind__json(struct json *j, const struct unwind_proc *p, int rank, const c
 bool unwind__collective_frame(const char *func);
 
 /* Where pid's main thread is: true with the outermost collective frame it is inside in coll,
- * or false with coll "" and its innermost frames outside the C library in frames ("a <- b <-
- * c"; "" when its stack could not be read: stopped, gone, refused). */
-bool unwind__where(pid_t pid, char *coll, size_t ncoll, char *frames, size_t nframes);
+ * or false with coll "". Either way its stack in a line in stack, innermost first, from that
+ * collective frame or the call it blocks in, through its own frames (Python ones as "func
+ * (file.py:line)"): "clock_nanosleep <- run_step (train.py:685) <- main (train.py:756)";
+ * "" when nothing of it could be read (gone; stopped and not a CPython). */
+bool unwind__where(pid_t pid, char *coll, size_t ncoll, char *stack, size_t nstack);
 
 #endif /* RS_UNWIND_H */
