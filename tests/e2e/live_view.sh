@@ -6,7 +6,9 @@
 #  - on a real 2-rank OpenMPI straggler job found by `rankscope daemon`, the page polls the API:
 #    a phase bar and a step-time line for each rank, the verdict naming the injected rank and
 #    compute; the screenshot is kept as build/test-logs/live_view.png;
-#  - "Capture 10 s" POSTs /api/v1/capture and shows the answer (and a link to the capture).
+#  - "Capture 10 s" POSTs /api/v1/capture and shows the answer (and a link to the capture);
+#  - the same job stuck (rank SLOW stopped): the page shows the stack classes the daemon
+#    publishes, rank SLOW's marked as the odd one out with its whole main stack.
 # tests/e2e/live_view_proxy.py serves the page with hostile API answers (a stand-in for a
 # daemon whose data came from hostile processes); the real job's page comes from the daemon.
 . "$(dirname "$0")/../lib.sh"
@@ -83,7 +85,8 @@ print("hostile capture id: shown as text, link", c["link"][:60] + "…")
 PY
 
 # the daemon, as in production: it finds the job, started after it, by itself
-bg rs "$RS" daemon --listen 127.0.0.1:$PORT --lock-file "$T/daemon.lock" --capture-dir "$T/captures"
+bg rs "$RS" daemon --listen 127.0.0.1:$PORT --lock-file "$T/daemon.lock" --capture-dir "$T/captures" \
+	--hang-timeout 2
 wait_lines "$T/rs.out" 'serving /metrics' 1 30 || fail "rankscope did not serve: $(tail -3 "$T/rs.out")"
 bg job mpirun --allow-run-as-root --oversubscribe -np 2 "$FIX/mpi_loop" --go-file "$T/go" \
 	--iters 100000 --compute-us 1000 --slow-rank $SLOW --slow-us 4000
@@ -180,4 +183,21 @@ except urllib.error.HTTPError as e:
 assert code in (200, 202), f"GET {first['link']}: {code}"
 print(f"capture {cid}: 202 and a link (GET {code}); a second press shows", repr(second["status"]))
 PY
-pass "the live view draws every rank and names rank $SLOW's compute straggler; hostile text stays text"
+# the job stuck: rank SLOW stopped; once the daemon reads the stacks the page shows the classes
+kill -STOP "$(sed -n "s/^ready rank=$SLOW pid=\([0-9]*\).*/\1/p" "$T/job.out")"
+got=
+for _ in $(seq 30); do
+	sleep 0.5
+	http_get "$URL/api/v1/stacks?classes=1" | tail -n +2 | grep -q stack_classes && { got=1; break; }
+done
+[ -n "$got" ] || fail "the daemon published no stack classes of the stuck job"
+ok=""
+for try in 1 2 3; do
+	chrome stuck --virtual-time-budget=5000 --dump-dom "$VURL" || fail "chromium --dump-dom"
+	"${CHECK[@]}" stacks "$T/stuck.out" "$JOB" $SLOW && { ok=1; break; }
+	sleep 1
+done
+kill -CONT "$(sed -n "s/^ready rank=$SLOW pid=\([0-9]*\).*/\1/p" "$T/job.out")"
+[ -n "$ok" ] || fail "the live view did not show the stuck job's stack classes"
+pass "the live view draws every rank and names rank $SLOW's compute straggler; a stuck job's" \
+	"stack classes with the odd rank; hostile text stays text"

@@ -5,6 +5,8 @@
   dom DUMP JOB NRANKS SLOW     a Chromium --dump-dom of a real straggler job: a phase bar and a
                                step-time line for every rank, the verdict names rank SLOW and
                                compute, the status line shows no fetch error
+  stacks DUMP JOB SLOW         a dump of the same job stuck (rank SLOW stopped): its stack classes
+                               shown, rank SLOW's the odd one out, the other in MPI_Allreduce
   hostile DUMP JOB             a dump over the proxy's hostile answers: no markup got in
   click CHROMIUM URL DIR       load URL in CHROMIUM over --remote-debugging-pipe, wait for the
                                bars, press "Capture 10 s" (twice); prints what the page showed
@@ -118,6 +120,24 @@ def check_dom(dump, job, nranks, slow):
     print(f"dom: status: {st}")
 
 
+def check_stacks(dump, job, slow):
+    """A stuck job: its stack classes shown, rank SLOW's the odd one with its whole stack."""
+    d = Dom(open(dump, encoding="utf-8").read())
+    st = d.by_id("stacks")
+    if "hidden" in st[1]:
+        die("the stacks section is hidden")
+    items = d.find(lambda t, a: t == "li" and "data-ranks" in a)
+    odd = [e for e in items if "odd" in classes(e[1])]
+    if len(odd) != 1 or odd[0][1]["data-ranks"] != str(slow):
+        die(f"odd class {[e[1] for e in odd]}, want rank {slow}; all {[e[1] for e in items]}")
+    if "the odd one out" not in odd[0][2] or "its whole main stack" not in odd[0][2]:
+        die(f"the odd class lacks its marks: {odd[0][2][:300]!r}")
+    others = [e for e in items if e not in odd]
+    if not others or not any("MPI_Allreduce" in e[2] for e in others):
+        die(f"no class waits in MPI_Allreduce: {[e[2][:200] for e in others]}")
+    print(f"stacks: classes {[e[1]['data-ranks'] for e in items]}, rank {slow} the odd one out")
+
+
 def check_hostile(dump, job):
     d = Dom(open(dump, encoding="utf-8").read())
     for tag in ("img", "b", "iframe"):
@@ -133,6 +153,9 @@ def check_hostile(dump, job):
     v = d.by_id("verdict")[2]
     if 'onerror="window.pwned=1"' not in v or "<script>" not in v:
         die(f"the hostile strings are not shown as text: {v!r}")
+    st = d.by_id("stacks")
+    if "hidden" in st[1] or 'onerror="window.pwned=1"' not in st[2]:
+        die(f"the hostile stack classes are not shown as text: {st[1]} {st[2][:200]!r}")
     opts = [x[2] for x in d.find(lambda t, a: t == "option" and a.get("value", "").startswith(("job", "other")))]
     if job not in opts:
         die(f"job selector lacks the job id as text: {opts}")
@@ -238,6 +261,8 @@ if __name__ == "__main__":
         check_page(*args)
     elif cmd == "dom":
         check_dom(args[0], args[1], int(args[2]), int(args[3]))
+    elif cmd == "stacks":
+        check_stacks(args[0], args[1], int(args[2]))
     elif cmd == "hostile":
         check_hostile(*args)
     elif cmd == "click":

@@ -48,6 +48,11 @@ def hostile(path):
         return 200, steps
     if path == "/api/v1/diagnosis":
         return 200, diag
+    if path == "/api/v1/stacks":
+        return 200, [{"type": "stack_classes", "job": EVIL_JOB, "classes": [
+            {"ranks": [0], "main_stack": "_start;main;" + EVIL, "stack": EVIL, "outlier": False},
+            {"ranks": [1, "x" + EVIL], "main_stack": EVIL + ";" + EVIL, "stack": "",
+             "outlier": True}]}]
     if path == "/api/v1/capture":
         return 202, {"id": "../" + EVIL, "seconds": 10}
     return 404, None

@@ -53,18 +53,31 @@ for ((i = 0; i < 40; i++)); do
 done
 [ -n "$got" ] || fail "the daemon served no stacks of the stuck job: $(tail -3 "$T/rsd.out")"
 http_get "http://127.0.0.1:$PORT/api/v1/stacks" >"$T/st_all" || fail "GET /api/v1/stacks"
+http_get "http://127.0.0.1:$PORT/api/v1/stacks?classes=1" >"$T/st_cls" ||
+	fail "GET /api/v1/stacks?classes=1"
 kill -TERM "$PID_rsd"
-$PY - "$T/st_r" "$T/st_all" "$R" "${PIDS[@]}" <<'PY' || exit 1
+$PY - "$T/st_r" "$T/st_all" "$T/st_cls" "$R" "${PIDS[@]}" <<'PY' || exit 1
 import json, sys
 one = json.loads(open(sys.argv[1]).read().split("\n", 1)[1])
 every = json.loads(open(sys.argv[2]).read().split("\n", 1)[1])
-r, pids = int(sys.argv[3]), [int(x) for x in sys.argv[4:]]
+cls = json.loads(open(sys.argv[3]).read().split("\n", 1)[1])
+r, pids = int(sys.argv[4]), [int(x) for x in sys.argv[5:]]
 assert len(one) == 1 and one[0]["rank"] == r and one[0]["state"] == "T", one
+# the classes, as the live view gets them: rank R alone and the odd one out
+assert [x["type"] for x in cls] == ["stack_classes"], cls
+byr = {tuple(c["ranks"]): c for c in cls[0]["classes"]}
+assert (r,) in byr and byr[(r,)]["outlier"] and "stopped" in byr[(r,)]["main_stack"], byr
+rest = [c for k, c in byr.items() if k != (r,)]
+assert len(rest) == 1 and len(rest[0]["ranks"]) == 3 and not rest[0]["outlier"], rest
+assert "MPI_Allreduce" in rest[0]["main_stack"], rest[0]
+assert [x["type"] for x in every].count("stack_classes") == 1, [x["type"] for x in every]
+every = [x for x in every if x["type"] == "stacks"]
 assert sorted(x["pid"] for x in every) == sorted(pids), [x["pid"] for x in every]
 peers = [x for x in every if x["rank"] != r]
 assert all(any("MPI_Allreduce" in (f["func"] or "") for t in x["threads"] for f in t["frames"])
            for x in peers), "a peer's stacks lack MPI_Allreduce"
-print(f"daemon /api/v1/stacks: rank {r} stopped (T), its 3 peers in MPI_Allreduce")
+print(f"daemon /api/v1/stacks: rank {r} stopped (T), its 3 peers in MPI_Allreduce; "
+      f"classes {[c['ranks'] for c in cls[0]['classes']]}")
 PY
 kill -CONT "${PIDS[R]}"
 $PY - "$T/diag.json" "$R" "${PIDS[R]}" "$t0" <<'PY' || exit 1

@@ -51,36 +51,9 @@ static void usage(FILE *f)
 		pyframes__built_version());
 }
 
-static const struct unwind_thread *main_thread(const struct unwind_proc *p)
-{
-	int i;
-
-	for (i = 0; i < p->nthreads; i++)
-		if (p->threads[i].tid == p->pid)
-			return &p->threads[i];
-	return p->nthreads ? &p->threads[0] : NULL;
-}
-
-/* The class key: the main thread's functions from the outermost in, down to the collective
- * it is inside if any; or its state. */
 static void make_key(struct rank_snap *r)
 {
-	const struct unwind_thread *t = main_thread(&r->up);
-	size_t len = 0;
-	int i;
-
-	r->key[0] = 0;
-	if (!t || !t->nframes) {
-		snprintf(r->key, sizeof(r->key), "(%s)", r->up.err[0] ? r->up.err : "no frames");
-		return;
-	}
-	for (i = t->nframes - 1; i >= 0 && len + 2 < sizeof(r->key); i--) {
-		const char *f = t->frames[i].func[0] ? t->frames[i].func : "??";
-
-		len += snprintf(r->key + len, sizeof(r->key) - len, "%s%s", len ? ";" : "", f);
-		if (unwind__collective_frame(f))
-			break;
-	}
+	unwind__class_key(&r->up, r->key, sizeof(r->key));
 }
 
 static void print_stack(const struct unwind_thread *t)
@@ -249,7 +222,7 @@ int cmd_stacks(int argc, char **argv)
 			printf("%s\n", odd ? "   <- the odd one(s) out" : "");
 			for (i = 0; i < n && r[i].cls != cl; i++)
 				;
-			t = main_thread(&r[i].up);
+			t = unwind__main_thread(&r[i].up);
 			if (r[i].up.err[0])
 				printf("      %s\n", r[i].up.err);
 			if (t)

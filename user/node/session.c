@@ -458,6 +458,8 @@ void session__drop_rank(struct session *s, int slot)
 	free(rs->acc);
 	free(rs->json);
 	free(rs->gpu);
+	free(rs->snap_json);
+	free(rs->snap_key);
 	memset(rs, 0, sizeof(*rs));
 	while (s->nranks && !s->ranks[s->nranks - 1].used)
 		s->nranks--;
@@ -894,17 +896,122 @@ static int severity(enum vclass c)
 	}
 }
 
+/*
+ * One snapshot of a stuck rank's stacks, shared by /api/v1/stacks and the stuck-job judge
+ * (which reads where each rank is, then the stacks of the verdict's evidence): each is
+ * taken at most once a second, so a hang costs one unwind a rank per look, not three.
+ */
+#define SNAP_FRESH_NS	1000000000ULL
+
+static void rank_snapshot(struct rank_state *rs, const char *job)
+{
+	char key[1024];
+	struct unwind_proc up;
+	struct json j;
+	uint64_t now = session__now();
+
+	if (rs->snap_ns && now < rs->snap_ns + SNAP_FRESH_NS)
+		return;
+	free(rs->snap_json);
+	free(rs->snap_key);
+	rs->snap_json = rs->snap_key = NULL;
+	unwind__process(rs->pid, &up);
+	unwind__class_key(&up, key, sizeof(key));
+	rs->snap_key = strdup(key);
+	rs->snap_in = unwind__where_of(&up, rs->snap_coll, sizeof(rs->snap_coll),
+				       rs->snap_stack, sizeof(rs->snap_stack));
+	json__init(&j);
+	unwind__json(&j, &up, rs->info.rank, job);
+	if (!j.err)
+		rs->snap_json = strdup(j.buf);
+	json__free(&j);
+	unwind__free(&up);
+	rs->snap_ns = now;
+}
+
 /* Render /metrics, /api/v1/ranks and /api/v1/diagnosis; the HTTP thread serves copies. */
 /*
  * The stacks of every rank of each job that has made no progress for the hang timeout, read
  * again at most once a hang timeout while it lasts: /api/v1/stacks (one object a line).
  */
+/* Append one object and ",\n" to the job's stacks document (left as it was without memory). */
+static void stacks_add(char **doc, size_t *len, const char *obj)
+{
+	size_t n = strlen(obj);
+	char *grow = realloc(*doc, *len + n + 3);
+
+	if (!grow)
+		return;
+	*doc = grow;
+	memcpy(grow + *len, obj, n);
+	memcpy(grow + *len + n, ",\n", 3);
+	*len += n + 2;
+}
+
+/*
+ * The job's ranks merged as `rankscope stacks` merges them: ranks whose main threads share a
+ * stack (unwind__class_key) form a class; a class smaller than the rest is the outlier. One
+ * {"type":"stack_classes","job":J,...} object for the live view.
+ */
+static void stack_classes(struct sjob *sj, char **doc, size_t *len)
+{
+	int c, d, n = 0, size, *cls = calloc(sj->ncols ? sj->ncols : 1, sizeof(*cls));
+	struct rank_state *rs, *rd;
+	struct json j;
+
+	if (!cls)
+		return;
+	for (c = 0; c < sj->ncols; c++) {
+		rs = col_rank(sj, c);
+		cls[c] = rs && !rs->exited && rs->snap_key ? 0 : -1;
+		n += cls[c] == 0;
+	}
+	json__init(&j);
+	json__obj_begin(&j);
+	json__kstr(&j, "type", "stack_classes");
+	json__kstr(&j, "job", sj->id);
+	json__key(&j, "classes");
+	json__arr_begin(&j);
+	for (c = 0; c < sj->ncols; c++) {
+		if (cls[c])
+			continue;
+		rs = col_rank(sj, c);
+		for (d = c, size = 0; d < sj->ncols; d++) {
+			rd = col_rank(sj, d);
+			if (!cls[d] && !strcmp(rd->snap_key, rs->snap_key)) {
+				cls[d] = 1;
+				size++;
+			}
+		}
+		json__obj_begin(&j);
+		json__key(&j, "ranks");
+		json__arr_begin(&j);
+		for (d = c; d < sj->ncols; d++)
+			if (cls[d] == 1) {
+				json__int(&j, col_rank(sj, d)->info.rank);
+				cls[d] = 2;
+			}
+		json__arr_end(&j);
+		json__kstr(&j, "main_stack", rs->snap_key);
+		json__kstr(&j, "stack", rs->snap_stack);
+		json__key(&j, "outlier");
+		json__bool(&j, size < n - size);
+		json__obj_end(&j);
+	}
+	json__arr_end(&j);
+	json__obj_end(&j);
+	if (!j.err)
+		stacks_add(doc, len, j.buf);
+	json__free(&j);
+	free(cls);
+}
+
 static void publish_stacks(struct session *s, uint64_t t)
 {
 	uint64_t hang = s->o.jcfg.hang_timeout_ns, progress;
 	bool changed = false;
 	size_t len, cap;
-	char *all, *grow;
+	char *all;
 	int k, c;
 
 	for (k = 0; k < SESSION_JOBS_MAX; k++) {
@@ -915,6 +1022,16 @@ static void publish_stacks(struct session *s, uint64_t t)
 			changed |= sj->stacks != NULL;
 			free(sj->stacks);
 			sj->stacks = NULL;
+			for (c = 0; sj->used && c < sj->ncols; c++) {
+				struct rank_state *rs = col_rank(sj, c);
+
+				if (rs && rs->snap_ns) {	/* moving again: let it go */
+					free(rs->snap_json);
+					free(rs->snap_key);
+					rs->snap_json = rs->snap_key = NULL;
+					rs->snap_ns = 0;
+				}
+			}
 			continue;
 		}
 		if (sj->stacks && t < sj->stacks_ns + hang)
@@ -923,25 +1040,14 @@ static void publish_stacks(struct session *s, uint64_t t)
 		sj->stacks = NULL;
 		for (c = 0, len = 0; c < sj->ncols; c++) {
 			struct rank_state *rs = col_rank(sj, c);
-			struct unwind_proc up;
-			struct json j;
 
 			if (!rs || rs->exited)
 				continue;
-			unwind__process(rs->pid, &up);
-			json__init(&j);
-			unwind__json(&j, &up, rs->info.rank, sj->id);
-			unwind__free(&up);
-			grow = j.err ? NULL : realloc(sj->stacks, len + j.len + 3);
-			if (grow) {
-				sj->stacks = grow;
-				memcpy(sj->stacks + len, j.buf, j.len);
-				len += j.len;
-				memcpy(sj->stacks + len, ",\n", 3);
-				len += 2;
-			}
-			json__free(&j);
+			rank_snapshot(rs, sj->id);
+			if (rs->snap_json)
+				stacks_add(&sj->stacks, &len, rs->snap_json);
 		}
+		stack_classes(sj, &sj->stacks, &len);
 		sj->stacks_ns = t;
 		changed = true;
 	}
@@ -1347,12 +1453,18 @@ static void job_state(void *ctx, int col, char *buf, size_t n)
 }
 
 /* Where a rank of a stuck job is, from its main thread's stack. */
-static bool job_where(void *ctx, int col, char *coll, size_t ncoll, char *frames, size_t n)
+static bool job_where(void *ctx, int col, char *coll, size_t ncoll, char *stack, size_t n)
 {
-	struct rank_state *rs = col_rank(ctx, col);
+	struct sjob *sj = ctx;
+	struct rank_state *rs = col_rank(sj, col);
 
-	coll[0] = frames[0] = 0;
-	return rs && !rs->exited && unwind__where(rs->pid, coll, ncoll, frames, n);
+	coll[0] = stack[0] = 0;
+	if (!rs || rs->exited)
+		return false;
+	rank_snapshot(rs, sj->id);
+	snprintf(coll, ncoll, "%s", rs->snap_coll);
+	snprintf(stack, n, "%s", rs->snap_stack);
+	return rs->snap_in;
 }
 
 int session__build_jobs(struct session *s)

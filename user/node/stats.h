@@ -52,6 +52,14 @@ struct rank_state {
 	uint64_t in_enter_ns;
 	uint64_t in_for_ns;		/* inside it for this long, at the publish */
 	char in_comm[RANK_COMM_NAME];
+	/* the last snapshot of its stacks while its job is stuck, shared by /api/v1/stacks and
+	 * the stuck-job judge (session.c, rank_snapshot) */
+	uint64_t snap_ns;		/* 0: none */
+	char *snap_json;		/* its {"type":"stacks"} object */
+	char *snap_key;			/* its class (unwind__class_key) */
+	bool snap_in;			/* inside a collective: snap_coll */
+	char snap_coll[64];
+	char snap_stack[384];		/* unwind__where's line */
 	int exit_code;
 	uint64_t workers;		/* forked processes seen */
 	int markers;			/* --steps marker/usdt probes attached */

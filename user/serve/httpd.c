@@ -175,14 +175,18 @@ static enum MHD_Result serve_doc(struct httpd *h, struct MHD_Connection *c, enum
 }
 
 /*
- * GET /api/v1/stacks[?job=J][&rank=R]: the latest stacks of the ranks of each job that makes
- * no progress (a JSON array, empty while none is stuck). The document holds one object a
- * line, each starting {"type":"stacks","rank":R,"job":"J": filtered line by line.
+ * GET /api/v1/stacks[?job=J][&rank=R][&classes=1]: the latest stacks of the ranks of each job
+ * that makes no progress (a JSON array, empty while none is stuck), and each such job's
+ * {"type":"stack_classes"} (not with rank; alone with classes). The document holds one object
+ * a line, each starting {"type":"stacks","rank":R,"job":"J" or {"type":"stack_classes",
+ * "job":"J": filtered line by line.
  */
 static enum MHD_Result serve_stacks(struct httpd *h, struct MHD_Connection *c)
 {
 	const char *js = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "job");
 	const char *rs = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "rank");
+	const char *cl = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "classes");
+	static const char classes[] = "{\"type\":\"stack_classes\",";
 	char want_rank[48] = "", want_job[300] = "";
 	const char *p, *end, *nl;
 	enum MHD_Result ret;
@@ -217,6 +221,7 @@ static enum MHD_Result serve_stacks(struct httpd *h, struct MHD_Connection *c)
 		if (l && p[l - 1] == ',')
 			l--;
 		if (l < 2 || p[0] != '{' || (rs && strncmp(p, want_rank, strlen(want_rank))) ||
+		    (cl && strncmp(p, classes, sizeof(classes) - 1)) ||
 		    (js && !memmem(p, l < 400 ? l : 400, want_job, strlen(want_job))))
 			continue;
 		if (n++)

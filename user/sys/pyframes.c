@@ -186,8 +186,7 @@ static int read_svarint(const uint8_t **p, const uint8_t *end)
 int pyframes__addr2line(const uint8_t *t, size_t len, int firstlineno, int64_t addr)
 {
 	const uint8_t *p = t, *end = t + len;
-	int64_t start = 0;
-	int line = firstlineno;
+	int64_t start = 0, line = firstlineno;	/* deltas from hostile memory: no int overflow */
 
 	if (addr < 0)
 		return firstlineno > 0 ? firstlineno : 0;
@@ -203,7 +202,7 @@ int pyframes__addr2line(const uint8_t *t, size_t len, int firstlineno, int64_t a
 		else if (code >= 10 && code <= 12)
 			line += code - 10;
 		if (addr < start + units * 2)
-			return code == 15 || line < 0 ? 0 : line;
+			return code == 15 || line < 0 || line > INT32_MAX ? 0 : (int)line;
 		start += units * 2;
 		for (p = p + 1; p < end && !(*p & 0x80); p++)
 			;
@@ -241,9 +240,10 @@ static int frame_line(struct py_target *py, uint64_t code, const uint8_t *co, ui
 int pyframes__thread(struct py_target *py, pid_t tid, struct py_frame *out, int max,
 		     bool *truncated, char *err, size_t nerr)
 {
-	uint64_t ts = 0, cframe, frame, seen[PY_FRAMES_MAX];
+	uint64_t ts = 0, cframe, frame, seen[2 * PY_FRAMES_MAX];
 	uint8_t fr[PY_FRAME_SIZE], co[PY_OFF_CODE_CODE];
-	int i, n = 0, k;
+	int i, n = 0, k, depth;
+	int32_t first;
 
 	*truncated = false;
 	err[0] = 0;
@@ -255,23 +255,25 @@ int pyframes__thread(struct py_target *py, pid_t tid, struct py_frame *out, int 
 	if (rd_ptr(py, ts + PY_OFF_TSTATE_CFRAME, &cframe) ||
 	    rd_ptr(py, cframe + PY_OFF_CFRAME_CURRENT, &frame))
 		return 0;
-	while (frame) {
+	/* depth counts the frames walked, n those kept: a frame still setting up is skipped */
+	for (depth = 0; frame; depth++) {
 		uint64_t code, prev, type, str;
 		struct py_frame *f;
+		bool entry;
 
-		if (n == max || n == PY_FRAMES_MAX) {
+		if (n == max || n == PY_FRAMES_MAX || depth == 2 * PY_FRAMES_MAX) {
 			*truncated = true;
 			break;
 		}
-		for (k = 0; k < n; k++)
+		for (k = 0; k < depth; k++)
 			if (seen[k] == frame) {
-				snprintf(err, nerr, "corrupt frame chain at depth %d: it loops", n);
+				snprintf(err, nerr, "corrupt frame chain at depth %d: it loops", depth);
 				return n;
 			}
-		seen[n] = frame;
+		seen[depth] = frame;
 		if (rd(py, frame, fr, sizeof(fr))) {
 			snprintf(err, nerr, "corrupt frame chain at depth %d: frame %#llx cannot "
-				 "be read", n, (unsigned long long)frame);
+				 "be read", depth, (unsigned long long)frame);
 			return n;
 		}
 		memcpy(&code, fr + PY_OFF_FRAME_CODE, sizeof(code));
@@ -279,19 +281,29 @@ int pyframes__thread(struct py_target *py, pid_t tid, struct py_frame *out, int 
 		if (rd(py, code, co, sizeof(co)) ||
 		    (memcpy(&type, co + PY_OFF_OB_TYPE, sizeof(type)), type != py->code_type)) {
 			snprintf(err, nerr, "corrupt frame chain at depth %d: %#llx is not a code "
-				 "object", n, (unsigned long long)code);
+				 "object", depth, (unsigned long long)code);
 			return n;
+		}
+		entry = fr[PY_OFF_FRAME_IS_ENTRY] != 0;
+		memcpy(&first, co + PY_OFF_CODE_FIRSTTRACEABLE, sizeof(first));
+		/* a frame still setting up (before its first traceable instruction) is left out,
+		 * as CPython's tracebacks leave it out; not an entry frame, which marks where an
+		 * evaluation loop's frames end */
+		if (!entry && fr[PY_OFF_FRAME_OWNER] != PY_FRAME_OWNED_BY_GENERATOR &&
+		    first >= 0 && prev < code + PY_OFF_CODE_CODE + (uint64_t)first * 2) {
+			memcpy(&frame, fr + PY_OFF_FRAME_PREVIOUS, sizeof(frame));
+			continue;
 		}
 		f = &out[n++];
 		memset(f, 0, sizeof(*f));
 		memcpy(&str, co + PY_OFF_CODE_QUALNAME, sizeof(str));
-		if (!read_str(py, str, f->func, sizeof(f->func)))
+		if (!read_str(py, str, f->func, sizeof(f->func)) || !f->func[0])
 			snprintf(f->func, sizeof(f->func), "?");
 		memcpy(&str, co + PY_OFF_CODE_FILENAME, sizeof(str));
 		if (!read_str(py, str, f->file, sizeof(f->file)))
 			f->file[0] = 0;
 		f->line = frame_line(py, code, co, prev);
-		f->entry = fr[PY_OFF_FRAME_IS_ENTRY] != 0;
+		f->entry = entry;
 		memcpy(&frame, fr + PY_OFF_FRAME_PREVIOUS, sizeof(frame));
 	}
 	return n;

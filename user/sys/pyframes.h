@@ -48,7 +48,8 @@ struct py_target {
 };
 
 /* The interpreter's version and its thread states. Returns 0 when py->usable, else -1 with
- * py->note saying why (another version, no thread state, memory unreadable). */
+ * py->note saying why (another version, no thread state, memory unreadable). Either way
+ * pyframes__close frees what it took. */
 int pyframes__open(struct py_target *py);
 void pyframes__close(struct py_target *py);
 

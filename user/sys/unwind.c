@@ -511,17 +511,16 @@ static void summary(const struct unwind_thread *t, int from, char *out, size_t n
 		memcpy(out + n - 4, "...", 4);
 }
 
-bool unwind__where(pid_t pid, char *coll, size_t ncoll, char *stack, size_t nstack)
+bool unwind__where_of(const struct unwind_proc *p, char *coll, size_t ncoll, char *stack,
+		      size_t nstack)
 {
 	const struct unwind_thread *t = NULL;
-	struct unwind_proc p;
 	int i, from = 0;
 
 	coll[0] = stack[0] = 0;
-	unwind__process(pid, &p);
-	for (i = 0; i < p.nthreads; i++)
-		if (p.threads[i].tid == pid)
-			t = &p.threads[i];
+	for (i = 0; i < p->nthreads; i++)
+		if (p->threads[i].tid == p->pid)
+			t = &p->threads[i];
 	for (i = t ? t->nframes - 1 : -1; i >= 0; i--)
 		if (unwind__collective_frame(t->frames[i].func)) {
 			snprintf(coll, ncoll, "%s", t->frames[i].func);
@@ -530,8 +529,48 @@ bool unwind__where(pid_t pid, char *coll, size_t ncoll, char *stack, size_t nsta
 		}
 	if (t)
 		summary(t, from, stack, nstack);
-	unwind__free(&p);
 	return coll[0] != 0;
+}
+
+bool unwind__where(pid_t pid, char *coll, size_t ncoll, char *stack, size_t nstack)
+{
+	struct unwind_proc p;
+	bool in;
+
+	unwind__process(pid, &p);
+	in = unwind__where_of(&p, coll, ncoll, stack, nstack);
+	unwind__free(&p);
+	return in;
+}
+
+const struct unwind_thread *unwind__main_thread(const struct unwind_proc *p)
+{
+	int i;
+
+	for (i = 0; i < p->nthreads; i++)
+		if (p->threads[i].tid == p->pid)
+			return &p->threads[i];
+	return p->nthreads ? &p->threads[0] : NULL;
+}
+
+void unwind__class_key(const struct unwind_proc *p, char *key, size_t n)
+{
+	const struct unwind_thread *t = unwind__main_thread(p);
+	size_t len = 0;
+	int i;
+
+	key[0] = 0;
+	if (!t || !t->nframes) {
+		snprintf(key, n, "(%s)", p->err[0] ? p->err : "no frames");
+		return;
+	}
+	for (i = t->nframes - 1; i >= 0 && len + 2 < n; i--) {
+		const char *f = t->frames[i].func[0] ? t->frames[i].func : "??";
+
+		len += snprintf(key + len, n - len, "%s%s", len ? ";" : "", f);
+		if (unwind__collective_frame(f))
+			break;
+	}
 }
 
 static void frames_json(struct json *j, const struct unwind_thread *t)

@@ -65,6 +65,13 @@ struct unwind_proc {
 int unwind__process(pid_t pid, struct unwind_proc *p);
 void unwind__free(struct unwind_proc *p);
 
+/* Its main thread (the one whose tid is its pid), else its first; NULL: none. */
+const struct unwind_thread *unwind__main_thread(const struct unwind_proc *p);
+
+/* The key ranks are classed by (STAT's way): the main thread's functions from the outermost
+ * in, down to the collective it is inside if any, ";"-separated; or "(why)" without frames. */
+void unwind__class_key(const struct unwind_proc *p, char *key, size_t n);
+
 struct json;
 
 /* p as one {"type":"stacks",...} object (rankscope stacks --json, /api/v1/stacks). */
@@ -80,5 +87,9 @@ bool unwind__collective_frame(const char *func);
  * (file.py:line)"): "clock_nanosleep <- run_step (train.py:685) <- main (train.py:756)";
  * "" when nothing of it could be read (gone; stopped and not a CPython). */
 bool unwind__where(pid_t pid, char *coll, size_t ncoll, char *stack, size_t nstack);
+
+/* The same, of a snapshot unwind__process took. */
+bool unwind__where_of(const struct unwind_proc *p, char *coll, size_t ncoll, char *stack,
+		      size_t nstack);
 
 #endif /* RS_UNWIND_H */

@@ -51,6 +51,8 @@ int main(void)
 	OFF(CODE_LINETABLE, PyCodeObject, co_linetable);
 	OFF(CODE_FIRSTLINENO, PyCodeObject, co_firstlineno);
 	OFF(CODE_CODE, PyCodeObject, co_code_adaptive);
+	OFF(CODE_FIRSTTRACEABLE, PyCodeObject, _co_firsttraceable);
+	printf("#define PY_FRAME_OWNED_BY_GENERATOR %d\n", FRAME_OWNED_BY_GENERATOR);
 	OFF(BYTES_DATA, PyBytesObject, ob_sval);
 	OFF(STR_LENGTH, PyASCIIObject, length);
 	OFF(STR_STATE, PyASCIIObject, state);
