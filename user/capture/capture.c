@@ -120,6 +120,8 @@ static void drop_buffers(struct capture *c)
 	c->ev = NULL;
 	c->nstr = c->nthr = c->nev = c->cap = 0;
 	c->dropped = 0;
+	memset(&c->samples, 0, sizeof(c->samples));
+	c->has_samples = false;
 }
 
 void capture__close(struct capture *c)
@@ -492,7 +494,7 @@ static int write_to(struct capture *c, int fd, bool gz, const struct trace_proc 
 	struct trace_in in = {
 		.procs = procs, .nprocs = nprocs, .threads = c->thr, .nthreads = c->nthr,
 		.ev = c->ev, .nev = c->nev, .str = (const char *const *)c->str, .nstr = c->nstr,
-		.dropped = c->dropped, .id = c->id,
+		.dropped = c->dropped, .id = c->id, .samples = c->has_samples ? &c->samples : NULL,
 	};
 	return trace__write(fd, gz, &in);
 }

@@ -65,6 +65,8 @@ struct capture {
 	struct trace_ev *ev;
 	size_t nev, cap;
 	uint64_t dropped;
+	struct trace_samples samples;	/* how the stack samples were unwound */
+	bool has_samples;
 	char **str;
 	size_t nstr;
 	int32_t *str_hash;	/* open addressing over CAPTURE_STRINGS_MAX * 2: index + 1 */

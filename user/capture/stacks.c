@@ -16,8 +16,11 @@
 #include "libs.h"
 #include "procfs.h"
 #include "stacks.h"
+#include "unwind.h"
 
 #define RING_PAGES	8	/* data pages per thread: ~1000 samples of 16 frames */
+#define RING_PAGES_DWARF 64	/* with stack copies: ~15 samples, 150 ms at 99 Hz */
+#define REC_MAX		65536	/* a record's size is a u16 */
 #define SYM_NAME_MAX	256	/* a symbol's name is cut here */
 #define SYM_BYTES_MAX	(64u << 20)	/* names kept in all: a hostile ELF cannot exhaust us */
 #define SYMTABS_MAX	128	/* files whose symbols are read */
@@ -25,6 +28,9 @@
 
 static int open_one(struct stacks *st, pid_t pid, pid_t tid)
 {
+	long page = sysconf(_SC_PAGESIZE);
+	size_t dwarf_len = (size_t)page * (1 + RING_PAGES_DWARF);
+	bool dwarf = st->stack_req && st->rings + dwarf_len <= STACKS_RING_BUDGET;
 	struct perf_event_attr a = {
 		.type = PERF_TYPE_SOFTWARE,
 		.size = sizeof(a),
@@ -38,17 +44,29 @@ static int open_one(struct stacks *st, pid_t pid, pid_t tid)
 		.clockid = CLOCK_MONOTONIC,	/* the clock of every other rankscope record */
 		.sample_max_stack = STACKS_FRAMES + 2,
 	};
-	long page = sysconf(_SC_PAGESIZE);
 	struct stacks_ev *e;
-	int fd;
+	int fd = -1;
 
 	if (st->nev >= STACKS_THREADS_MAX)
 		return -E2BIG;
-	fd = syscall(__NR_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (dwarf) {	/* with the registers and a copy of the stack, where the kernel can */
+		a.sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+		a.sample_regs_user = UNWIND_PERF_REGS_MASK;
+		a.sample_stack_user = st->stack_req & ~7u;
+		fd = syscall(__NR_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+		if (fd < 0) {
+			dwarf = false;
+			a.sample_type &= ~(uint64_t)(PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER);
+			a.sample_regs_user = a.sample_stack_user = 0;
+		}
+	}
+	if (fd < 0)
+		fd = syscall(__NR_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	e = &st->ev[st->nev];
-	e->len = (size_t)page * (1 + RING_PAGES);
+	e->len = dwarf ? dwarf_len : (size_t)page * (1 + RING_PAGES);
+	e->dwarf = dwarf;
 	e->ring = mmap(NULL, e->len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (e->ring == MAP_FAILED) {
 		close(fd);
@@ -58,6 +76,8 @@ static int open_one(struct stacks *st, pid_t pid, pid_t tid)
 	e->pid = pid;
 	e->tid = tid;
 	st->nev++;
+	if (dwarf)
+		st->rings += e->len;
 	return 0;
 }
 
@@ -94,6 +114,53 @@ int stacks__add(struct stacks *st, pid_t pid)
 	}
 	closedir(d);
 	return n;
+}
+
+/*
+ * After the call chain: abi, the registers (when abi says the thread was in user space), the
+ * stack's size, the copy and how much of it is the thread's (dyn_size). Kept while the
+ * capture's budget lasts; a sample without a copy keeps its frame-pointer chain.
+ */
+static void keep_stack(struct stacks *st, struct stack_sample *s, const uint8_t *rec,
+		       size_t len, size_t off)
+{
+	uint64_t abi, size, dyn;
+
+	if (len < off + 8)
+		return;
+	memcpy(&abi, rec + off, 8);
+	off += 8;
+	if (abi == PERF_SAMPLE_REGS_ABI_NONE) {
+		off += 0;
+	} else {
+		if (len < off + 8 * STACKS_REGS)
+			return;
+		memcpy(s->regs, rec + off, 8 * STACKS_REGS);
+		off += 8 * STACKS_REGS;
+	}
+	if (len < off + 8)
+		return;
+	memcpy(&size, rec + off, 8);
+	off += 8;
+	if (!size || abi == PERF_SAMPLE_REGS_ABI_NONE || size > len - off || len - off - size < 8)
+		return;
+	memcpy(&dyn, rec + off + size, 8);
+	if (dyn > size)
+		dyn = size;
+	if (!dyn)
+		return;
+	if (st->stack_bytes + dyn > STACKS_STACK_BUDGET) {
+		st->stack_cut++;
+		return;
+	}
+	s->stack = malloc(dyn);
+	if (!s->stack) {
+		st->stack_cut++;
+		return;
+	}
+	memcpy(s->stack, rec + off, dyn);
+	s->stack_len = (uint32_t)dyn;
+	st->stack_bytes += dyn;
 }
 
 static void keep(struct stacks *st, const struct stacks_ev *e, const uint8_t *rec, size_t len)
@@ -136,21 +203,29 @@ static void keep(struct stacks *st, const struct stacks_ev *e, const uint8_t *re
 			continue;
 		s->ip[s->nframes++] = ip;
 	}
-	if (s->nframes)
+	off += nr * 8;
+	if (e->dwarf)
+		keep_stack(st, s, rec, len, off);
+	if (s->nframes || s->stack)
 		st->ns++;
+	else
+		free(s->stack);
 	(void)pid;
 }
 
 void stacks__poll(struct stacks *st)
 {
-	uint8_t rec[8 + 24 + 8 * (STACKS_FRAMES + 8)];
 	struct perf_event_mmap_page *m;
 	struct perf_event_header h;
 	uint64_t head, tail, size;
 	uint8_t *data;
+	uint8_t *rec;
 	int k;
 
-	for (k = 0; k < st->nev; k++) {
+	if (!st->rec)
+		st->rec = malloc(REC_MAX);
+	rec = st->rec;
+	for (k = 0; rec && k < st->nev; k++) {
 		struct stacks_ev *e = &st->ev[k];
 
 		m = e->ring;
@@ -165,9 +240,14 @@ void stacks__poll(struct stacks *st)
 				((uint8_t *)&h)[i] = data[(tail + i) % size];
 			if (!h.size || tail + h.size > head)
 				break;
-			n = h.size < sizeof(rec) ? h.size : sizeof(rec);
-			for (i = 0; i < n; i++)
-				rec[i] = data[(tail + i) % size];
+			n = h.size;	/* a u16: within REC_MAX; the ring may wrap inside it */
+			i = tail % size;
+			if (i + n <= size) {
+				memcpy(rec, data + i, n);
+			} else {
+				memcpy(rec, data + i, size - i);
+				memcpy(rec + size - i, data, n - (size - i));
+			}
 			if (h.type == PERF_RECORD_SAMPLE)
 				keep(st, e, rec, n);
 			else if (h.type == PERF_RECORD_LOST && n >= 8 + 16) {
@@ -228,6 +308,11 @@ static struct {
 	size_t bytes;		/* symbol names kept, in all */
 	struct pmaps *procs;
 	size_t nprocs;
+	struct {
+		uint32_t pid;
+		struct unwind_space *sp;
+	} spaces[STACKS_PIDS_MAX];
+	size_t nspaces;
 } cache;
 
 static int add_sym(const char *name, uint64_t vaddr, uint64_t size, bool is_func, void *ctx)
@@ -363,6 +448,16 @@ static struct pmaps *maps_of(const struct stacks *st, pid_t pid)
 	return p;
 }
 
+static const struct smap *map_at(const struct pmaps *p, uint64_t ip)
+{
+	size_t i;
+
+	for (i = 0; p && i < p->n; i++)
+		if (ip >= p->m[i].start && ip < p->m[i].end)
+			return &p->m[i];
+	return NULL;
+}
+
 static void frame(struct pmaps *p, uint64_t ip, char *buf, size_t n)
 {
 	const struct sym *s;
@@ -403,15 +498,75 @@ static void frame(struct pmaps *p, uint64_t ip, char *buf, size_t n)
 	snprintf(buf, n, "0x%" PRIx64, ip);
 }
 
+/* The unwinding space of pid's modules as they were mapped when sampling began. */
+static struct unwind_space *space_of(const struct stacks *st, pid_t pid)
+{
+	const char *maps = NULL;
+	size_t i;
+
+	for (i = 0; i < cache.nspaces; i++)
+		if (cache.spaces[i].pid == (uint32_t)pid)
+			return cache.spaces[i].sp;
+	if (cache.nspaces == STACKS_PIDS_MAX)
+		return NULL;
+	for (i = 0; i < (size_t)st->nsnap && !maps; i++)
+		if (st->snap[i].pid == (uint32_t)pid)
+			maps = st->snap[i].maps;
+	if (!maps)
+		return NULL;	/* no snapshot: no frames rather than another process's */
+	cache.spaces[cache.nspaces].pid = pid;
+	return cache.spaces[cache.nspaces++].sp = unwind__space(pid, maps);
+}
+
+/* The sample's chain unwound from CFI over its stack copy, root first; 0: none. */
+static int dwarf_text(struct stacks *st, const struct stack_sample *s, char *buf, size_t n)
+{
+	static __thread struct unwind_frame fr[UNWIND_FRAMES];
+	uint64_t regs[UNWIND_SAMPLE_REGS];
+	struct pmaps *p;
+	char name[256];
+	size_t len = 0;
+	int k, nf;
+
+	if (!s->stack)
+		return 0;
+	unwind__perf_regs(s->regs, regs);
+	nf = unwind__sample(space_of(st, s->pid), s->tid, regs, s->stack, s->stack_len, fr,
+			    UNWIND_FRAMES);
+	/* frame pointers went further (CFI missing somewhere): theirs is the better chain */
+	if (nf < 2 || nf < s->nframes)
+		return 0;
+	buf[0] = '\0';
+	p = maps_of(st, s->pid);
+	for (k = nf - 1; k >= 0 && len + 2 < n; k--) {
+		const struct unwind_frame *f = &fr[k];
+		const struct smap *m = map_at(p, f->pc);
+
+		/* libdwfl's name where the snapshot has a file there ([vdso] it cannot read) */
+		if (f->func[0] && m && m->tab)
+			snprintf(name, sizeof(name), "%s", f->func);
+		else
+			frame(p, f->at, name, sizeof(name));
+		len += snprintf(buf + len, n - len, "%s%s", len ? ";" : "", name);
+	}
+	return nf;
+}
+
 const char *stacks__text(struct stacks *st, size_t i, char *buf, size_t n)
 {
 	const struct stack_sample *s = &st->s[i];
-	struct pmaps *p = maps_of(st, s->pid);
+	struct pmaps *p;
 	char f[256];
 	size_t len = 0;
 	int k;
 
 	buf[0] = '\0';
+	if (dwarf_text(st, s, buf, n)) {
+		st->dwarf_samples++;
+		return buf;
+	}
+	st->fp_samples++;
+	p = maps_of(st, s->pid);
 	for (k = s->nframes - 1; k >= 0 && len + 2 < n; k--) {	/* root first */
 		/* a return address points after the call: look up the call itself */
 		frame(p, k == 0 ? s->ip[k] : s->ip[k] - 1, f, sizeof(f));
@@ -425,9 +580,13 @@ void stacks__free(struct stacks *st)
 	size_t i, k;
 
 	stacks__stop(st);
+	for (i = 0; i < st->ns; i++)
+		free(st->s[i].stack);
 	free(st->s);
 	st->s = NULL;
 	st->ns = 0;
+	free(st->rec);
+	st->rec = NULL;
 	for (i = 0; i < (size_t)st->nsnap; i++)
 		free(st->snap[i].maps);
 	st->nsnap = 0;
@@ -441,6 +600,8 @@ void stacks__free(struct stacks *st)
 	}
 	for (i = 0; i < cache.nprocs; i++)
 		free(cache.procs[i].m);
+	for (i = 0; i < cache.nspaces; i++)
+		unwind__space_free(cache.spaces[i].sp);
 	free(cache.tabs);
 	free(cache.procs);
 	memset(&cache, 0, sizeof(cache));

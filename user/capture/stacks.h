@@ -1,6 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
-/* Stack samples for captures: a 99 Hz cpu-clock perf event on each rank thread, user call
- * chains on CLOCK_MONOTONIC, symbolized with libelf when the capture is written. */
+/*
+ * Stack samples for captures: a 99 Hz cpu-clock perf event on each rank thread, on
+ * CLOCK_MONOTONIC. Each sample carries the user registers and a copy of the top of the user
+ * stack (perf's --call-graph dwarf), unwound from CFI with libdwfl when the capture is
+ * written, so call chains are whole without frame pointers; and the frame-pointer chain, used
+ * when the stack copy is left out (over the memory budget) or cannot be unwound.
+ */
 #ifndef RS_STACKS_H
 #define RS_STACKS_H
 
@@ -15,11 +20,19 @@
 #define STACKS_FRAMES		16	/* frames kept per sample, leaf first */
 #define STACKS_PIDS_MAX		256	/* processes whose mappings are kept for symbols */
 
+#define STACKS_USER_BYTES	16384	/* user stack copied a sample, by default */
+#define STACKS_STACK_BUDGET	(64u << 20)	/* stack bytes kept over a capture */
+#define STACKS_RING_BUDGET	(64u << 20)	/* ring memory with stack copies, all threads */
+#define STACKS_REGS		17	/* perf's x86-64 user registers kept (unwind.h) */
+
 struct stack_sample {
 	uint32_t pid, tid;
 	uint64_t t_ns;
 	uint8_t nframes;
-	uint64_t ip[STACKS_FRAMES];
+	uint64_t ip[STACKS_FRAMES];	/* the frame-pointer chain */
+	uint64_t regs[STACKS_REGS];	/* perf's order */
+	uint8_t *stack;			/* the stack copy from regs' sp; NULL: none */
+	uint32_t stack_len;
 };
 
 struct stacks {
@@ -28,11 +41,18 @@ struct stacks {
 		uint32_t pid, tid;
 		void *ring;
 		size_t len;
+		bool dwarf;	/* its samples carry registers and a stack copy */
 	} ev[STACKS_THREADS_MAX];
 	int nev;
 	struct stack_sample *s;
 	size_t ns;
 	uint64_t dropped;
+	uint64_t stack_bytes;	/* stack copies kept */
+	uint64_t stack_cut;	/* samples whose copy was left out (over STACKS_STACK_BUDGET) */
+	uint64_t dwarf_samples, fp_samples;	/* samples written, by how their chain was found */
+	uint64_t rings;		/* ring memory with stack copies */
+	uint8_t *rec;		/* one record, copied out of its ring */
+	uint32_t stack_req;	/* stack bytes a sample copies (a multiple of 8); 0: none */
 	int err;		/* the first perf_event_open failure, -errno */
 	struct {
 		uint32_t pid;

@@ -371,16 +371,21 @@ int trace__out_close(struct trace_out *o)
 int trace__write(int fd, bool gz, struct trace_in *in)
 {
 	struct trace_out o;
-	char hdr[256];
+	const struct trace_samples *sm = in->samples;
+	char hdr[512], smp[200] = "";
 	size_t i;
 
 	if (trace__out_open(&o, fd, gz))
 		return -ENOMEM;
 	mark_flows(in);
 	qsort(in->ev, in->nev, sizeof(*in->ev), by_track);
+	if (sm)
+		snprintf(smp, sizeof(smp), ",\"samples\":{\"dwarf\":%" PRIu64 ",\"frame_pointer\":%"
+			 PRIu64 ",\"stack_cut\":%" PRIu64 ",\"stack_bytes\":%" PRIu64 "}",
+			 sm->dwarf, sm->frame_pointer, sm->stack_cut, sm->stack_bytes);
 	snprintf(hdr, sizeof(hdr), "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"producer\":"
-		 "\"rankscope\",\"capture\":\"%s\",\"dropped_events\":%" PRIu64 "},\n"
-		 "\"traceEvents\":[\n", in->id ? in->id : "", in->dropped);
+		 "\"rankscope\",\"capture\":\"%s\",\"dropped_events\":%" PRIu64 "%s},\n"
+		 "\"traceEvents\":[\n", in->id ? in->id : "", in->dropped, smp);
 	trace__out_put(&o, hdr, strlen(hdr));
 	metadata(&o, in);
 	gpu_tracks(&o, in);

@@ -51,6 +51,14 @@ struct trace_thread {
 	const char *name;	/* "main", "worker 1234", "thread 1236" */
 };
 
+/* How the stack samples' call chains were found, for the metadata. */
+struct trace_samples {
+	uint64_t dwarf;		/* unwound from CFI over the stack copy */
+	uint64_t frame_pointer;	/* the frame-pointer chain (no copy, or CFI found less) */
+	uint64_t stack_cut;	/* samples whose copy was over the budget */
+	uint64_t stack_bytes;	/* stack copies kept */
+};
+
 struct trace_in {
 	const struct trace_proc *procs;
 	int nprocs;
@@ -62,6 +70,7 @@ struct trace_in {
 	size_t nstr;
 	uint64_t dropped;	/* events the capture could not keep */
 	const char *id;		/* the capture's id, for the metadata */
+	const struct trace_samples *samples;	/* NULL: no stack samples */
 };
 
 /* A trace streamed to fd, gzipped or not: the capture writer's, and the hub's merge. */

@@ -32,6 +32,11 @@ static void usage(FILE *f, enum cmd_verb v)
 "      --seconds N        how long (default 10)\n"
 "      --ranks R[,R...]   only these rank numbers\n"
 "      --align step       start at the next step boundary\n"
+"      --sample-stack-kb N  with -p/--all: each 99 Hz stack sample copies N KiB of the\n"
+"                         thread's stack (0 to 63, default 16), unwound from CFI when the\n"
+"                         capture is written, so call chains are whole without frame\n"
+"                         pointers; 0: frame-pointer chains only. At most 64 MiB of\n"
+"                         copies a capture; later samples keep their frame-pointer chain\n"
 "  -o, --output FILE      where to write it\n"
 "  -v, --verbose          more diagnostics\n"
 "  -h, --help             this help\n");
@@ -75,6 +80,8 @@ static void usage(FILE *f, enum cmd_verb v)
 "      --capture-max-count N, --capture-max-mb N  keep at most N captures / N MiB\n"
 "                         (default 10 and 1024); the oldest go first\n"
 "      --auto-capture     take one capture when a verdict appears (every 10 min at most)\n"
+"      --sample-stack-kb N  stack copied a capture's stack sample (default 16; 0: frame\n"
+"                         pointers only), as for rankscope capture\n"
 "  -j, --json             also print rank, step and verdict JSON lines on stdout\n"
 "  -i, --interval S       publish period in seconds (default 1)\n"
 "      --io-min-us, --offcpu-min-us, --ringbuf-kb, --drain-ms, --no-FAMILY, --steps,\n"
@@ -136,7 +143,8 @@ static void usage(FILE *f, enum cmd_verb v)
 "                         (default 16)\n"
 "      --cupti-socket PATH  GPU timing: listen here for librankscope_cupti.so (set\n"
 "                         RANKSCOPE_CUPTI_SOCKET=PATH in the ranks; default: off)\n"
-"      --capture-dir DIR, --capture-max-count N, --capture-max-mb N, --auto-capture:\n"
+"      --capture-dir DIR, --capture-max-count N, --capture-max-mb N, --auto-capture,\n"
+"      --sample-stack-kb N:\n"
 "                         with --listen, captures as for rankscope daemon\n"
 "  -v, --verbose          more diagnostics (libbpf messages)\n"
 "  -h, --help             this help\n"
@@ -149,6 +157,7 @@ enum {
 	OPT_NO_SCHED, OPT_NO_IO, OPT_NO_NET, OPT_NO_COLL, OPT_STEPS, OPT_WINDOW, OPT_HANG,
 	OPT_LISTEN, OPT_LOCK, OPT_MAX_RANKS, OPT_MAX_JOBS, OPT_MAX_SERIES, OPT_RESCAN, OPT_RETAIN,
 	OPT_PLANNED, OPT_CKPT_MIN, OPT_CUPTI, OPT_NO_CUPTI, OPT_CAP_DIR, OPT_CAP_COUNT, OPT_CAP_MB,
+	OPT_STACK_KB,
 	OPT_AUTO_CAP, OPT_SECONDS, OPT_SERVER, OPT_RANKS, OPT_ALIGN, OPT_CGROUP, OPT_TOKEN,
 };
 
@@ -292,6 +301,7 @@ int cmd__parse_opts(int argc, char **argv, struct session_opts *o, enum cmd_verb
 		{ "no-cupti", no_argument, NULL, OPT_NO_CUPTI },
 		{ "capture-dir", required_argument, NULL, OPT_CAP_DIR },
 		{ "capture-max-count", required_argument, NULL, OPT_CAP_COUNT },
+		{ "sample-stack-kb", required_argument, NULL, OPT_STACK_KB },
 		{ "capture-max-mb", required_argument, NULL, OPT_CAP_MB },
 		{ "auto-capture", no_argument, NULL, OPT_AUTO_CAP },
 		{ "cgroup", required_argument, NULL, OPT_CGROUP },
@@ -338,6 +348,7 @@ int cmd__parse_opts(int argc, char **argv, struct session_opts *o, enum cmd_verb
 	optind = 1;
 	o->capture_dir = "/var/lib/rankscope/captures";
 	o->capture_max_count = 10;
+	o->sample_stack_bytes = STACKS_USER_BYTES;
 	o->capture_max_bytes = 1024ULL << 20;
 	while ((c = getopt_long(argc, argv, "p:ad:jei:vho:", longopts, &li)) != -1) {
 		switch (c) {
@@ -486,6 +497,11 @@ int cmd__parse_opts(int argc, char **argv, struct session_opts *o, enum cmd_verb
 			break;
 		case OPT_AUTO_CAP:
 			o->auto_capture = true;
+			break;
+		case OPT_STACK_KB:
+			if (parse_num("--sample-stack-kb", optarg, 0, 63, &v))
+				return -EINVAL;
+			o->sample_stack_bytes = (uint32_t)v << 10;
 			break;
 		case OPT_TOKEN: {
 			char err[256];

@@ -493,6 +493,7 @@ static void capture_started(struct session *s)
 	probes__set_detail(&s->probes, true);
 	/* stack samples of every rank thread, 99 Hz, for the capture only */
 	memset(&s->stacks, 0, sizeof(s->stacks));
+	s->stacks.stack_req = s->o.sample_stack_bytes;
 	for (k = 0; k < s->nranks; k++)
 		if (s->ranks[k].used && !s->ranks[k].exited &&
 		    capture__wants(&s->cap, s->ranks[k].info.rank))
@@ -540,6 +541,11 @@ static void *cap_write(void *arg)
 		});
 	}
 	w->cap->dropped += w->stacks.dropped;
+	w->cap->samples = (struct trace_samples){
+		.dwarf = w->stacks.dwarf_samples, .frame_pointer = w->stacks.fp_samples,
+		.stack_cut = w->stacks.stack_cut, .stack_bytes = w->stacks.stack_bytes,
+	};
+	w->cap->has_samples = true;
 	stacks__free(&w->stacks);
 	snprintf(id, sizeof(id), "%s", w->cap->id);
 	if (w->out) {

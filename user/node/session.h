@@ -66,6 +66,7 @@ struct session_opts {
 	bool auto_capture;		/* one capture when a verdict appears, every 10 min at most */
 	const char *capture_out;	/* rankscope capture -p: record at once, write here */
 	struct capture_req capture_now;
+	uint32_t sample_stack_bytes;	/* stack copied a sample (stacks.h); 0: none */
 	struct ckpt_cfg ckpt;
 };
 

@@ -4,6 +4,7 @@
 #include <dwarf.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,9 +22,51 @@ static uint64_t mono_ns(void)
 }
 
 static char *debuginfo_path;
+static __thread pid_t elf_pid;	/* whose mappings find_elf opens (set before each use) */
+
+/*
+ * A module's file as the process mapped it: /proc/PID/map_files/START-END of one of its
+ * mappings, not the path /proc/PID/maps names (in a container that path is another file on
+ * this machine, or a link out of it). Without the privilege for map_files (CAP_SYS_ADMIN),
+ * by its path as libdwfl opens it; a process that is gone gets none.
+ */
+static int find_elf_mapped(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr base,
+			   char **file_name, Elf **elfp)
+{
+	char dir[48], path[320];
+	unsigned long long lo, hi;
+	Dwarf_Addr start, end;
+	struct dirent *de;
+	int fd = -1;
+	DIR *d;
+
+	if (!name || name[0] != '/')
+		return dwfl_linux_proc_find_elf(mod, userdata, name, base, file_name, elfp);
+	dwfl_module_info(mod, NULL, &start, &end, NULL, NULL, NULL, NULL);
+	snprintf(dir, sizeof(dir), "/proc/%d/map_files", elf_pid);
+	d = elf_pid > 0 ? opendir(dir) : NULL;
+	if (!d) {
+		if (elf_pid > 0 && (errno == EPERM || errno == EACCES))
+			return dwfl_linux_proc_find_elf(mod, userdata, name, base, file_name, elfp);
+		return -1;
+	}
+	while (fd < 0 && (de = readdir(d)))
+		if (sscanf(de->d_name, "%llx-%llx", &lo, &hi) == 2 && lo >= start && lo < end) {
+			snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+			fd = open(path, O_RDONLY | O_CLOEXEC);
+		}
+	closedir(d);
+	if (fd < 0 && (errno == EPERM || errno == EACCES))
+		return dwfl_linux_proc_find_elf(mod, userdata, name, base, file_name, elfp);
+	if (fd >= 0) {
+		*file_name = strdup(name);
+		*elfp = NULL;
+	}
+	return fd;
+}
 
 static const Dwfl_Callbacks callbacks = {
-	.find_elf = dwfl_linux_proc_find_elf,
+	.find_elf = find_elf_mapped,
 	.find_debuginfo = dwfl_standard_find_debuginfo,
 	.debuginfo_path = &debuginfo_path,
 };
@@ -367,6 +410,7 @@ int unwind__process(pid_t pid, struct unwind_proc *p)
 
 	memset(p, 0, sizeof(*p));
 	p->pid = pid;
+	elf_pid = pid;
 	p->threads = calloc(UNWIND_THREADS, sizeof(*p->threads));
 	if (!p->threads) {
 		snprintf(p->err, sizeof(p->err), "out of memory");
@@ -642,3 +686,150 @@ void unwind__json(struct json *j, const struct unwind_proc *p, int rank, const c
 	json__obj_end(j);
 }
 
+
+/* ---- samples: perf's registers and stack copy, unwound from CFI (perf --call-graph dwarf) ---- */
+
+struct unwind_space {
+	Dwfl *dwfl;
+	pid_t pid;
+	bool ok;
+	/* the sample being unwound */
+	pid_t tid;
+	const uint64_t *regs;
+	const uint8_t *stack;
+	size_t len;
+};
+
+static pid_t s_next_thread(Dwfl *dwfl, void *arg, void **targ)
+{
+	struct unwind_space *sp = arg;
+
+	if (*targ)
+		return 0;
+	*targ = sp;
+	return sp->tid;
+}
+
+static bool s_get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **targ)
+{
+	*targ = arg;
+	return true;
+}
+
+/* Only the copied stack: what the sample did not copy is not guessed from the live process. */
+static bool s_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *arg)
+{
+	struct unwind_space *sp = arg;
+	uint64_t base = sp->regs[7];	/* rsp */
+
+	if (addr < base || addr - base > sp->len || sp->len - (addr - base) < sizeof(*result))
+		return false;
+	memcpy(result, sp->stack + (addr - base), sizeof(*result));
+	return true;
+}
+
+static bool s_set_regs(Dwfl_Thread *thread, void *targ)
+{
+	struct unwind_space *sp = targ;
+	Dwarf_Word r[UNWIND_SAMPLE_REGS];
+	int i;
+
+	for (i = 0; i < UNWIND_SAMPLE_REGS; i++)
+		r[i] = sp->regs[i];
+	return dwfl_thread_state_registers(thread, 0, UNWIND_SAMPLE_REGS, r);
+}
+
+static const Dwfl_Thread_Callbacks sample_callbacks = {
+	.next_thread = s_next_thread,
+	.get_thread = s_get_thread,
+	.memory_read = s_memory_read,
+	.set_initial_registers = s_set_regs,
+};
+
+struct unwind_space *unwind__space(pid_t pid, const char *maps)
+{
+	struct unwind_space *sp = calloc(1, sizeof(*sp));
+	FILE *f;
+	int err;
+
+	if (!sp)
+		return NULL;
+	sp->pid = pid;
+	elf_pid = pid;
+	sp->dwfl = dwfl_begin(&callbacks);
+	if (!sp->dwfl)
+		return sp;
+	if (maps) {
+		f = fmemopen((void *)maps, strlen(maps), "r");
+		err = f ? dwfl_linux_proc_maps_report(sp->dwfl, f) : -1;
+		if (f)
+			fclose(f);
+	} else {
+		err = dwfl_linux_proc_report(sp->dwfl, pid);
+	}
+	if (dwfl_report_end(sp->dwfl, NULL, NULL) || err)
+		return sp;
+	sp->ok = dwfl_attach_state(sp->dwfl, NULL, pid, &sample_callbacks, sp);
+	return sp;
+}
+
+void unwind__space_free(struct unwind_space *sp)
+{
+	if (!sp)
+		return;
+	if (sp->dwfl)
+		dwfl_end(sp->dwfl);
+	free(sp);
+}
+
+struct sample_walk {
+	struct unwind_frame *out;
+	int max, n;
+};
+
+static int sample_frame(Dwfl_Frame *state, void *arg)
+{
+	struct sample_walk *w = arg;
+	struct unwind_frame *f;
+	Dwarf_Addr pc;
+	bool activation;
+
+	if (w->n == w->max || !dwfl_frame_pc(state, &pc, &activation))
+		return DWARF_CB_ABORT;
+	f = &w->out[w->n++];
+	memset(f, 0, sizeof(*f));
+	f->pc = pc;
+	f->at = activation ? pc : pc - 1;
+	return DWARF_CB_OK;
+}
+
+int unwind__sample(struct unwind_space *sp, pid_t tid, const uint64_t regs[UNWIND_SAMPLE_REGS],
+		   const uint8_t *stack, size_t len, struct unwind_frame *out, int max)
+{
+	struct sample_walk w = { .out = out, .max = max };
+	int i;
+
+	if (!sp || !sp->ok || max <= 0)
+		return 0;
+	elf_pid = sp->pid;
+	sp->tid = tid;
+	sp->regs = regs;
+	sp->stack = stack;
+	sp->len = len;
+	dwfl_getthread_frames(sp->dwfl, tid, sample_frame, &w);
+	for (i = 0; i < w.n; i++)
+		symbolize(sp->dwfl, &out[i]);
+	return w.n;
+}
+
+void unwind__perf_regs(const uint64_t perf[UNWIND_SAMPLE_REGS], uint64_t dwarf[UNWIND_SAMPLE_REGS])
+{
+	/* perf's x86-64 order (the bits of UNWIND_PERF_REGS_MASK): ax bx cx dx si di bp sp ip
+	 * r8..r15; DWARF's: rax rdx rcx rbx rsi rdi rbp rsp r8..r15 rip */
+	static const int to_dwarf[UNWIND_SAMPLE_REGS] = { 0, 3, 2, 1, 4, 5, 6, 7, 16,
+							   8, 9, 10, 11, 12, 13, 14, 15 };
+	int i;
+
+	for (i = 0; i < UNWIND_SAMPLE_REGS; i++)
+		dwarf[to_dwarf[i]] = perf[i];
+}

@@ -92,4 +92,28 @@ bool unwind__where(pid_t pid, char *coll, size_t ncoll, char *stack, size_t nsta
 bool unwind__where_of(const struct unwind_proc *p, char *coll, size_t ncoll, char *stack,
 		      size_t nstack);
 
+/*
+ * Samples (perf's --call-graph dwarf): the user registers and a copy of the user stack a perf
+ * sample took (PERF_SAMPLE_REGS_USER with UNWIND_PERF_REGS_MASK, PERF_SAMPLE_STACK_USER),
+ * unwound from CFI later, off the process: only the copied stack is read.
+ */
+#define UNWIND_SAMPLE_REGS	17	/* x86-64 DWARF registers 0-16: rax .. r15, rip */
+#define UNWIND_PERF_REGS_MASK	(0x1ffULL | (0xffULL << 16))	/* ax..ip, r8..r15 */
+
+/* perf's register order (ascending bits of the mask) to DWARF's. */
+void unwind__perf_regs(const uint64_t perf[UNWIND_SAMPLE_REGS], uint64_t dwarf[UNWIND_SAMPLE_REGS]);
+
+struct unwind_space;
+
+/* pid's modules, from maps (its /proc/PID/maps text when it was sampled), or from
+ * /proc/PID/maps now when maps is NULL. NULL only without memory; unusable ones unwind
+ * nothing. */
+struct unwind_space *unwind__space(pid_t pid, const char *maps);
+void unwind__space_free(struct unwind_space *sp);
+
+/* A sample of thread tid: regs in DWARF order, stack the len bytes copied from regs' rsp up.
+ * Its frames, innermost first and symbolized, into out[max]; returns how many. */
+int unwind__sample(struct unwind_space *sp, pid_t tid, const uint64_t regs[UNWIND_SAMPLE_REGS],
+		   const uint8_t *stack, size_t len, struct unwind_frame *out, int max);
+
 #endif /* RS_UNWIND_H */
