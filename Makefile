@@ -9,7 +9,7 @@ ARCH      := x86
 CC        ?= gcc
 CLANG     ?= clang
 BPFTOOL   ?= bpftool
-FAMILIES  := sched io net collectives
+FAMILIES  := sched io net collectives pysample
 
 CFLAGS    ?= -O2 -g
 CFLAGS    += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -MMD -MP
@@ -18,7 +18,7 @@ ifeq ($(CI),true)
 CFLAGS    += -Werror
 endif
 LDLIBS    := -lbpf -ldw -lelf -lz -lm -lmicrohttpd -lpthread
-BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf \
+BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf -I$(OBJ)/gen \
 	      -I/usr/include/$(shell uname -m)-linux-gnu -Wall -Wno-unused-function
 
 SKELS     := $(patsubst %,$(OBJ)/bpf/%.skel.h,$(FAMILIES))
@@ -121,7 +121,7 @@ $(OBJ)/gen/py311_offsets.h: user/sys/gen/pyoffsets.c
 	mkdir -p $(OBJ)/gen
 	$(CC) -std=gnu11 -I$(PY311_INC) $< -o $(OBJ)/gen/pyoffsets
 	$(OBJ)/gen/pyoffsets > $@
-$(OBJ)/user/sys/pyframes.o: $(OBJ)/gen/py311_offsets.h
+$(OBJ)/user/sys/pyframes.o $(OBJ)/bpf/pysample.bpf.o: $(OBJ)/gen/py311_offsets.h
 
 $(OUTPUT)/rankscope: $(CLI_OBJS) $(USER_LIBS)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@

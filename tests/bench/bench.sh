@@ -9,7 +9,8 @@
 #   2. loop-iteration time of a 4-rank mpi_loop job with rankscope on all ranks vs without,
 #      alternating runs; overhead in %.
 #   5. the same job with rankscope attached vs recording a capture (every syscall and off-CPU
-#      interval, phase runs) for the whole run; overhead of a capture in %.
+#      interval, phase runs, stack samples with 16 KiB stack copies) for the whole run, and vs
+#      a capture whose samples copy no stack (--sample-stack-kb 0); overheads in %.
 #   6. the accuracy matrix (tests/workloads/matrix.py --subset full): every workload structure
 #      x fault x attach time, verdict and phases scored against the workload's own clock.
 #   7. rankscope hub over synthetic node daemons: CPU, RSS and verdict latency at 128 to 2048
@@ -272,12 +273,14 @@ p2_run() {
 		{ log "p2 $cond/$run: mpi_loop did not start"; tail -5 "$d/job.err" >&2; abort_run; return 1; }
 	mapfile -t pids < <(rank_pids "$d/job.out")
 	RANK_PIDS+=("${pids[@]}")
-	if [ "$cond" = cap ]; then	# rankscope capture on every rank, for the whole run
+	if [ "$cond" = cap ] || [ "$cond" = capfp ]; then	# a capture of every rank, the whole run
+		# capfp: stack samples with frame-pointer chains only (no stack copies to unwind)
 		bg "$d/tool.out" "$d/tool.err" "$RS" capture -p "$(IFS=,; echo "${pids[*]}")" \
-			--seconds 120 -o "$d/capture.json"
+			--seconds 120 -o "$d/capture.json" \
+			$([ "$cond" = capfp ] && echo --sample-stack-kb 0)
 		tool=$BG_PID
 		wait_lines "$d/tool.err" 'recording for' 1 30 "$tool" ||
-			{ log "p5 cap/$run: rankscope capture did not start:"; tail -5 "$d/tool.err" >&2; abort_run; return 1; }
+			{ log "p5 $cond/$run: rankscope capture did not start:"; tail -5 "$d/tool.err" >&2; abort_run; return 1; }
 	elif [ "$cond" = on ]; then
 		bg "$d/tool.out" "$d/tool.err" "$RS" attach -p "$(IFS=,; echo "${pids[*]}")" --json \
 			"${RS_ARGS[@]}"
@@ -309,10 +312,10 @@ p2_run() {
 		stop "$fl" 15
 	done
 	seen=""
-	if [ "$cond" = cap ]; then
+	if [ "$cond" = cap ] || [ "$cond" = capfp ]; then
 		stop "$tool" 60		# it writes the capture once the ranks are gone
 		tool=""
-		[ -s "$d/capture.json" ] || { log "p5 cap/$run: no capture written"; return 1; }
+		[ -s "$d/capture.json" ] || { log "p5 $cond/$run: no capture written"; return 1; }
 		seen=$(stat -c %s "$d/capture.json")
 	elif [ -n "$tool" ]; then
 		stop "$tool" 15
@@ -367,11 +370,13 @@ if [[ $PARTS == *2* ]]; then
 fi
 
 if [[ $PARTS == *5* ]]; then
-	log "part 5: $RUNS alternating runs on/cap (attached, and recording a capture)"
+	log "part 5: $RUNS alternating runs on/cap/capfp (attached, recording a capture, and one"
+	log "        whose stack samples copy no stack)"
 	P2_TAG=p5
 	for ((r = 1; r <= RUNS; r++)); do
 		retry p2_run on "$r"
 		retry p2_run cap "$r"
+		retry p2_run capfp "$r"
 	done
 	P2_TAG=p2
 fi

@@ -194,15 +194,26 @@ def part5(p5, args, out):
                "(`attach -p PIDS --json`) vs recording a capture of every rank for the whole "
                "run (`capture -p PIDS`: every syscall and off-CPU interval streamed, phase runs, "
                "the trace written when the ranks exit).\n")
+    fruns = sorted(set(runs) & set(p5.get("capfp", {})))
+    capfp = [p5["capfp"][r][0] for r in fruns]
     out.append("| condition | runs | iteration, median (µs) | range (µs) |")
     out.append("| --- | ---: | ---: | ---: |")
-    for name, v in (("attached", on), ("capturing", cap)):
+    rows = [("attached", on), ("capturing", cap)]
+    if capfp:
+        rows.append(("capturing, samples without stack copies", capfp))
+    for name, v in rows:
         out.append(f"| {name} | {len(v)} | {med(v) / 1e3:.1f} | {rng([x / 1e3 for x in v], '{:.1f}')} |")
     out.append("")
     out.append(f"**A capture costs {(med(cap) / med(on) - 1) * 100:+.2f}%** over steady attach "
                f"(ratio of medians); paired per run: median {med(paired):+.2f}%, range "
                f"{min(paired):+.2f}% to {max(paired):+.2f}%."
                + (f" Trace size: median {med(sizes) / 1e6:.1f} MB per run." if sizes else "") + "\n")
+    if capfp:
+        pf = [(p5["cap"][r][0] / p5["capfp"][r][0] - 1) * 100 for r in fruns]
+        out.append(f"**Copying 16 KiB of stack with each 99 Hz sample** (unwound from CFI when "
+                   f"the trace is written) costs {(med(cap) / med(capfp) - 1) * 100:+.2f}% over "
+                   f"the same capture with frame-pointer chains only (ratio of medians); paired "
+                   f"per run: median {med(pf):+.2f}%, range {min(pf):+.2f}% to {max(pf):+.2f}%.\n")
 
 
 def raw(p1, p2, out):

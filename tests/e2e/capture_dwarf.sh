@@ -8,7 +8,10 @@
 #  - the same with a copy of the library stripped to .dynsym and .eh_frame;
 #  - the same with --sample-stack-kb 0 (frame pointers only): the chain is lost (the test
 #    can tell the two apart);
-#  - a real 2-rank OpenMPI job: most samples reach _start and main, none with frame pointers.
+#  - a real 2-rank OpenMPI job: most samples reach _start and main, none with frame pointers;
+#  - a real 2-rank PyTorch DDP (gloo) job: the samples carry Python frames (read by a BPF
+#    program at each sample from the thread's CPython 3.11 frame chain), each run of them
+#    just inside the _PyEval_EvalFrameDefault that evaluates it, at lines of the script.
 . "$(dirname "$0")/../lib.sh"
 need_root
 command -v mpirun >/dev/null || skip "OpenMPI not installed (make deps)"
@@ -73,5 +76,41 @@ rooted = sum(1 for s in st if s[0] == "_start" and "main" in s)
 print(f"MPI job: {len(st)} samples, {rooted} from _start through main; {sm}")
 assert len(st) >= 100 and rooted >= 0.8 * len(st), st[:3]
 PY
+kill -TERM "$PID_job"
+wait_exit "$PID_job" 20 >/dev/null
+
+# 4. a real PyTorch DDP (gloo) job: Python frames in the samples, where they run
+$PY -c 'import torch' 2>/dev/null || skip "python3-torch not installed (parts 1-3 passed)"
+bg ddp "$ZOO_DDP" 2 --steps 100000 --data-dir "$T/data"
+wait_lines "$T/ddp.out" '"type":"truth".*"step":3,' 2 180 || fail "the DDP job made no 4 steps"
+"$RS" capture -p "$(ready_pids "$T/ddp.out")" --seconds 3 -o "$T/ddp.json" 2>"$T/ddp.err" ||
+	fail "capture of the DDP job failed: $(tail -3 "$T/ddp.err")"
+$PY - "$T/ddp.json" "$TOP/tests/workloads/zoo_ddp.py" <<'PY' || exit 1
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+src = open(sys.argv[2]).read().splitlines()
+st = [e["args"]["stack"].split(";") for e in d["traceEvents"] if e.get("cat") == "sample"]
+py = [s for s in st if any(re.search(r" \(zoo_ddp\.py:\d+\)$", f) for f in s)]
+print(f"DDP: {len(st)} samples, {len(py)} with zoo_ddp.py frames; {d['otherData']['samples']}")
+assert len(py) >= 0.3 * len(st), [";".join(s)[:300] for s in st[:3]]
+rooted = 0
+for s in py:
+    # root first: the script's <module> is there, right after the _PyEval_EvalFrameDefault
+    # frame that runs it, or outermost when the stack copy ended before that frame
+    i = next(i for i, f in enumerate(s) if f.startswith("<module> (zoo_ddp.py:"))
+    assert i == 0 or s[i - 1] == "_PyEval_EvalFrameDefault", s[max(0, i - 2):i + 1]
+    rooted += s[0] == "_start"
+    # every zoo_ddp.py line named is a line of the script, not a blank one
+    for f in s:
+        m = re.search(r"^(.*) \(zoo_ddp\.py:(\d+)\)$", f)
+        if m:
+            assert 1 <= int(m.group(2)) <= len(src) and src[int(m.group(2)) - 1].strip(), f
+print(f"DDP: {rooted} of them unwound to _start (16 KiB of stack), the rest to <module>")
+assert rooted >= 0.3 * len(py), rooted
+steps = [s for s in py if any(f.startswith("main.<locals>.run_step (zoo_ddp.py:") for f in s)]
+assert steps, "no sample inside the training step"
+print("e.g. " + ";".join(steps[0][-12:])[:400])
+PY
 pass "capture samples unwound from CFI: 12 frames deep without frame pointers (also stripped)," \
-	"lost with frame pointers only; a real MPI job's samples reach main"
+	"lost with frame pointers only; a real MPI job's samples reach main; a DDP job's samples" \
+	"carry its Python frames where they run"

@@ -23,7 +23,7 @@
 #define REC_MAX		65536	/* a record's size is a u16 */
 #define SYM_NAME_MAX	256	/* a symbol's name is cut here */
 #define SYM_BYTES_MAX	(64u << 20)	/* names kept in all: a hostile ELF cannot exhaust us */
-#define SYMTABS_MAX	128	/* files whose symbols are read */
+#define SYMTABS_MAX	512	/* files whose symbols are read (a PyTorch rank maps ~150) */
 #define THREADS_PER_RANK 64	/* so one rank cannot take every sampling slot */
 
 static int open_one(struct stacks *st, pid_t pid, pid_t tid)
@@ -274,6 +274,42 @@ void stacks__stop(struct stacks *st)
 	st->nev = 0;
 }
 
+void stacks__add_py(void *ctx, const struct pys_rec *r)
+{
+	struct stacks *st = ctx;
+	struct stacks_py *np, *y;
+	uint32_t n = r->nframes < PYS_FRAMES ? r->nframes : PYS_FRAMES;
+	size_t bytes = n * sizeof(*r->f);
+
+	if (!n)
+		return;
+	if (st->py_bytes + bytes > STACKS_PY_BYTES_MAX || st->npy >= STACKS_SAMPLES_MAX) {
+		st->py_cut++;
+		return;
+	}
+	if (!(st->npy & 1023)) {
+		np = realloc(st->py, (st->npy + 1024) * sizeof(*np));
+		if (!np) {
+			st->py_cut++;
+			return;
+		}
+		st->py = np;
+	}
+	y = &st->py[st->npy];
+	y->f = malloc(bytes);
+	if (!y->f) {
+		st->py_cut++;
+		return;
+	}
+	memcpy(y->f, r->f, bytes);
+	y->tid = r->tid;
+	y->n = (uint16_t)n;
+	y->truncated = r->truncated;
+	y->t_ns = r->t_ns;
+	st->py_bytes += bytes;
+	st->npy++;
+}
+
 /* ---- symbolization, once, when the capture is written ---- */
 
 struct sym {
@@ -311,6 +347,8 @@ static struct {
 	struct {
 		uint32_t pid;
 		struct unwind_space *sp;
+		struct py_target py;	/* its interpreter's symbols */
+		bool python;
 	} spaces[STACKS_PIDS_MAX];
 	size_t nspaces;
 } cache;
@@ -515,18 +553,96 @@ static struct unwind_space *space_of(const struct stacks *st, pid_t pid)
 	if (!maps)
 		return NULL;	/* no snapshot: no frames rather than another process's */
 	cache.spaces[cache.nspaces].pid = pid;
-	return cache.spaces[cache.nspaces++].sp = unwind__space(pid, maps);
+	cache.spaces[cache.nspaces].sp = unwind__space(pid, maps);
+	cache.spaces[cache.nspaces].python = unwind__space_python(cache.spaces[cache.nspaces].sp,
+								  &cache.spaces[cache.nspaces].py);
+	return cache.spaces[cache.nspaces++].sp;
+}
+
+/* The interpreter of pid, for naming its Python frames; NULL: not a CPython. */
+static struct py_target *python_of(const struct stacks *st, pid_t pid)
+{
+	size_t i;
+
+	space_of(st, pid);
+	for (i = 0; i < cache.nspaces; i++)
+		if (cache.spaces[i].pid == (uint32_t)pid)
+			return cache.spaces[i].python ? &cache.spaces[i].py : NULL;
+	return NULL;
+}
+
+static int by_tid_time(const void *x, const void *y)
+{
+	const struct stacks_py *a = x, *b = y;
+
+	if (a->tid != b->tid)
+		return a->tid < b->tid ? -1 : 1;
+	return a->t_ns < b->t_ns ? -1 : a->t_ns > b->t_ns;
+}
+
+#define PY_MATCH_NS	1000000ULL	/* a sample and its Python frames: within 1 ms */
+
+/* The Python frames read at sample s: the same thread's record nearest in time. */
+static const struct stacks_py *py_of(struct stacks *st, const struct stack_sample *s)
+{
+	const struct stacks_py *best = NULL;
+	size_t lo = 0, hi = st->npy, mid;
+	uint64_t d, bd = PY_MATCH_NS + 1;
+
+	if (!st->npy)
+		return NULL;
+	if (!st->py_sorted) {
+		qsort(st->py, st->npy, sizeof(*st->py), by_tid_time);
+		st->py_sorted = true;
+	}
+	while (lo < hi) {	/* the first record at or after (tid, t) */
+		mid = (lo + hi) / 2;
+		if (st->py[mid].tid < s->tid || (st->py[mid].tid == s->tid && st->py[mid].t_ns < s->t_ns))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (mid = lo ? lo - 1 : 0; mid <= lo && mid < st->npy; mid++) {
+		if (st->py[mid].tid != s->tid)
+			continue;
+		d = st->py[mid].t_ns > s->t_ns ? st->py[mid].t_ns - s->t_ns : s->t_ns - st->py[mid].t_ns;
+		if (d < bd) {
+			bd = d;
+			best = &st->py[mid];
+		}
+	}
+	return best;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *b = strrchr(path, '/');
+
+	return b ? b + 1 : path;
+}
+
+/* A Python frame a sample read: "func (file.py:line)", from its code object. */
+static void py_name(struct py_target *pt, const struct pys_frame *pyf, char *buf, size_t n)
+{
+	struct py_frame pf;
+
+	if (pyframes__code(pt, pyf->code, pyf->prev_instr, pyf->entry, &pf))
+		snprintf(buf, n, "? (python)");
+	else
+		snprintf(buf, n, "%s (%s:%d)", pf.func, base_name(pf.file), pf.line);
 }
 
 /* The sample's chain unwound from CFI over its stack copy, root first; 0: none. */
 static int dwarf_text(struct stacks *st, const struct stack_sample *s, char *buf, size_t n)
 {
 	static __thread struct unwind_frame fr[UNWIND_FRAMES];
+	static __thread char names[UNWIND_FRAMES + PYS_FRAMES][256];
 	uint64_t regs[UNWIND_SAMPLE_REGS];
+	const struct stacks_py *y;
+	struct py_target *pt;
 	struct pmaps *p;
-	char name[256];
 	size_t len = 0;
-	int k, nf;
+	int k, nf, nn = 0, yi = 0;
 
 	if (!s->stack)
 		return 0;
@@ -538,17 +654,41 @@ static int dwarf_text(struct stacks *st, const struct stack_sample *s, char *buf
 		return 0;
 	buf[0] = '\0';
 	p = maps_of(st, s->pid);
-	for (k = nf - 1; k >= 0 && len + 2 < n; k--) {
+	y = py_of(st, s);
+	pt = y ? python_of(st, s->pid) : NULL;
+	for (k = 0; k < nf; k++) {	/* innermost first, Python frames where they run */
 		const struct unwind_frame *f = &fr[k];
 		const struct smap *m = map_at(p, f->pc);
 
-		/* libdwfl's name where the snapshot has a file there ([vdso] it cannot read) */
-		if (f->func[0] && m && m->tab)
-			snprintf(name, sizeof(name), "%s", f->func);
+		if (pt && !strcmp(f->func, "_PyEval_EvalFrameDefault"))
+			while (yi < y->n) {
+				const struct pys_frame *pyf = &y->f[yi++];
+
+				py_name(pt, pyf, names[nn++], sizeof(names[0]));
+				if (pyf->entry)
+					break;
+			}
+		/* libdwfl's name, but [vdso] and the like it cannot read: the snapshot's */
+		if (m && !m->tab && m->name[0] == '[')
+			frame(p, f->at, names[nn++], sizeof(names[0]));
+		else if (f->func[0])
+			snprintf(names[nn++], sizeof(names[0]), "%s", f->func);
+		else if (m && f->lib[0])
+			snprintf(names[nn++], sizeof(names[0]), "%s+0x%" PRIx64, f->lib,
+				 f->at - m->start + m->pgoff);
 		else
-			frame(p, f->at, name, sizeof(name));
-		len += snprintf(buf + len, n - len, "%s%s", len ? ";" : "", name);
+			frame(p, f->at, names[nn++], sizeof(names[0]));
 	}
+	/* outer Python frames past the copied stack's end (or every one, when no native frame
+	 * is the evaluation loop's): outermost, where they are */
+	while (pt && yi < y->n) {
+		const struct pys_frame *pyf = &y->f[yi++];
+
+		py_name(pt, pyf, names[nn++], sizeof(names[0]));
+	}
+	st->py_samples += yi > 0 && pt;
+	for (k = nn - 1; k >= 0 && len + 2 < n; k--)	/* root first */
+		len += snprintf(buf + len, n - len, "%s%s", len ? ";" : "", names[k]);
 	return nf;
 }
 
@@ -587,6 +727,11 @@ void stacks__free(struct stacks *st)
 	st->ns = 0;
 	free(st->rec);
 	st->rec = NULL;
+	for (i = 0; i < st->npy; i++)
+		free(st->py[i].f);
+	free(st->py);
+	st->py = NULL;
+	st->npy = 0;
 	for (i = 0; i < (size_t)st->nsnap; i++)
 		free(st->snap[i].maps);
 	st->nsnap = 0;
@@ -600,8 +745,10 @@ void stacks__free(struct stacks *st)
 	}
 	for (i = 0; i < cache.nprocs; i++)
 		free(cache.procs[i].m);
-	for (i = 0; i < cache.nspaces; i++)
+	for (i = 0; i < cache.nspaces; i++) {
 		unwind__space_free(cache.spaces[i].sp);
+		pyframes__close(&cache.spaces[i].py);
+	}
 	free(cache.tabs);
 	free(cache.procs);
 	memset(&cache, 0, sizeof(cache));

@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <linux/types.h>
+#include "pysample.h"
 
 #define STACKS_HZ		99
 #define STACKS_THREADS_MAX	512	/* perf events at once, over all ranks */
@@ -35,6 +37,17 @@ struct stack_sample {
 	uint32_t stack_len;
 };
 
+#define STACKS_PY_BYTES_MAX	(32u << 20)	/* Python frames kept a capture */
+
+/* The Python frames a BPF program read at a sample (bpf/pysample.bpf.c). */
+struct stacks_py {
+	uint32_t tid;
+	uint16_t n;
+	bool truncated;
+	uint64_t t_ns;
+	struct pys_frame *f;
+};
+
 struct stacks {
 	struct stacks_ev {
 		int fd;
@@ -53,6 +66,11 @@ struct stacks {
 	uint64_t rings;		/* ring memory with stack copies */
 	uint8_t *rec;		/* one record, copied out of its ring */
 	uint32_t stack_req;	/* stack bytes a sample copies (a multiple of 8); 0: none */
+	struct stacks_py *py;	/* sorted by tid, then time, when the capture is written */
+	size_t npy;
+	uint64_t py_bytes, py_cut;	/* kept; left out over STACKS_PY_BYTES_MAX */
+	bool py_sorted;
+	uint64_t py_samples;	/* samples written with Python frames */
 	int err;		/* the first perf_event_open failure, -errno */
 	struct {
 		uint32_t pid;
@@ -63,6 +81,8 @@ struct stacks {
 
 /* Sample every thread of process pid (its /proc/PID/task, now). Returns threads started. */
 int stacks__add(struct stacks *st, pid_t pid);
+/* Keep a sample's Python frames (a pysample_fn: ctx is the struct stacks). */
+void stacks__add_py(void *ctx, const struct pys_rec *r);
 /* Read what the rings hold. */
 void stacks__poll(struct stacks *st);
 /* Stop sampling (the samples stay). */

@@ -16,6 +16,7 @@
 #include "decode.h"
 #include "elfsym.h"
 #include "log.h"
+#include "probe_pysample.h"
 #include "procfs.h"
 #include "ranks.h"
 #include "session.h"
@@ -484,6 +485,37 @@ bool session__has_pid(const struct session *s, pid_t pid)
 	return false;
 }
 
+/*
+ * A rank that runs CPython 3.11: its threads' thread states go to the pysample program, which
+ * runs at each of its samples (perf events first.. of the capture's) and reads their Python
+ * frames. Loaded with the first such rank; a failure costs the Python frames only.
+ */
+static void capture_python(struct session *s, pid_t pid, int first)
+{
+	uint64_t tids[256], tstates[256];
+	const char *why = "";
+	int n, i, err;
+
+	if (!s->stacks.stack_req)
+		return;		/* frame pointers only: there is no native chain to put them in */
+	n = unwind__python_threads(pid, tids, tstates, 256);
+	if (n <= 0)
+		return;
+	if (!s->pys && (err = pysample__open(&s->pys, &why))) {
+		pr_warn("%s: capture %s: no Python frames in the samples: pysample %s: %s", verb(s),
+			s->cap.id, why, strerror(-err));
+		return;
+	}
+	for (i = 0; i < n; i++)
+		pysample__thread(s->pys, (uint32_t)tids[i], tstates[i]);
+	for (i = first; i < s->stacks.nev; i++)
+		if ((err = pysample__attach(s->pys, s->stacks.ev[i].fd))) {
+			pr_warn("%s: capture %s: Python frames of PID %d: attach: %s", verb(s),
+				s->cap.id, pid, strerror(-err));
+			break;
+		}
+}
+
 /* A capture starts recording: every syscall and off-CPU interval, and phase runs. */
 static void capture_started(struct session *s)
 {
@@ -496,8 +528,12 @@ static void capture_started(struct session *s)
 	s->stacks.stack_req = s->o.sample_stack_bytes;
 	for (k = 0; k < s->nranks; k++)
 		if (s->ranks[k].used && !s->ranks[k].exited &&
-		    capture__wants(&s->cap, s->ranks[k].info.rank))
+		    capture__wants(&s->cap, s->ranks[k].info.rank)) {
+			int first = s->stacks.nev;
+
 			stacks__add(&s->stacks, s->ranks[k].pid);
+			capture_python(s, s->ranks[k].pid, first);
+		}
 	if (s->stacks.err)
 		pr_warn("%s: capture %s: some stack samples are off: perf_event_open: %s", verb(s),
 			s->cap.id, strerror(-s->stacks.err));
@@ -611,6 +647,12 @@ static void capture_done(struct session *s)
 	s->cap_active = false;
 	probes__set_detail(&s->probes, false);
 	stacks__stop(&s->stacks);
+	if (s->pys) {	/* what the ring still holds, then the program goes */
+		pysample__poll(s->pys, stacks__add_py, &s->stacks);
+		s->stacks.py_cut += pysample__drops(s->pys);
+		pysample__close(s->pys);
+		s->pys = NULL;
+	}
 	for (k = 0; k < SESSION_JOBS_MAX; k++)
 		if (s->jobs[k].used)
 			job__set_detail(s->jobs[k].model, false);
@@ -660,8 +702,11 @@ static void capture_tick(struct session *s, uint64_t now)
 	capture_reap(s, false);
 	if (capture__take(&s->cap, now))
 		capture_started(s);
-	if (s->cap_active)
+	if (s->cap_active) {
 		stacks__poll(&s->stacks);
+		if (s->pys)
+			pysample__poll(s->pys, stacks__add_py, &s->stacks);
+	}
 	if (capture__due(&s->cap, now))
 		capture_done(s);
 }

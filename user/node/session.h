@@ -123,6 +123,8 @@ struct session {
 	struct cupti_rx *rx;
 	struct capture cap;
 	struct stacks stacks;		/* a capture's stack samples */
+	struct pysample *pys;		/* their Python frames, while a capture with a CPython
+					 * rank records */
 	bool cap_open;			/* cap is usable */
 	bool cap_active;		/* recording: detail is on */
 	bool cap_written;		/* rankscope capture -p: the file is written */

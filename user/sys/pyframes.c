@@ -237,6 +237,38 @@ static int frame_line(struct py_target *py, uint64_t code, const uint8_t *co, ui
 	return line;
 }
 
+/* A frame of code object code (its first bytes in co) at prev, named. */
+static void code_frame(struct py_target *py, uint64_t code, const uint8_t *co, uint64_t prev,
+		       bool entry, struct py_frame *f)
+{
+	uint64_t str;
+
+	memset(f, 0, sizeof(*f));
+	memcpy(&str, co + PY_OFF_CODE_QUALNAME, sizeof(str));
+	if (!read_str(py, str, f->func, sizeof(f->func)) || !f->func[0])
+		snprintf(f->func, sizeof(f->func), "?");
+	memcpy(&str, co + PY_OFF_CODE_FILENAME, sizeof(str));
+	if (!read_str(py, str, f->file, sizeof(f->file)))
+		f->file[0] = 0;
+	f->line = frame_line(py, code, co, prev);
+	f->entry = entry;
+}
+
+int pyframes__code(struct py_target *py, uint64_t code, uint64_t prev_instr, bool entry,
+		   struct py_frame *out)
+{
+	uint8_t co[PY_OFF_CODE_CODE];
+	uint64_t type;
+
+	if (rd(py, code, co, sizeof(co)))
+		return -1;
+	memcpy(&type, co + PY_OFF_OB_TYPE, sizeof(type));
+	if (type != py->code_type)
+		return -1;
+	code_frame(py, code, co, prev_instr, entry, out);
+	return 0;
+}
+
 int pyframes__thread(struct py_target *py, pid_t tid, struct py_frame *out, int max,
 		     bool *truncated, char *err, size_t nerr)
 {
@@ -257,8 +289,7 @@ int pyframes__thread(struct py_target *py, pid_t tid, struct py_frame *out, int 
 		return 0;
 	/* depth counts the frames walked, n those kept: a frame still setting up is skipped */
 	for (depth = 0; frame; depth++) {
-		uint64_t code, prev, type, str;
-		struct py_frame *f;
+		uint64_t code, prev, type;
 		bool entry;
 
 		if (n == max || n == PY_FRAMES_MAX || depth == 2 * PY_FRAMES_MAX) {
@@ -294,16 +325,7 @@ int pyframes__thread(struct py_target *py, pid_t tid, struct py_frame *out, int 
 			memcpy(&frame, fr + PY_OFF_FRAME_PREVIOUS, sizeof(frame));
 			continue;
 		}
-		f = &out[n++];
-		memset(f, 0, sizeof(*f));
-		memcpy(&str, co + PY_OFF_CODE_QUALNAME, sizeof(str));
-		if (!read_str(py, str, f->func, sizeof(f->func)) || !f->func[0])
-			snprintf(f->func, sizeof(f->func), "?");
-		memcpy(&str, co + PY_OFF_CODE_FILENAME, sizeof(str));
-		if (!read_str(py, str, f->file, sizeof(f->file)))
-			f->file[0] = 0;
-		f->line = frame_line(py, code, co, prev);
-		f->entry = entry;
+		code_frame(py, code, co, prev, entry, &out[n++]);
 		memcpy(&frame, fr + PY_OFF_FRAME_PREVIOUS, sizeof(frame));
 	}
 	return n;

@@ -59,6 +59,13 @@ void pyframes__close(struct py_target *py);
 int pyframes__thread(struct py_target *py, pid_t tid, struct py_frame *out, int max,
 		     bool *truncated, char *err, size_t nerr);
 
+/* One frame from its code object and position, as read elsewhere (a BPF program at a stack
+ * sample): named from the code object, which is checked to be one. Needs only py's types
+ * (code_type, unicode_type, bytes_type) and read. Returns 0, or -1 when code is not a code
+ * object (any more). */
+int pyframes__code(struct py_target *py, uint64_t code, uint64_t prev_instr, bool entry,
+		   struct py_frame *out);
+
 /* The line a code object's location table (3.11 format, len bytes) gives byte offset addr
  * of its code, counted from firstlineno; 0 when it gives none. Exposed for tests. */
 int pyframes__addr2line(const uint8_t *table, size_t len, int firstlineno, int64_t addr);

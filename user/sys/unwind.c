@@ -309,21 +309,109 @@ static int py_module(Dwfl_Module *m, void **ud, const char *name, Dwarf_Addr sta
 	return py->runtime ? DWARF_CB_ABORT : DWARF_CB_OK;
 }
 
+/* The last number of a status text's "NSpid:" line (the id in the innermost pid namespace),
+ * and how many it has; 0 without one. */
+static long ns_id(pid_t pid, const char *status, int *levels)
+{
+	char *buf = NULL, *at, *end;
+	long v = 0;
+
+	*levels = 0;
+	if (procfs__read(pid, status, &buf, 8192) > 0 && (at = strstr(buf, "\nNSpid:"))) {
+		for (at += 7; *at && *at != '\n'; at = end) {
+			long x = strtol(at, &end, 10);
+
+			if (end == at)
+				break;
+			v = x;
+			++*levels;
+		}
+	}
+	free(buf);
+	return v;
+}
+
+/*
+ * A thread state names its thread by its id in the process's own pid namespace; in a
+ * container that is not the id we see. Each thread's NSpid line maps one to the other.
+ */
+static void tids_to_host(struct py_target *py)
+{
+	char path[64];
+	struct dirent *de;
+	int levels, i;
+	DIR *d;
+
+	ns_id(py->pid, "status", &levels);
+	if (levels < 2)
+		return;		/* the same namespace: the ids are ours */
+	snprintf(path, sizeof(path), "/proc/%d/task", py->pid);
+	d = opendir(path);
+	while (d && (de = readdir(d))) {
+		char *end;
+		long tid = strtol(de->d_name, &end, 10), ns;
+
+		if (*end || tid <= 0)
+			continue;
+		snprintf(path, sizeof(path), "task/%ld/status", tid);
+		ns = ns_id(py->pid, path, &levels);
+		for (i = 0; ns > 0 && i < py->ntstates; i++)
+			if (py->tstates[i].tid == (uint64_t)ns && !(py->tstates[i].tid >> 32)) {
+				py->tstates[i].tid = (uint64_t)tid | 1ULL << 32;	/* mapped */
+				break;
+			}
+	}
+	if (d)
+		closedir(d);
+	for (i = 0; i < py->ntstates; i++)
+		py->tstates[i].tid = py->tstates[i].tid >> 32 ? py->tstates[i].tid & 0xffffffff : 0;
+}
+
+/* The interpreter's symbols in dwfl's modules, for process pid; false: not a CPython. */
+static bool py_syms(Dwfl *dwfl, pid_t pid, struct py_target *py)
+{
+	memset(py, 0, sizeof(*py));
+	py->pid = pid;
+	if (dwfl)
+		dwfl_getmodules(dwfl, py_module, py, 0);
+	return py->runtime && py->code_type;
+}
+
 /* Is p a CPython whose frames can be read? Sets p->python, or p->py_note with why not. */
 static void py_open(Dwfl *dwfl, struct unwind_proc *p, struct py_target *py)
 {
-	memset(py, 0, sizeof(*py));
-	py->pid = p->pid;
-	if (dwfl)
-		dwfl_getmodules(dwfl, py_module, py, 0);
-	if (!py->runtime || !py->code_type)
+	if (!py_syms(dwfl, p->pid, py))
 		return;		/* not a CPython */
 	if (pyframes__open(py)) {
 		snprintf(p->py_note, sizeof(p->py_note), "%s", py->note);
 		pyframes__close(py);
 		return;
 	}
+	tids_to_host(py);
 	p->python = true;
+}
+
+int unwind__python_threads(pid_t pid, uint64_t *tids, uint64_t *tstates, int max)
+{
+	struct py_target py = {};
+	Dwfl *dwfl = dwfl_begin(&callbacks);
+	int n = 0, i;
+
+	if (!dwfl)
+		return 0;
+	elf_pid = pid;
+	if (!dwfl_linux_proc_report(dwfl, pid) && !dwfl_report_end(dwfl, NULL, NULL) &&
+	    py_syms(dwfl, pid, &py) && !pyframes__open(&py)) {
+		tids_to_host(&py);
+		for (i = 0; i < py.ntstates && n < max; i++)
+			if (py.tstates[i].tid) {
+				tids[n] = py.tstates[i].tid;
+				tstates[n++] = py.tstates[i].tstate;
+			}
+	}
+	pyframes__close(&py);
+	dwfl_end(dwfl);
+	return n;
 }
 
 /* t's Python frames, kept to be merged after its native frames are named. */
@@ -832,4 +920,9 @@ void unwind__perf_regs(const uint64_t perf[UNWIND_SAMPLE_REGS], uint64_t dwarf[U
 
 	for (i = 0; i < UNWIND_SAMPLE_REGS; i++)
 		dwarf[to_dwarf[i]] = perf[i];
+}
+
+bool unwind__space_python(struct unwind_space *sp, struct py_target *py)
+{
+	return sp && sp->dwfl && py_syms(sp->dwfl, sp->pid, py);
 }

@@ -116,4 +116,13 @@ void unwind__space_free(struct unwind_space *sp);
 int unwind__sample(struct unwind_space *sp, pid_t tid, const uint64_t regs[UNWIND_SAMPLE_REGS],
 		   const uint8_t *stack, size_t len, struct unwind_frame *out, int max);
 
+/* pid's threads that run Python (CPython 3.11) and their thread states, ids as we see them
+ * (mapped from a container's pid namespace); at most max. Returns how many (0: none, not a
+ * CPython, another version). */
+int unwind__python_threads(pid_t pid, uint64_t *tids, uint64_t *tstates, int max);
+
+/* The interpreter's symbols among sp's modules, into py (for pyframes__code); false: sp is
+ * not a CPython. */
+bool unwind__space_python(struct unwind_space *sp, struct py_target *py);
+
 #endif /* RS_UNWIND_H */
