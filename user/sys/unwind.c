@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 #include "json.h"
 #include "procfs.h"
 #include "unwind.h"
@@ -30,32 +32,59 @@ static __thread pid_t elf_pid;	/* whose mappings find_elf opens (set before each
  * this machine, or a link out of it). Without the privilege for map_files (CAP_SYS_ADMIN),
  * by its path as libdwfl opens it; a process that is gone gets none.
  */
+/* elf_pid's file mappings, as /proc/PID/map_files lists them: read once a process. */
+#define MAP_FILES_MAX	8192
+static __thread struct {
+	pid_t pid;
+	int n, err;		/* err: errno of opening the directory */
+	struct { unsigned long long lo, hi; } m[MAP_FILES_MAX];
+} *mf;
+
+static void map_files(void)
+{
+	char dir[48];
+	struct dirent *de;
+	DIR *d;
+
+	if (!mf && !(mf = calloc(1, sizeof(*mf))))
+		return;
+	if (mf->pid == elf_pid)
+		return;
+	mf->pid = elf_pid;
+	mf->n = mf->err = 0;
+	snprintf(dir, sizeof(dir), "/proc/%d/map_files", elf_pid);
+	d = opendir(dir);
+	if (!d) {
+		mf->err = errno;
+		return;
+	}
+	while ((de = readdir(d)) && mf->n < MAP_FILES_MAX)
+		if (sscanf(de->d_name, "%llx-%llx", &mf->m[mf->n].lo, &mf->m[mf->n].hi) == 2)
+			mf->n++;
+	closedir(d);
+}
+
 static int find_elf_mapped(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr base,
 			   char **file_name, Elf **elfp)
 {
-	char dir[48], path[320];
-	unsigned long long lo, hi;
+	char path[96];
 	Dwarf_Addr start, end;
-	struct dirent *de;
-	int fd = -1;
-	DIR *d;
+	int fd = -1, i;
 
 	if (!name || name[0] != '/')
 		return dwfl_linux_proc_find_elf(mod, userdata, name, base, file_name, elfp);
 	dwfl_module_info(mod, NULL, &start, &end, NULL, NULL, NULL, NULL);
-	snprintf(dir, sizeof(dir), "/proc/%d/map_files", elf_pid);
-	d = elf_pid > 0 ? opendir(dir) : NULL;
-	if (!d) {
-		if (elf_pid > 0 && (errno == EPERM || errno == EACCES))
-			return dwfl_linux_proc_find_elf(mod, userdata, name, base, file_name, elfp);
+	map_files();
+	if (!mf || elf_pid <= 0)
 		return -1;
-	}
-	while (fd < 0 && (de = readdir(d)))
-		if (sscanf(de->d_name, "%llx-%llx", &lo, &hi) == 2 && lo >= start && lo < end) {
-			snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+	if (mf->err == EPERM || mf->err == EACCES)
+		return dwfl_linux_proc_find_elf(mod, userdata, name, base, file_name, elfp);
+	for (i = 0; fd < 0 && i < mf->n; i++)
+		if (mf->m[i].lo >= start && mf->m[i].lo < end) {
+			snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", elf_pid,
+				 mf->m[i].lo, mf->m[i].hi);
 			fd = open(path, O_RDONLY | O_CLOEXEC);
 		}
-	closedir(d);
 	if (fd < 0 && (errno == EPERM || errno == EACCES))
 		return dwfl_linux_proc_find_elf(mod, userdata, name, base, file_name, elfp);
 	if (fd >= 0) {
@@ -474,6 +503,15 @@ out:
 	t->npy = 0;
 }
 
+static int load_elf(Dwfl_Module *m, void **ud, const char *name, Dwarf_Addr start, void *arg)
+{
+	Dwarf_Addr bias;
+
+	if (dwfl_module_getelf(m, &bias))
+		dwfl_module_eh_cfi(m, &bias);	/* and its .eh_frame, parsed */
+	return DWARF_CB_OK;
+}
+
 /* Threads of a process we do not attach: their /proc state, and their Python frames. */
 static void unattached(struct unwind_proc *p, struct py_target *py, const char *why)
 {
@@ -493,12 +531,14 @@ int unwind__process(pid_t pid, struct unwind_proc *p)
 	struct walk_all a;
 	uint64_t t0;
 	Dwfl *dwfl;
-	int err, i, k;
+	int err, i, k, nice_was;
 	bool stopped;
 
 	memset(p, 0, sizeof(*p));
 	p->pid = pid;
 	elf_pid = pid;
+	if (mf)
+		mf->pid = 0;	/* its mappings now, not a past look's */
 	p->threads = calloc(UNWIND_THREADS, sizeof(*p->threads));
 	if (!p->threads) {
 		snprintf(p->err, sizeof(p->err), "out of memory");
@@ -533,6 +573,8 @@ int unwind__process(pid_t pid, struct unwind_proc *p)
 		err = 0;
 		goto out;
 	}
+	/* open every module's file now: not while a thread is held */
+	dwfl_getmodules(dwfl, load_elf, NULL, 0);
 	t0 = mono_ns();
 	err = dwfl_linux_proc_attach(dwfl, pid, false);
 	if (err) {
@@ -547,8 +589,13 @@ int unwind__process(pid_t pid, struct unwind_proc *p)
 		goto out;
 	}
 	a = (struct walk_all){ .dwfl = dwfl, .p = p, .py = &py };
-	/* each thread is stopped while its own frames are read, and let go after */
+	/* each thread is stopped while its own frames are read, and let go after; meanwhile
+	 * this thread runs at the highest nice it may, so that the ranks it holds wait on it
+	 * as little as a busy machine allows (without CAP_SYS_NICE it stays as it is) */
+	nice_was = getpriority(PRIO_PROCESS, (id_t)gettid());
+	setpriority(PRIO_PROCESS, (id_t)gettid(), -20);
 	dwfl_getthreads(dwfl, each_thread, &a);
+	setpriority(PRIO_PROCESS, (id_t)gettid(), nice_was);
 	p->held_ns = mono_ns() - t0;
 	if (procfs__stat(pid, &st) || st.state == 'Z' || st.state == 'X') {
 		for (i = 0, k = 0; i < p->nthreads; i++)
