@@ -7,6 +7,8 @@
 #    snapshot): rankscope neither crashes nor hangs, and says what it got.
 #  - Threads that come and go all the time (deep_stack --churn) while 20 snapshots are taken:
 #    the process is never left stopped or traced, and goes on making threads.
+#  - A data file the process maps is never opened (strace shows no open of it): only the
+#    files of its code mappings, through /proc/PID/map_files.
 #  - A CPython other than 3.11 (pyenv's, when there is one): native frames only, and a note
 #    that names both versions.
 . "$(dirname "$0")/../lib.sh"
@@ -110,13 +112,34 @@ b=$(ls "/proc/$PID_churn/task" | sort | tr '\n' ' ')
 kill "$PID_churn"
 echo "20 snapshots of a churning process: never left stopped or traced, still churning"
 
-# 4. another CPython: native frames only, with a note
+# 4. a data file the process maps (a dataset on a mount that may hang) is never opened: only
+#    the code mappings' files are, through /proc/PID/map_files
+if command -v strace >/dev/null; then
+	head -c 1048576 /dev/urandom >"$T/dataset.bin"
+	bg mapper "$PY" -c 'import mmap, sys, time
+f = open(sys.argv[1], "rb")
+m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+print("ready", flush=True)
+time.sleep(600)' "$T/dataset.bin"
+	wait_lines "$T/mapper.out" '^ready' 1 20 || fail "the mapping process did not start"
+	range=$(awk -v f="$T/dataset.bin" '$6 == f { print $1; exit }' "/proc/$PID_mapper/maps")
+	[ -n "$range" ] || fail "the data file is not in the process's maps"
+	strace -f -qq -e trace=openat -o "$T/opens.txt" "$RS" stacks -p "$PID_mapper" --json \
+		>"$T/mapper.json" 2>&1 || fail "stacks on the mapping process: $(tail -3 "$T/mapper.json")"
+	grep -q "map_files/" "$T/opens.txt" || fail "no code file was opened through map_files"
+	grep -q "map_files/$range\|dataset.bin" "$T/opens.txt" &&
+		fail "the data file was opened: $(grep -m1 "map_files/$range\|dataset.bin" "$T/opens.txt")"
+	echo "a mapped data file ($range): not opened; $(grep -c map_files/ "$T/opens.txt") code files were"
+	kill "$PID_mapper"
+fi
+
+# 5. another CPython: native frames only, with a note
 OTHER=
 for p in /root/.pyenv/versions/3.1[2-9]*/bin/python3 /usr/bin/python3.1[2-9] \
 	/usr/local/bin/python3.1[2-9]; do
 	[ -x "$p" ] && { OTHER=$p; break; }
 done
-[ -n "$OTHER" ] || skip "no CPython other than 3.11 on this machine (parts 1-3 passed)"
+[ -n "$OTHER" ] || skip "no CPython other than 3.11 on this machine (parts 1-4 passed)"
 bg other "$OTHER" -c 'import time
 print("ready", flush=True)
 time.sleep(600)'

@@ -351,7 +351,14 @@ static struct {
 		bool python;
 	} spaces[STACKS_PIDS_MAX];
 	size_t nspaces;
+	struct pyname {	/* Python frames named, direct-mapped by (pid, code, position) */
+		uint32_t pid;
+		uint64_t code, prev;
+		char name[256];
+	} *pyc;
 } cache;
+
+#define PYNAME_SLOTS	4096
 
 static int add_sym(const char *name, uint64_t vaddr, uint64_t size, bool is_func, void *ctx)
 {
@@ -621,15 +628,33 @@ static const char *base_name(const char *path)
 	return b ? b + 1 : path;
 }
 
-/* A Python frame a sample read: "func (file.py:line)", from its code object. */
+/* A Python frame a sample read: "func (file.py:line)", from its code object; each (code,
+ * position) is read once, however many samples have it (its line table may be 64 KiB). */
 static void py_name(struct py_target *pt, const struct pys_frame *pyf, char *buf, size_t n)
 {
+	uint64_t h = (pyf->code ^ pyf->prev_instr * 0x9e3779b97f4a7c15ULL ^ (uint64_t)pt->pid) %
+		     PYNAME_SLOTS;
+	struct pyname *c;
 	struct py_frame pf;
 
+	if (!cache.pyc)
+		cache.pyc = calloc(PYNAME_SLOTS, sizeof(*cache.pyc));
+	c = cache.pyc ? &cache.pyc[h] : NULL;
+	if (c && c->name[0] && c->pid == (uint32_t)pt->pid && c->code == pyf->code &&
+	    c->prev == pyf->prev_instr) {
+		snprintf(buf, n, "%s", c->name);
+		return;
+	}
 	if (pyframes__code(pt, pyf->code, pyf->prev_instr, pyf->entry, &pf))
 		snprintf(buf, n, "? (python)");
 	else
 		snprintf(buf, n, "%s (%s:%d)", pf.func, base_name(pf.file), pf.line);
+	if (c) {
+		c->pid = (uint32_t)pt->pid;
+		c->code = pyf->code;
+		c->prev = pyf->prev_instr;
+		snprintf(c->name, sizeof(c->name), "%s", buf);
+	}
 }
 
 /* The sample's chain unwound from CFI over its stack copy, root first; 0: none. */
@@ -749,6 +774,7 @@ void stacks__free(struct stacks *st)
 		unwind__space_free(cache.spaces[i].sp);
 		pyframes__close(&cache.spaces[i].py);
 	}
+	free(cache.pyc);
 	free(cache.tabs);
 	free(cache.procs);
 	memset(&cache, 0, sizeof(cache));

@@ -496,12 +496,13 @@ static void capture_python(struct session *s, pid_t pid, int first)
 	const char *why = "";
 	int n, i, err;
 
-	if (!s->stacks.stack_req)
+	if (!s->stacks.stack_req || s->pys_failed)
 		return;		/* frame pointers only: there is no native chain to put them in */
 	n = unwind__python_threads(pid, tids, tstates, 256);
 	if (n <= 0)
 		return;
 	if (!s->pys && (err = pysample__open(&s->pys, &why))) {
+		s->pys_failed = true;
 		pr_warn("%s: capture %s: no Python frames in the samples: pysample %s: %s", verb(s),
 			s->cap.id, why, strerror(-err));
 		return;
@@ -526,6 +527,7 @@ static void capture_started(struct session *s)
 	/* stack samples of every rank thread, 99 Hz, for the capture only */
 	memset(&s->stacks, 0, sizeof(s->stacks));
 	s->stacks.stack_req = s->o.sample_stack_bytes;
+	s->pys_failed = false;
 	for (k = 0; k < s->nranks; k++)
 		if (s->ranks[k].used && !s->ranks[k].exited &&
 		    capture__wants(&s->cap, s->ranks[k].info.rank)) {
@@ -583,6 +585,7 @@ static void *cap_write(void *arg)
 	};
 	w->cap->has_samples = true;
 	stacks__free(&w->stacks);
+	unwind__thread_end();
 	snprintf(id, sizeof(id), "%s", w->cap->id);
 	if (w->out) {
 		w->err = capture__write_file(w->cap, w->out, w->procs, w->nprocs, w->msg,

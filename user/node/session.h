@@ -125,6 +125,7 @@ struct session {
 	struct stacks stacks;		/* a capture's stack samples */
 	struct pysample *pys;		/* their Python frames, while a capture with a CPython
 					 * rank records */
+	bool pys_failed;		/* it would not load for this capture: not again */
 	bool cap_open;			/* cap is usable */
 	bool cap_active;		/* recording: detail is on */
 	bool cap_written;		/* rankscope capture -p: the file is written */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include "json.h"
@@ -32,7 +33,7 @@ static __thread pid_t elf_pid;	/* whose mappings find_elf opens (set before each
  * this machine, or a link out of it). Without the privilege for map_files (CAP_SYS_ADMIN),
  * by its path as libdwfl opens it; a process that is gone gets none.
  */
-/* elf_pid's file mappings, as /proc/PID/map_files lists them: read once a process. */
+/* elf_pid's executable file mappings (/proc/PID/maps), read once a look at a process. */
 #define MAP_FILES_MAX	8192
 static __thread struct {
 	pid_t pid;
@@ -42,8 +43,8 @@ static __thread struct {
 
 static void map_files(void)
 {
-	char dir[48];
-	struct dirent *de;
+	char dir[48], *maps = NULL, *line, *save = NULL;
+	struct proc_map pm;
 	DIR *d;
 
 	if (!mf && !(mf = calloc(1, sizeof(*mf))))
@@ -58,10 +59,27 @@ static void map_files(void)
 		mf->err = errno;
 		return;
 	}
-	while ((de = readdir(d)) && mf->n < MAP_FILES_MAX)
-		if (sscanf(de->d_name, "%llx-%llx", &mf->m[mf->n].lo, &mf->m[mf->n].hi) == 2)
-			mf->n++;
 	closedir(d);
+	/* code only: a data file it maps (a dataset on a hung NFS mount, a FUSE file, a device)
+	 * is never opened, so a look at a stuck job cannot block on it */
+	if (procfs__read(elf_pid, "maps", &maps, PROC_MAPS_MAX) <= 0) {
+		mf->err = ESRCH;
+		free(maps);
+		return;
+	}
+	for (line = strtok_r(maps, "\n", &save); line && mf->n < MAP_FILES_MAX;
+	     line = strtok_r(NULL, "\n", &save))
+		if (!procfs__parse_maps_line(line, &pm) && pm.perms[2] == 'x' && pm.path[0] == '/') {
+			mf->m[mf->n].lo = pm.start;
+			mf->m[mf->n++].hi = pm.end;
+		}
+	free(maps);
+}
+
+void unwind__thread_end(void)
+{
+	free(mf);
+	mf = NULL;
 }
 
 static int find_elf_mapped(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr base,
@@ -69,7 +87,8 @@ static int find_elf_mapped(Dwfl_Module *mod, void **userdata, const char *name, 
 {
 	char path[96];
 	Dwarf_Addr start, end;
-	int fd = -1, i;
+	int fd = -1, i, oerr = 0;
+	struct stat sb;
 
 	if (!name || name[0] != '/')
 		return dwfl_linux_proc_find_elf(mod, userdata, name, base, file_name, elfp);
@@ -84,9 +103,14 @@ static int find_elf_mapped(Dwfl_Module *mod, void **userdata, const char *name, 
 			snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", elf_pid,
 				 mf->m[i].lo, mf->m[i].hi);
 			fd = open(path, O_RDONLY | O_CLOEXEC);
+			oerr = fd < 0 ? errno : 0;
 		}
-	if (fd < 0 && (errno == EPERM || errno == EACCES))
+	if (fd < 0 && (oerr == EPERM || oerr == EACCES))
 		return dwfl_linux_proc_find_elf(mod, userdata, name, base, file_name, elfp);
+	if (fd >= 0 && (fstat(fd, &sb) || !S_ISREG(sb.st_mode))) {
+		close(fd);
+		return -1;
+	}
 	if (fd >= 0) {
 		*file_name = strdup(name);
 		*elfp = NULL;
@@ -371,6 +395,9 @@ static void tids_to_host(struct py_target *py)
 	int levels, i;
 	DIR *d;
 
+	for (i = 0; i < py->ntstates; i++)	/* an id no kernel gives: hostile */
+		if (py->tstates[i].tid == 0 || py->tstates[i].tid > 0x3fffffff)
+			py->tstates[i].tid = 0;
 	ns_id(py->pid, "status", &levels);
 	if (levels < 2)
 		return;		/* the same namespace: the ids are ours */
@@ -429,14 +456,22 @@ int unwind__python_threads(pid_t pid, uint64_t *tids, uint64_t *tstates, int max
 	if (!dwfl)
 		return 0;
 	elf_pid = pid;
+	if (mf)
+		mf->pid = 0;
 	if (!dwfl_linux_proc_report(dwfl, pid) && !dwfl_report_end(dwfl, NULL, NULL) &&
 	    py_syms(dwfl, pid, &py) && !pyframes__open(&py)) {
 		tids_to_host(&py);
-		for (i = 0; i < py.ntstates && n < max; i++)
-			if (py.tstates[i].tid) {
+		for (i = 0; i < py.ntstates && n < max; i++) {
+			char task[48];
+
+			/* a thread of this process: another's id from hostile memory is not let in */
+			snprintf(task, sizeof(task), "/proc/%d/task/%llu", pid,
+				 (unsigned long long)py.tstates[i].tid);
+			if (py.tstates[i].tid && !access(task, F_OK)) {
 				tids[n] = py.tstates[i].tid;
 				tstates[n++] = py.tstates[i].tstate;
 			}
+		}
 	}
 	pyframes__close(&py);
 	dwfl_end(dwfl);
@@ -603,8 +638,10 @@ int unwind__process(pid_t pid, struct unwind_proc *p)
 		snprintf(p->err, sizeof(p->err), "the process exited while it was read: %d of "
 			 "%d thread(s) have frames", k, p->nthreads);
 	}
-	if (p->threads_cut)
-		p->threads_cut = count_threads(pid) - p->nthreads;
+	if (p->threads_cut) {	/* how many there are now; at least one was left out */
+		k = count_threads(pid) - p->nthreads;
+		p->threads_cut = k > 0 ? k : 1;
+	}
 	for (i = 0; i < p->nthreads; i++) {
 		for (k = 0; k < p->threads[i].nframes; k++)
 			if (!p->threads[i].frames[k].python)
@@ -891,6 +928,8 @@ struct unwind_space *unwind__space(pid_t pid, const char *maps)
 		return NULL;
 	sp->pid = pid;
 	elf_pid = pid;
+	if (mf)
+		mf->pid = 0;
 	sp->dwfl = dwfl_begin(&callbacks);
 	if (!sp->dwfl)
 		return sp;

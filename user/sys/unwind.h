@@ -105,6 +105,9 @@ void unwind__perf_regs(const uint64_t perf[UNWIND_SAMPLE_REGS], uint64_t dwarf[U
 
 struct unwind_space;
 
+/* Free what this thread keeps between looks (a capture writer's, at its end). */
+void unwind__thread_end(void);
+
 /* pid's modules, from maps (its /proc/PID/maps text when it was sampled), or from
  * /proc/PID/maps now when maps is NULL. NULL only without memory; unusable ones unwind
  * nothing. */
