@@ -239,7 +239,21 @@ struct walk_all {
 	Dwfl *dwfl;
 	struct unwind_proc *p;
 	struct py_target *py;
+	pid_t gone;		/* a thread that exited while it was read: the walk stopped there */
 };
+
+/* Is thread tid of pid still there (not gone, not a zombie)? */
+static bool thread_alive(pid_t pid, pid_t tid)
+{
+	char path[48], *buf = NULL, *p;
+	bool alive;
+
+	snprintf(path, sizeof(path), "task/%d/stat", tid);
+	alive = procfs__read(pid, path, &buf, 1024) > 0 && (p = strrchr(buf, ')')) &&
+		p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+	free(buf);
+	return alive;
+}
 
 static int each_thread(Dwfl_Thread *thread, void *arg)
 {
@@ -265,6 +279,14 @@ static int each_thread(Dwfl_Thread *thread, void *arg)
 		if (!why || !strcmp(why, "Success") || !strcmp(why, "no error"))
 			why = "its frames could not be read (did it exit?)";
 		snprintf(t->err, sizeof(t->err), "%s%s", why, who);
+		/* a thread that died between libdwfl's attach and its read of the registers stays
+		 * "attached" inside libdwfl (0.188), which then asserts at the next thread: stop
+		 * here, and say so */
+		if (!thread_alive(a->p->pid, t->tid)) {
+			t->held_ns = mono_ns() - t0;
+			a->gone = t->tid;
+			return DWARF_CB_ABORT;
+		}
 	}
 	t->held_ns = mono_ns() - t0;
 	if (w.py && !t->py)
@@ -637,6 +659,10 @@ int unwind__process(pid_t pid, struct unwind_proc *p)
 			k += p->threads[i].nframes > 0;
 		snprintf(p->err, sizeof(p->err), "the process exited while it was read: %d of "
 			 "%d thread(s) have frames", k, p->nthreads);
+	} else if (a.gone) {
+		k = count_threads(pid) - p->nthreads;
+		snprintf(p->err, sizeof(p->err), "thread %d exited while it was read: the %d "
+			 "thread(s) after it were not read", a.gone, k > 0 ? k : 0);
 	}
 	if (p->threads_cut) {	/* how many there are now; at least one was left out */
 		k = count_threads(pid) - p->nthreads;
