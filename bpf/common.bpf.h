@@ -20,6 +20,20 @@ struct {
 	__type(value, struct rs_track);
 } rs_tracked SEC(".maps");
 
+/*
+ * Every global hook (sched_switch, sys_enter, ...) runs for every task on the node and asks
+ * "is this ours?" first. An array lookup is inlined by the verifier into a bounds check and
+ * an add, so the answer for an untracked task costs a few instructions and no helper call.
+ * Mmapable: user space sets and clears bits with atomic ops on the same words.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, RS_TGID_WORDS);
+	__type(key, __u32);
+	__type(value, __u64);
+} rs_tgid_bits SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 23);
@@ -45,8 +59,38 @@ struct {
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
+/* May tgid be tracked? false is exact; true means "look it up". */
+static __always_inline bool rs_maybe(__u32 tgid)
+{
+	__u32 w = tgid >> 6;
+	__u64 *bits = bpf_map_lookup_elem(&rs_tgid_bits, &w);
+
+	return bits && (*bits >> (tgid & 63)) & 1;
+}
+
+/* Bits of forked workers; user space owns the roots' bits (probes__track). */
+static __always_inline void rs_bit_set(__u32 tgid)
+{
+	__u32 w = tgid >> 6;
+	__u64 *bits = bpf_map_lookup_elem(&rs_tgid_bits, &w);
+
+	if (bits)
+		__sync_fetch_and_or(bits, 1ULL << (tgid & 63));
+}
+
+static __always_inline void rs_bit_clear(__u32 tgid)
+{
+	__u32 w = tgid >> 6;
+	__u64 *bits = bpf_map_lookup_elem(&rs_tgid_bits, &w);
+
+	if (bits)
+		__sync_fetch_and_and(bits, ~(1ULL << (tgid & 63)));
+}
+
 static __always_inline struct rs_track *rs_lookup(__u32 tgid)
 {
+	if (!rs_maybe(tgid))
+		return NULL;
 	return bpf_map_lookup_elem(&rs_tracked, &tgid);
 }
 

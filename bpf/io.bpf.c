@@ -101,6 +101,10 @@ static __always_inline int io_exit(long ret)
 	__u64 id = bpf_get_current_pid_tgid(), now, dur;
 	__u32 tid = (__u32)id, tgid = id >> 32, idx, is_write;
 
+	/* untracked (a pipe benchmark, a sidecar): no inflight lookup either. An entry left by a
+	 * process untracked mid-call is overwritten at its thread's next tracked enter. */
+	if (!rs_maybe(tgid))
+		return 0;
 	in = bpf_map_lookup_elem(&rs_io_inflight, &tid);
 	if (!in)
 		return 0;

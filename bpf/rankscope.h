@@ -15,6 +15,9 @@
 
 #define RS_MAX_SLOTS	256	/* ranks one rankscope process tracks; a slot indexes per-rank maps */
 #define RS_MAX_TRACKED	8192	/* tgids: ranks plus their forked workers */
+/* PID_MAX_LIMIT on 64-bit: no tgid reaches it, whatever kernel.pid_max says */
+#define RS_PID_LIMIT	(4 * 1024 * 1024)
+#define RS_TGID_WORDS	(RS_PID_LIMIT / 64)	/* rs_tgid_bits: one bit per tgid, 512 KiB */
 #define RS_MAX_THREADS	65536
 #define RS_MAX_SOCKS	16384
 #define RS_HIST_SLOTS	40	/* log2(ns) buckets: bucket b holds [2^b, 2^(b+1)) ns, up to ~18 min */
@@ -55,7 +58,11 @@ _Static_assert(sizeof(struct rs_hdr) == 24, "rs_hdr wire size");
 
 #define RS_TRACK_ROOT	0x1	/* the rank's own process, not a forked worker */
 
-/* Value of rs_tracked, keyed by tgid. User space fills roots; the sched family adds children. */
+/*
+ * Value of rs_tracked, keyed by tgid. User space fills roots; the sched family adds children.
+ * rs_tgid_bits holds a superset of its keys: a tgid's bit is set before its entry goes in and
+ * cleared after it comes out, so a clear bit proves "not ours" without the hash lookup.
+ */
 struct rs_track {
 	__u32 slot;
 	__u32 root_tgid;

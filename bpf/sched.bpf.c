@@ -81,16 +81,13 @@ int BPF_PROG(rs_sched_wakeup_new, struct task_struct *p)
 
 #define PF_EXITING 0x00000004
 
-static __always_inline void switch_out(struct task_struct *prev, bool preempt, __u64 now)
+static __always_inline void switch_out(struct task_struct *prev, struct rs_track *tr,
+				       bool preempt, __u64 now)
 {
 	struct rs_sched_slot *ss;
-	struct rs_track *tr;
 	struct rs_thread *t;
 	__u32 tid;
 
-	tr = rs_lookup(prev->tgid);
-	if (!tr)
-		return;
 	/* a dying thread's last switch: its entry is gone and must stay gone (tid reuse) */
 	if (prev->flags & PF_EXITING)
 		return;
@@ -120,19 +117,15 @@ static __always_inline void switch_out(struct task_struct *prev, bool preempt, _
 	t->wake_ns = preempt || t->off_state == 0 ? now : 0;
 }
 
-static __always_inline void switch_in(struct task_struct *next, __u64 now)
+static __always_inline void switch_in(struct task_struct *next, struct rs_track *tr, __u64 now)
 {
 	struct rs_sched_slot *ss;
 	struct rs_ev_offcpu *e;
-	struct rs_track *tr;
 	struct rs_thread *t;
 	__u64 off = 0, runq = 0;
 	__u32 tid, tgid;
 
 	tgid = next->tgid;
-	tr = rs_lookup(tgid);
-	if (!tr)
-		return;
 	tid = next->pid;
 	t = thread_get(tid);
 	if (!t)
@@ -177,10 +170,21 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now)
 SEC("tp_btf/sched_switch")
 int BPF_PROG(rs_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	__u64 now = bpf_ktime_get_ns();
+	struct rs_track *tr;
+	__u64 now = 0;
 
-	switch_out(prev, preempt, now);
-	switch_in(next, now);
+	/* the common case on a busy node: neither task is ours, and not even the clock is read */
+	tr = rs_lookup(prev->tgid);
+	if (tr) {
+		now = bpf_ktime_get_ns();
+		switch_out(prev, tr, preempt, now);
+	}
+	tr = rs_lookup(next->tgid);
+	if (tr) {
+		if (!now)
+			now = bpf_ktime_get_ns();
+		switch_in(next, tr, now);
+	}
 	return 0;
 }
 
@@ -201,6 +205,7 @@ int BPF_PROG(rs_sched_fork, struct task_struct *parent, struct task_struct *chil
 	ctr = *tr;
 	ctr.flags &= ~RS_TRACK_ROOT;
 	ctr.exited = 0;
+	rs_bit_set(ctgid);	/* before the entry: a set bit may only ever over-approximate */
 	bpf_map_update_elem(&rs_tracked, &ctgid, &ctr, BPF_ANY);
 	ss = bpf_map_lookup_elem(&rs_sched_slots, &tr->slot);
 	if (ss)
@@ -237,8 +242,10 @@ int BPF_PROG(rs_sched_exit, struct task_struct *p)
 		rs_submit(e);
 	}
 	/* Children are ours to forget; roots are removed by user space, which owns them. */
-	if (!(tr->flags & RS_TRACK_ROOT))
+	if (!(tr->flags & RS_TRACK_ROOT)) {
 		bpf_map_delete_elem(&rs_tracked, &tgid);
+		rs_bit_clear(tgid);
+	}
 	return 0;
 }
 

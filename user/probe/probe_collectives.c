@@ -71,8 +71,8 @@ int probe_collectives__load(struct probes *p)
 		return p->fam_err[RS_FAM_COLL];
 	}
 	p->coll = s;
-	err = probes__reuse_shared(p, s->maps.rs_tracked, s->maps.rs_events, s->maps.rs_stats,
-				   s->maps.rs_sock_owner);
+	err = probes__reuse_shared(p, s->maps.rs_tracked, s->maps.rs_tgid_bits,
+				   s->maps.rs_events, s->maps.rs_stats, s->maps.rs_sock_owner);
 	if (err) {
 		probes__fail(p, RS_FAM_COLL, err, "reuse shared maps");
 		return err;

@@ -18,8 +18,8 @@ int probe_io__load(struct probes *p)
 	}
 	p->io = s;
 	s->data->io_min_ns = p->cfg.io_min_ns;
-	err = probes__reuse_shared(p, s->maps.rs_tracked, s->maps.rs_events, s->maps.rs_stats,
-				   s->maps.rs_sock_owner);
+	err = probes__reuse_shared(p, s->maps.rs_tracked, s->maps.rs_tgid_bits,
+				   s->maps.rs_events, s->maps.rs_stats, s->maps.rs_sock_owner);
 	if (err) {
 		probes__fail(p, RS_FAM_IO, err, "reuse shared maps");
 		return err;

@@ -17,8 +17,8 @@ int probe_net__load(struct probes *p)
 		return p->fam_err[RS_FAM_NET];
 	}
 	p->net = s;
-	err = probes__reuse_shared(p, s->maps.rs_tracked, s->maps.rs_events, s->maps.rs_stats,
-				   s->maps.rs_sock_owner);
+	err = probes__reuse_shared(p, s->maps.rs_tracked, s->maps.rs_tgid_bits,
+				   s->maps.rs_events, s->maps.rs_stats, s->maps.rs_sock_owner);
 	if (err) {
 		probes__fail(p, RS_FAM_NET, err, "reuse shared maps");
 		return err;

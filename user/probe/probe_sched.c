@@ -19,8 +19,8 @@ int probe_sched__load(struct probes *p)
 	p->sched = s;
 	s->data->offcpu_min_ns = p->cfg.offcpu_min_ns;
 	s->rodata->discover = p->cfg.discover;
-	err = probes__reuse_shared(p, s->maps.rs_tracked, s->maps.rs_events, s->maps.rs_stats,
-				   s->maps.rs_sock_owner);
+	err = probes__reuse_shared(p, s->maps.rs_tracked, s->maps.rs_tgid_bits,
+				   s->maps.rs_events, s->maps.rs_stats, s->maps.rs_sock_owner);
 	if (err) {
 		probes__fail(p, RS_FAM_SCHED, err, "reuse shared maps");
 		return err;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "decode.h"
@@ -35,12 +36,14 @@ void probes__fail(struct probes *p, int fam, int err, const char *step)
 	snprintf(p->fam_why[fam], sizeof(p->fam_why[fam]), "failed to %s: %s", step, buf);
 }
 
-int probes__reuse_shared(struct probes *p, struct bpf_map *tracked, struct bpf_map *events,
-			 struct bpf_map *stats, struct bpf_map *sock)
+int probes__reuse_shared(struct probes *p, struct bpf_map *tracked, struct bpf_map *bits,
+			 struct bpf_map *events, struct bpf_map *stats, struct bpf_map *sock)
 {
 	int err;
 
 	err = bpf_map__reuse_fd(tracked, p->tracked_fd);
+	if (!err)
+		err = bpf_map__reuse_fd(bits, p->bits_fd);
 	if (!err)
 		err = bpf_map__set_max_entries(events, p->cfg.ringbuf_bytes);
 	if (!err)
@@ -58,6 +61,18 @@ static int create_shared(struct probes *p)
 				       sizeof(struct rs_track), RS_MAX_TRACKED, NULL);
 	if (p->tracked_fd < 0)
 		return -errno;
+	p->bits_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "rs_tgid_bits", sizeof(__u32),
+				    sizeof(__u64), RS_TGID_WORDS,
+				    &(struct bpf_map_create_opts){ .sz = sizeof(struct bpf_map_create_opts),
+								   .map_flags = BPF_F_MMAPABLE });
+	if (p->bits_fd < 0)
+		return -errno;
+	p->bits = mmap(NULL, RS_TGID_WORDS * sizeof(__u64), PROT_READ | PROT_WRITE, MAP_SHARED,
+		       p->bits_fd, 0);
+	if (p->bits == MAP_FAILED) {
+		p->bits = NULL;
+		return -errno;
+	}
 	p->events_fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "rs_events", 0, 0,
 				      p->cfg.ringbuf_bytes, NULL);
 	if (p->events_fd < 0)
@@ -88,7 +103,7 @@ int probes__open(struct probes *p, const struct probes_cfg *cfg)
 
 	memset(p, 0, sizeof(*p));
 	p->cfg = *cfg;
-	p->tracked_fd = p->events_fd = p->stats_fd = p->sock_fd = -1;
+	p->tracked_fd = p->bits_fd = p->events_fd = p->stats_fd = p->sock_fd = -1;
 	libbpf_set_print(silent_print);
 	err = create_shared(p);
 	if (err)
@@ -131,13 +146,32 @@ void probes__close(struct probes *p)
 		families[fam].free(p);
 	if (p->tracked_fd >= 0)
 		close(p->tracked_fd);
+	if (p->bits)
+		munmap(p->bits, RS_TGID_WORDS * sizeof(__u64));
+	p->bits = NULL;
+	if (p->bits_fd >= 0)
+		close(p->bits_fd);
 	if (p->events_fd >= 0)
 		close(p->events_fd);
 	if (p->stats_fd >= 0)
 		close(p->stats_fd);
 	if (p->sock_fd >= 0)
 		close(p->sock_fd);
-	p->tracked_fd = p->events_fd = p->stats_fd = p->sock_fd = -1;
+	p->tracked_fd = p->bits_fd = p->events_fd = p->stats_fd = p->sock_fd = -1;
+}
+
+/* The BPF side ORs and ANDs the same words (forked workers): atomic here too. */
+static void tgid_bit(struct probes *p, pid_t tgid, bool on)
+{
+	uint64_t bit;
+
+	if (!p->bits || tgid <= 0 || tgid >= RS_PID_LIMIT)
+		return;
+	bit = 1ULL << (tgid & 63);
+	if (on)
+		__atomic_fetch_or(&p->bits[tgid >> 6], bit, __ATOMIC_SEQ_CST);
+	else
+		__atomic_fetch_and(&p->bits[tgid >> 6], ~bit, __ATOMIC_SEQ_CST);
 }
 
 int probes__track(struct probes *p, pid_t tgid, uint32_t slot, pid_t root, bool is_root)
@@ -151,6 +185,10 @@ int probes__track(struct probes *p, pid_t tgid, uint32_t slot, pid_t root, bool 
 
 	if (slot >= RS_MAX_SLOTS)
 		return -E2BIG;
+	if (tgid <= 0 || tgid >= RS_PID_LIMIT)
+		return -EINVAL;
+	/* bit first: the programs must never see the entry without it */
+	tgid_bit(p, tgid, true);
 	if (bpf_map_update_elem(p->tracked_fd, &key, &tr, BPF_ANY))
 		return -errno;
 	return 0;
@@ -162,6 +200,7 @@ int probes__untrack(struct probes *p, pid_t tgid)
 
 	if (bpf_map_delete_elem(p->tracked_fd, &key) && errno != ENOENT)
 		return -errno;
+	tgid_bit(p, tgid, false);
 	return 0;
 }
 
@@ -296,7 +335,8 @@ void probes__release_slot(struct probes *p, uint32_t slot)
 		prev = &cur;
 	}
 	for (i = 0; i < n; i++)
-		bpf_map_delete_elem(p->tracked_fd, &del[i]);
+		if (!bpf_map_delete_elem(p->tracked_fd, &del[i]))
+			tgid_bit(p, (pid_t)del[i], false);
 	free(del);
 	if (p->sched) {
 		zero_elem(p->sched->maps.rs_sched_slots, slot);

@@ -32,6 +32,8 @@ struct probes {
 	struct probes_cfg cfg;
 	/* shared across every skeleton */
 	int tracked_fd;
+	int bits_fd;			/* rs_tgid_bits, mapped at bits */
+	uint64_t *bits;
 	int events_fd;
 	int stats_fd;
 	int sock_fd;
@@ -169,8 +171,8 @@ int probe_net__read(struct probes *p, uint32_t slot, struct slot_snapshot *s);
 
 /* Helpers for the family owners. */
 struct bpf_map;
-int probes__reuse_shared(struct probes *p, struct bpf_map *tracked, struct bpf_map *events,
-			 struct bpf_map *stats, struct bpf_map *sock);
+int probes__reuse_shared(struct probes *p, struct bpf_map *tracked, struct bpf_map *bits,
+			 struct bpf_map *events, struct bpf_map *stats, struct bpf_map *sock);
 void probes__fail(struct probes *p, int fam, int err, const char *step);
 
 #endif /* RS_PROBES_H */
