@@ -149,7 +149,7 @@ fixtures: $(FIXTURES_BIN) $(CUPTI_FIXTURES) $(WORKLOADS_BIN)
 
 # Every Debian package the build, the tests, the demo and the bench need; fast when present.
 DEB_PKGS := clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev pkg-config \
-	    libmicrohttpd-dev libcmocka-dev python3.11-dev openmpi-bin libopenmpi-dev python3-torch bpftrace \
+	    libmicrohttpd-dev libcmocka-dev python3.11-dev openmpi-bin libopenmpi-dev python3-torch bpftrace libbpf-tools \
 	    iproute2 procps prometheus yamllint chromium
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \

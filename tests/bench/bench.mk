@@ -24,6 +24,8 @@ BENCH_BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_x86 -I$(BENCH_VMLINUX) \
 
 BENCH_BIN := \
 	$(BENCHDIR)/uprobe_floor \
+	$(BENCHDIR)/hook_floor \
+	$(BENCHDIR)/hookcost \
 	$(BENCHDIR)/allreduce_ns
 
 # "bench-bin" is the default goal only when this file is the whole makefile (see the end).
@@ -46,6 +48,21 @@ $(BENCH_OBJ)/uprobe_floor.skel.h: $(BENCH_OBJ)/uprobe_floor.bpf.o
 
 $(BENCHDIR)/uprobe_floor: $(BENCH_SRC)/uprobe_floor.c $(BENCH_OBJ)/uprobe_floor.skel.h
 	$(CC) $(BENCH_CFLAGS) -I$(BENCH_OBJ) -o $@ $< -lbpf -lelf -lz
+
+$(BENCH_OBJ)/hook_floor.bpf.o: $(BENCH_SRC)/hook_floor.bpf.c $(BENCH_VMLINUX)/vmlinux.h
+	@mkdir -p $(@D)
+	$(CLANG) $(BENCH_BPF_CFLAGS) -c $< -o $@
+
+$(BENCH_OBJ)/hook_floor.skel.h: $(BENCH_OBJ)/hook_floor.bpf.o
+	$(BPFTOOL) gen skeleton $< name hook_floor_bpf > $@.tmp
+	mv $@.tmp $@
+
+$(BENCHDIR)/hook_floor: $(BENCH_SRC)/hook_floor.c $(BENCH_OBJ)/hook_floor.skel.h
+	$(CC) $(BENCH_CFLAGS) -I$(BENCH_OBJ) -o $@ $< -lbpf -lelf -lz
+
+$(BENCHDIR)/hookcost: $(BENCH_SRC)/hookcost.c
+	@mkdir -p $(@D)
+	$(CC) $(BENCH_CFLAGS) -o $@ $< -lpthread
 
 $(BENCHDIR)/allreduce_ns: $(BENCH_SRC)/allreduce_ns.c
 	@mkdir -p $(@D)

@@ -19,10 +19,15 @@
 #      (tests/bench/hub_faults.py).
 #   9. 200 `rankscope stacks` snapshots of a running 2-rank MPI job against the same job alone
 #      (tests/e2e/stacks_harmless.sh): steps and checksums, step time, each thread's stop.
+#  10. (selected by "0") what processes rankscope does not track pay: `perf bench sched pipe`
+#      and build/bench/hookcost with nothing attached, with empty tp_btf programs on the same
+#      hooks (build/bench/hook_floor), with `rankscope attach` on one sleeping process, and
+#      with libbpf-tools' runqlat; alternating rounds, then each program's run time from
+#      bpf_stats (tests/bench/untracked.py writes the section).
 #
 # Knobs (environment): BENCH_ROUNDS, BENCH_CALLS, BENCH_COUNT, BENCH_RUNS, BENCH_NP,
 # BENCH_ITERS, BENCH_COMPUTE_US, BENCH_RUN_TIMEOUT (s), BENCH_RESULTS (markdown output),
-# BENCH_PARTS ("12": which parts to run), BENCH_RS_ARGS (extra `rankscope attach` options, e.g. "--no-sched", to find a cost's source).
+# BENCH_PARTS ("12": which parts to run; "0" is part 10), BENCH_UNTRACKED_ROUNDS, BENCH_RS_ARGS (extra `rankscope attach` options, e.g. "--no-sched", to find a cost's source).
 set -u -o pipefail
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -44,7 +49,8 @@ ITERS=${BENCH_ITERS:-400}
 COMPUTE_US=${BENCH_COMPUTE_US:-1000}
 RUN_TIMEOUT=${BENCH_RUN_TIMEOUT:-90}
 RESULTS=${BENCH_RESULTS:-tests/bench/results.md}
-PARTS=${BENCH_PARTS:-123456789}
+PARTS=${BENCH_PARTS:-1234567890}
+UNTRACKED_ROUNDS=${BENCH_UNTRACKED_ROUNDS:-10}
 read -r -a RS_ARGS <<<"${BENCH_RS_ARGS:-}"
 
 RS=build/rankscope
@@ -494,6 +500,73 @@ if [[ $PARTS == *8* ]]; then
 	log "part 8 took $(( $(date +%s) - P8_START ))s"
 fi
 
+# p10_tool COND: start what condition COND attaches (nothing for "none"), wait until it is
+# live; sets P10_TOOL (empty for none). Returns 1 when it could not start.
+p10_tool() {
+	local d="$T/p10" c=$1
+	P10_TOOL=
+	case $c in
+	none) return 0 ;;
+	floor) bg "$d/$c.out" "$d/$c.err" build/bench/hook_floor
+		P10_TOOL=$BG_PID
+		wait_lines "$d/$c.out" '^hook_floor: attached' 1 30 "$P10_TOOL" ;;
+	rs) bg "$d/$c.out" "$d/$c.err" "$RS" attach -p "$P10_SLEEPER" --json "${RS_ARGS[@]}"
+		P10_TOOL=$BG_PID
+		wait_lines "$d/$c.err" 'attached to 1 rank' 1 30 "$P10_TOOL" ;;
+	runqlat) bg "$d/$c.out" "$d/$c.err" stdbuf -oL runqlat 3600
+		P10_TOOL=$BG_PID
+		wait_lines "$d/$c.out" '^Tracing' 1 30 "$P10_TOOL" ;;
+	esac || { log "part 10: $c did not start: $(tail -1 "$d/$c.err")"; stop "$P10_TOOL" 0; return 1; }
+}
+
+# p10_run COND ROUND: one perf bench sched pipe and one hookcost under COND.
+p10_run() {
+	local d="$T/p10" c=$1 r=$2 v
+	p10_tool "$c" || return 1
+	sleep 0.3
+	v=$(perf bench sched pipe -l 20000 2>/dev/null | awk '/usecs\/op/ {print $1}')
+	[ -n "$v" ] && printf '%s\t%s\tpipe_bench_us\t%s\n' "$c" "$r" "$v" >>"$d/samples.tsv"
+	build/bench/hookcost -k 5 -n 50000 |
+		awk -v c="$c" -v r="$r" '{printf "%s\t%s\t%s_ns\t%s\n", c, r, $2, $3}' >>"$d/samples.tsv"
+	[ -n "$P10_TOOL" ] && { stop "$P10_TOOL" 0 || true; }
+	return 0
+}
+
+# p10_body COND: each program's mean run time (bpf_stats) over one hookcost run under COND.
+p10_body() {
+	local d="$T/p10" c=$1 was
+	was=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null) || return 1
+	p10_tool "$c" || return 1
+	bpftool -j prog show >"$d/body_$c.before.json"
+	sysctl -q kernel.bpf_stats_enabled=1
+	build/bench/hookcost -k 3 -n 100000 >/dev/null
+	sysctl -q kernel.bpf_stats_enabled="$was"
+	bpftool -j prog show >"$d/body_$c.after.json"
+	stop "$P10_TOOL" 0 || true
+}
+
+if [[ $PARTS == *0* ]]; then
+	P10_START=$(date +%s)
+	mkdir -p "$T/p10"
+	if ! command -v perf >/dev/null || ! command -v runqlat >/dev/null; then
+		log "part 10 skipped: needs perf (linux-perf) and runqlat (libbpf-tools); run 'make deps'"
+	else
+		log "part 10: $UNTRACKED_ROUNDS rounds of none/floor/rs/runqlat on untracked processes (~2 min)"
+		bg "$T/p10/sleeper.out" "$T/p10/sleeper.err" sleep 3600
+		P10_SLEEPER=$BG_PID
+		for ((r = 1; r <= UNTRACKED_ROUNDS; r++)); do
+			for c in none floor rs runqlat; do
+				p10_run "$c" "$r" || break 2
+			done
+		done
+		p10_body rs && p10_body floor
+		stop "$P10_SLEEPER" 0
+		"$PY" tests/bench/untracked.py "$T/p10" >"$T/untracked.md" ||
+			log "part 10: failed to summarize $T/p10"
+	fi
+	log "part 10 took $(( $(date +%s) - P10_START ))s"
+fi
+
 if [[ $PARTS == *9* ]]; then
 	P9_START=$(date +%s)
 	log "part 9: 200 stack snapshots of a running job, against the job alone (~3 min)"
@@ -606,5 +679,6 @@ results on every rank (the test fails otherwise).
 | {r['snapshots']} | {r['step_ms_alone']:.3f} | {r['step_ms_snapshots']:.3f} | {r['thread_held_median_ms']:.3f} | {r['thread_held_max_ms']:.3f} |""")
 EOT
 fi
+[ -s "$T/untracked.md" ] && cat "$T/untracked.md" >>"$RESULTS"
 cat "$RESULTS"
 log "wrote $RESULTS in ${ELAPSED}s"
