@@ -56,6 +56,7 @@ struct job_rank {
 	uint64_t main_comm;	/* its busiest communicator: a TP or DP group's differs by rank */
 	bool have_main;
 	int64_t seq_off;	/* aligned seq = seq + seq_off */
+	int seq_hint;		/* coll index of find_seq's last hit: where the next search starts */
 	int64_t mark_off;	/* marker steps: step number = marker seq + mark_off */
 	bool aligned;
 	bool exited;
@@ -755,13 +756,33 @@ static int64_t aseq(const struct job_rank *r, const struct tl_coll *c)
 	return (int64_t)c->seq + r->seq_off;
 }
 
+/*
+ * The main communicator's collective with aligned seq s. Steps ask for neighbouring seqs in
+ * turn (a step's end is the next one's start; lateness walks the seqs between), so the search
+ * starts at the last hit and walks toward s, then the other way: O(distance), not O(window)
+ * (at 1,000 steps/s a full scan per call was most of the daemon's CPU). Seqs of the main
+ * communicator are unique in the window, so any order finds the same one. The hint is only a
+ * starting index: after a trim shifts the array it is merely a worse start.
+ */
 static const struct tl_coll *find_seq(const struct job *j, const struct job_rank *r, int64_t s)
 {
-	int i;
+	struct job_rank *w = (struct job_rank *)r;	/* the hint only; the window is not changed */
+	int h = r->seq_hint, i, pass;
+	bool up;
 
-	for (i = r->ncoll - 1; i >= 0; i--)
-		if (is_main(r, &r->coll[i]) && aseq(r, &r->coll[i]) == s)
-			return &r->coll[i];
+	if (r->ncoll <= 0)
+		return NULL;
+	if (h < 0 || h >= r->ncoll)
+		h = r->ncoll - 1;
+	up = !is_main(r, &r->coll[h]) || aseq(r, &r->coll[h]) <= s;
+	for (pass = 0; pass < 2; pass++, up = !up) {
+		for (i = h; i >= 0 && i < r->ncoll; i += up ? 1 : -1) {
+			if (is_main(r, &r->coll[i]) && aseq(r, &r->coll[i]) == s) {
+				w->seq_hint = i;
+				return &r->coll[i];
+			}
+		}
+	}
 	return NULL;
 }
 
@@ -1109,8 +1130,10 @@ static void build_step(const struct job *j, const struct job_rank *r, uint64_t k
 		       uint64_t e, struct step_obs *o, struct job_step *st)
 {
 	struct tl_coll *cs = NULL;
+	struct tl_off *offs;
+	struct tl_io *ios;
 	uint64_t comm_from = 0;
-	int i, nc = 0;
+	int i, nc = 0, noff = 0, nio = 0;
 
 	memset(st, 0, sizeof(*st));
 	st->index = k;
@@ -1149,14 +1172,34 @@ static void build_step(const struct job *j, const struct job_rank *r, uint64_t k
 		if (r->io[i].end > s && r->io[i].end <= e)
 			st->worker_io_bytes += r->io[i].bytes;
 	}
+	/* Only the intervals that overlap the step can classify a moment of it: the window holds
+	 * every step not yet assembled, and the partition looks at each interval per point. */
+	offs = calloc(r->noff + 1, sizeof(*offs));
+	ios = calloc(r->nio + 1, sizeof(*ios));
+	for (i = 0; offs && i < r->noff; i++)
+		if (r->off[i].start < e && r->off[i].end > s)
+			offs[noff++] = r->off[i];
+	for (i = 0; ios && i < r->nio; i++)
+		if (r->io[i].start < e && r->io[i].end > s)
+			ios[nio++] = r->io[i];
+	if (!offs || !ios) {	/* out of memory: the whole window, slower but the same */
+		free(offs);
+		free(ios);
+		offs = NULL;
+		ios = NULL;
+	}
 	if (j->detail && j->ops.on_phase) {
 		struct phase_ctx pc = { .j = j, .col = (int)(r - j->r) };
 
-		steps__partition_cb(s, e, cs, nc, r->off, r->noff, r->io, r->nio, comm_from, &st->ph,
+		steps__partition_cb(s, e, cs, nc, offs ? offs : r->off, offs ? noff : r->noff,
+				    ios ? ios : r->io, ios ? nio : r->nio, comm_from, &st->ph,
 				    phase_run, &pc);
 	} else {
-		steps__partition(s, e, cs, nc, r->off, r->noff, r->io, r->nio, comm_from, &st->ph);
+		steps__partition(s, e, cs, nc, offs ? offs : r->off, offs ? noff : r->noff,
+				 ios ? ios : r->io, ios ? nio : r->nio, comm_from, &st->ph);
 	}
+	free(offs);
+	free(ios);
 	free(cs);
 	gpu_step(r, s, e, o, st);
 	o->present = true;
