@@ -182,6 +182,19 @@ static void double__non_finite__null(void **state)
 	assert_string_equal(j->buf, "{\"x\":null}");
 }
 
+/* Plain runs are copied whole between escapes: every boundary between a run and an escape. */
+static void strn__runs_between_escapes__exact(void **state)
+{
+	struct json *j = *state;
+
+	CHECK_STR(j, "abc\"def\\ghi\n\x01jk\x7f\xc3\xa9lm\xffno",
+		  "\"abc\\\"def\\\\ghi\\n\\u0001jk\\u007f\xc3\xa9lm\\ufffdno\"");
+	CHECK_STR(j, "\"", "\"\\\"\"");
+	CHECK_STR(j, "x", "\"x\"");
+	CHECK_STR(j, "", "\"\"");
+	CHECK_STR(j, "tail\\", "\"tail\\\\\"");
+}
+
 static void int__extremes__exact(void **state)
 {
 	struct json *j = *state;
@@ -319,6 +332,7 @@ int main(void)
 		T(str__invalid_utf8__replacement),
 		T(strn__length__bounds_read),
 		T(double__non_finite__null),
+		T(strn__runs_between_escapes__exact),
 		T(int__extremes__exact),
 		T(nesting__below_limit__ok),
 		T(nesting__at_limit__err),

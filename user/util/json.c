@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /* JSON writer: streaming, allocation only to grow the buffer. */
 #include <errno.h>
-#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,6 +141,14 @@ void json__strn(struct json *j, const char *str, size_t n)
 	sep(j);
 	put(j, "\"", 1);
 	for (i = 0; i < n; i += l) {
+		/* a run of printable ASCII that needs no escape goes in one copy: the common case */
+		for (l = 0; i + l < n && s[i + l] >= 0x20 && s[i + l] < 0x7f && s[i + l] != '"' &&
+			    s[i + l] != '\\'; l++)
+			;
+		if (l) {
+			put(j, (const char *)s + i, l);
+			continue;
+		}
 		l = 1;
 		switch (s[i]) {
 		case '"': put(j, "\\\"", 2); continue;
@@ -183,22 +190,36 @@ void json__key(struct json *j, const char *k)
 	j->after_key = true;
 }
 
+/* Decimal digits of v, written backwards from end; returns where they start. */
+static char *digits(char *end, uint64_t v)
+{
+	do {
+		*--end = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	return end;
+}
+
+/* Integers are most of what step and metric lines hold: no printf for them. */
 void json__int(struct json *j, int64_t v)
 {
-	char b[24];
+	char b[24], *p;
 
 	sep(j);
-	snprintf(b, sizeof(b), "%" PRId64, v);
-	puts_(j, b);
+	/* the magnitude as unsigned: -INT64_MIN does not fit an int64_t */
+	p = digits(b + sizeof(b), v < 0 ? -(uint64_t)v : (uint64_t)v);
+	if (v < 0)
+		*--p = '-';
+	put(j, p, (size_t)(b + sizeof(b) - p));
 }
 
 void json__uint(struct json *j, uint64_t v)
 {
-	char b[24];
+	char b[24], *p;
 
 	sep(j);
-	snprintf(b, sizeof(b), "%" PRIu64, v);
-	puts_(j, b);
+	p = digits(b + sizeof(b), v);
+	put(j, p, (size_t)(b + sizeof(b) - p));
 }
 
 void json__double(struct json *j, double v)
