@@ -38,6 +38,13 @@ grep -q '^train_step_seconds_count{job_id=".*",rank="0"} [1-9]' "$T/metrics" || 
 grep -q '^rankscope_collective_duration_seconds_count{job_id=".*",rank="0",lib="mpi",op="allreduce",size_bucket="<64KB"} [1-9]' \
 	"$T/metrics" || fail "no MPI allreduce duration histogram"
 grep -q '^nccl_collective_duration_seconds' "$T/metrics" && fail "NCCL series for an MPI job"
+# rankscope's own CPU by thread: the loop did the work; each kind is exported, none negative
+for th in loop http capture; do
+	grep -qE "^rankscope_cpu_seconds_total\{thread=\"$th\"\} [0-9.e+-]+$" "$T/metrics" ||
+		fail "no rankscope_cpu_seconds_total for thread $th"
+done
+grep -qE '^rankscope_cpu_seconds_total\{thread="loop"\} (0\.0*[1-9]|[1-9])' "$T/metrics" ||
+	fail "the loop thread's CPU is zero: $(grep rankscope_cpu_seconds_total "$T/metrics")"
 code() { get "$@" | sed -n 1p; }	# the status alone (reads it all: no broken pipe)
 [ "$(code $URL/healthz)" = 200 ] || fail "/healthz"
 # the daemon watches the whole node: scope the API checks to this test's job

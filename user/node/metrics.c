@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
+#include "cpuacct.h"
 #include "decode.h"
 #include "detect.h"
 #include "gpu_wire.h"
@@ -165,6 +166,7 @@ static void self_metrics(struct prom *p, const struct self_stats *s)
 	int f, fds = 0;
 	DIR *d;
 	long rss_pages = 0, ticks = sysconf(_SC_CLK_TCK);
+	double cpu[CPUACCT_KINDS];
 	char *statm = NULL;
 	struct proc_stat st;
 
@@ -231,6 +233,15 @@ static void self_metrics(struct prom *p, const struct self_stats *s)
 		for (f = 0; f < RS_FAM_MAX; f++)
 			prom__sample(p, "rankscope_bpf_runs_total",
 				     LABELS("family", decode__family_name(f)), s->run_cnt[f]);
+	}
+
+	if (!cpuacct__read(cpu)) {
+		prom__family(p, "rankscope_cpu_seconds_total", "counter",
+			     "rankscope's own CPU time (user + system) by thread: the loop (drain, "
+			     "steps, verdicts, publish), the HTTP server, capture writers.");
+		for (k = 0; k < CPUACCT_KINDS; k++)
+			prom__sample(p, "rankscope_cpu_seconds_total",
+				     LABELS("thread", cpuacct__name(k)), cpu[k]);
 	}
 
 	/* the standard process_* set */

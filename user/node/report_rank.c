@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include "cpuacct.h"
 #include "gpu.h"
 #include "gpu_wire.h"
 #include "report_rank.h"
@@ -300,6 +301,7 @@ void report__stats(struct json *j, const struct rank_row *r, uint64_t t_ns)
 
 void report__self(struct json *j, const struct self_stats *s, uint64_t t_ns, bool final)
 {
+	double cpu[CPUACCT_KINDS];
 	uint64_t a = 0, r = 0, d = 0;
 	int f;
 
@@ -327,6 +329,13 @@ void report__self(struct json *j, const struct self_stats *s, uint64_t t_ns, boo
 		json__obj_end(j);
 	}
 	json__obj_end(j);
+	if (!cpuacct__read(cpu)) {
+		json__key(j, "cpu_s");
+		json__obj_begin(j);
+		for (f = 0; f < CPUACCT_KINDS; f++)
+			json__kdouble(j, cpuacct__name(f), cpu[f]);
+		json__obj_end(j);
+	}
 	json__key(j, "final");
 	json__bool(j, final);
 	json__obj_end(j);

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
+#include "cpuacct.h"
 #include "decode.h"
 #include "elfsym.h"
 #include "log.h"
@@ -634,7 +635,9 @@ static void *cap_writer_main(void *arg)
 
 	sigfillset(&all);	/* the loop's signalfd takes every signal */
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	pthread_setname_np(pthread_self(), CPUACCT_CAPTURE_NAME);
 	cap_write(w);
+	cpuacct__thread_exit(CPUACCT_CAPTURE);
 	__atomic_store_n(w->done, true, __ATOMIC_RELEASE);
 	return w;
 }
