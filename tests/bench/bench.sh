@@ -24,10 +24,12 @@
 #      hooks (build/bench/hook_floor), with `rankscope attach` on one sleeping process, and
 #      with libbpf-tools' runqlat; alternating rounds, then each program's run time from
 #      bpf_stats (tests/bench/untracked.py writes the section).
+#  11. (selected by "u") rankscope's own CPU by thread, records/s and RSS with 8 ranks at
+#      ~1,000 collectives/s each, for attach --json and the daemon (tests/bench/userspace.sh).
 #
 # Knobs (environment): BENCH_ROUNDS, BENCH_CALLS, BENCH_COUNT, BENCH_RUNS, BENCH_NP,
 # BENCH_ITERS, BENCH_COMPUTE_US, BENCH_RUN_TIMEOUT (s), BENCH_RESULTS (markdown output),
-# BENCH_PARTS ("12": which parts to run; "0" is part 10), BENCH_UNTRACKED_ROUNDS, BENCH_RS_ARGS (extra `rankscope attach` options, e.g. "--no-sched", to find a cost's source).
+# BENCH_PARTS ("12": which parts to run; "0" is part 10, "u" part 11), BENCH_UNTRACKED_ROUNDS, BENCH_RS_ARGS (extra `rankscope attach` options, e.g. "--no-sched", to find a cost's source).
 set -u -o pipefail
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -49,7 +51,7 @@ ITERS=${BENCH_ITERS:-400}
 COMPUTE_US=${BENCH_COMPUTE_US:-1000}
 RUN_TIMEOUT=${BENCH_RUN_TIMEOUT:-90}
 RESULTS=${BENCH_RESULTS:-tests/bench/results.md}
-PARTS=${BENCH_PARTS:-1234567890}
+PARTS=${BENCH_PARTS:-1234567890u}
 UNTRACKED_ROUNDS=${BENCH_UNTRACKED_ROUNDS:-10}
 read -r -a RS_ARGS <<<"${BENCH_RS_ARGS:-}"
 
@@ -567,6 +569,14 @@ if [[ $PARTS == *0* ]]; then
 	log "part 10 took $(( $(date +%s) - P10_START ))s"
 fi
 
+if [[ $PARTS == *u* ]]; then
+	P11_START=$(date +%s)
+	log "part 11: rankscope's own process, 8 ranks at ~1,000 collectives/s, attach and daemon (~2 min)"
+	tests/bench/userspace.sh >"$T/userspace.md" 2>"$T/userspace.err" ||
+		log "part 11 failed: $(tail -2 "$T/userspace.err")"
+	log "part 11 took $(( $(date +%s) - P11_START ))s"
+fi
+
 if [[ $PARTS == *9* ]]; then
 	P9_START=$(date +%s)
 	log "part 9: 200 stack snapshots of a running job, against the job alone (~3 min)"
@@ -680,5 +690,6 @@ results on every rank (the test fails otherwise).
 EOT
 fi
 [ -s "$T/untracked.md" ] && cat "$T/untracked.md" >>"$RESULTS"
+[ -s "$T/userspace.md" ] && cat "$T/userspace.md" >>"$RESULTS"
 cat "$RESULTS"
 log "wrote $RESULTS in ${ELAPSED}s"

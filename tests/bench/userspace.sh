@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# userspace.sh - bench part 11: what rankscope's own process costs at a steady load.
+#
+# 8 ranks of build/fixtures/nccl_ranks on the NCCL TEST DOUBLE (real collectives need a GPU;
+# the double's calls go through the same uprobes), each ~1,000 collectives/s (a sleep per
+# iteration stands in for device time), watched by `rankscope attach --json` and then by
+# `rankscope daemon`, each with /metrics on loopback scraped every 5 s as Prometheus would.
+# Over a WINDOW-second window: rankscope_cpu_seconds_total by thread, records received, RSS.
+# Prints the markdown section on stdout; progress on stderr. Root only (exit 77 otherwise).
+set -u -o pipefail
+[ "$(id -u)" = 0 ] || { echo "SKIP: userspace: needs root" >&2; exit 77; }
+TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$TOP" || exit 1
+RS=build/rankscope
+NR=${USERSPACE_RANKS:-8}
+SLEEP_US=${USERSPACE_SLEEP_US:-850}
+WINDOW=${USERSPACE_WINDOW:-10}
+RUNS=${USERSPACE_RUNS:-3}
+T=$(mktemp -d /tmp/rankscope-userspace.XXXXXX)
+PIDS_BG=()
+cleanup() {
+	local p
+	for p in "${PIDS_BG[@]}"; do kill -TERM -- "-$p" 2>/dev/null; done
+	sleep 0.2
+	for p in "${PIDS_BG[@]}"; do kill -KILL -- "-$p" 2>/dev/null; done
+	rm -rf "$T"
+}
+trap cleanup EXIT
+log() { echo "userspace: $*" >&2; }
+
+# scrape PORT FILE: /metrics to FILE
+scrape() {
+	/usr/bin/python3 - "$1" >"$2" <<'PY'
+import sys, urllib.request
+print(urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/metrics", timeout=10).read().decode())
+PY
+}
+
+# one MODE RUN: appends "mode run key value" lines to $T/samples
+one() {
+	local mode=$1 run=$2 d="$T/$1.$2" port job rs i pids
+	mkdir -p "$d"
+	port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+	setsid build/fixtures/nccl_ranks --nranks "$NR" --iters 1000000 --compute-us 0 \
+		--sleep-us "$SLEEP_US" --go-file "$d/go" >"$d/job.out" 2>&1 &
+	job=$!
+	PIDS_BG+=("$job")
+	for ((i = 0; i < 200; i++)); do
+		[ "$(grep -c '^ready' "$d/job.out")" -ge "$NR" ] && break
+		sleep 0.1
+	done
+	pids=$(grep '^ready' "$d/job.out" | sed 's/.*pid=\([0-9]*\).*/\1/' | paste -sd,)
+	if [ "$mode" = daemon ]; then
+		setsid "$RS" daemon -p "$pids" --listen "127.0.0.1:$port" --lock-file "$d/lock" \
+			>"$d/rs.out" 2>"$d/rs.err" &
+	else
+		setsid "$RS" attach -p "$pids" --json --listen "127.0.0.1:$port" \
+			>"$d/rs.out" 2>"$d/rs.err" &
+	fi
+	rs=$!
+	PIDS_BG+=("$rs")
+	for ((i = 0; i < 300; i++)); do
+		scrape "$port" "$d/m0" 2>/dev/null &&
+			[ "$(grep -c '^rankscope_collective_calls_total\|^nccl_collective' "$d/m0")" -gt 0 ] &&
+			break
+		sleep 0.1
+	done
+	touch "$d/go"
+	sleep 3		# warm: steps learned, verdict windows full
+	scrape "$port" "$d/m0"
+	t0=$(date +%s.%N)
+	for ((i = 0; i < WINDOW / 5; i++)); do
+		sleep 5
+		scrape "$port" "$d/m1"
+	done
+	t1=$(date +%s.%N)
+	/usr/bin/python3 - "$d/m0" "$d/m1" "$mode" "$run" "$t0" "$t1" >>"$T/samples" <<'PY'
+import re, sys
+def parse(p):
+    v = {}
+    for l in open(p):
+        m = re.match(r'^(\w+)(\{[^}]*\})? ([-+.\deE]+|NaN)$', l.strip())
+        if m:
+            v[(m[1], m[2] or "")] = float(m[3])
+    return v
+a, b = parse(sys.argv[1]), parse(sys.argv[2])
+mode, run, dt = sys.argv[3], sys.argv[4], float(sys.argv[6]) - float(sys.argv[5])
+def d(name, labels=""):
+    return b.get((name, labels), 0) - a.get((name, labels), 0)
+for th in ("loop", "http", "capture"):
+    print(mode, run, f"cpu_{th}_pct", 100 * d("rankscope_cpu_seconds_total", f'{{thread="{th}"}}') / dt)
+print(mode, run, "records_per_s", d("rankscope_events_received_total", '{family="collectives"}') / dt +
+      d("rankscope_events_received_total", '{family="sched"}') / dt +
+      d("rankscope_events_received_total", '{family="io"}') / dt +
+      d("rankscope_events_received_total", '{family="net"}') / dt)
+print(mode, run, "coll_per_s", d("rankscope_events_received_total", '{family="collectives"}') / dt)
+print(mode, run, "dropped", sum(d("rankscope_events_dropped_total", f'{{family="{f}"}}')
+                               for f in ("sched", "io", "net", "collectives")))
+print(mode, run, "rss_mb", b.get(("process_resident_memory_bytes", ""), 0) / 1e6)
+PY
+	kill -INT "$rs" 2>/dev/null
+	wait "$rs" 2>/dev/null
+	kill -TERM -- "-$job" 2>/dev/null
+	wait "$job" 2>/dev/null
+	return 0
+}
+
+for ((r = 1; r <= RUNS; r++)); do
+	for mode in attach daemon; do
+		log "run $r: $mode, $NR ranks"
+		one "$mode" "$r" || log "run $r $mode failed"
+	done
+done
+/usr/bin/python3 - "$T/samples" "$NR" "$WINDOW" "$RUNS" <<'PY'
+import collections, statistics, sys
+v = collections.defaultdict(list)
+for l in open(sys.argv[1]):
+    mode, run, k, x = l.split()
+    v[(mode, k)].append(float(x))
+nr, window, runs = sys.argv[2], sys.argv[3], sys.argv[4]
+print(f"""
+## 11. rankscope's own process at a steady load
+
+{nr} ranks of `build/fixtures/nccl_ranks` on the NCCL **test double** (real collectives need a
+GPU; the double's calls pass the same uprobes), each about 1,000 collectives/s, watched by
+`rankscope attach --json` (a step line per rank per step on stdout) and by `rankscope daemon`
+(steps kept for the API), /metrics scraped every 5 s. Over a {window} s window, medians of {runs}
+runs (range in brackets): rankscope's CPU from `rankscope_cpu_seconds_total` by thread, as % of
+one core; records from `rankscope_events_received_total`; RSS from
+`process_resident_memory_bytes`. Goal: at most 1% of a core and 32 MB.
+""")
+print("| mode | collectives/s | records/s | loop % | http % | total % of a core | µs per record | RSS MB | dropped |")
+print("|---|---|---|---|---|---|---|---|---|")
+def m(mode, k):
+    x = v.get((mode, k), [])
+    return (statistics.median(x), min(x), max(x)) if x else (0, 0, 0)
+for mode in ("attach", "daemon"):
+    if not v.get((mode, "coll_per_s")):
+        continue
+    loop, http, cap = m(mode, "cpu_loop_pct"), m(mode, "cpu_http_pct"), m(mode, "cpu_capture_pct")
+    tot = [a + b + c for a, b, c in zip(v[(mode, "cpu_loop_pct")], v[(mode, "cpu_http_pct")],
+                                         v[(mode, "cpu_capture_pct")])]
+    rec = m(mode, "records_per_s")
+    per = [t / 100 / r * 1e6 for t, r in zip(tot, v[(mode, "records_per_s")]) if r]
+    print(f"| {mode} | {m(mode, 'coll_per_s')[0]:.0f} | {rec[0]:.0f} | {loop[0]:.2f} | {http[0]:.2f} | "
+          f"{statistics.median(tot):.2f} [{min(tot):.2f}, {max(tot):.2f}] | "
+          f"{statistics.median(per):.2f} | {m(mode, 'rss_mb')[0]:.1f} | {m(mode, 'dropped')[0]:.0f} |")
+PY
