@@ -146,16 +146,21 @@ static __always_inline void emit_coll(const struct rs_track *tr, __u32 tgid, __u
 SEC("uprobe")
 int rs_coll_enter(struct pt_regs *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid(), ck;
-	__u32 tid = (__u32)id, tgid = id >> 32, d, zero = 0;
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u32 tid = task->pid, tgid = task->tgid, d, zero = 0;
 	struct rs_frames *fr;
 	struct rs_track *tr;
+	__u64 ck;
 
-	tr = rs_lookup(tgid);
-	if (!tr)
+	/* The probes are on this process only: the bitmap is enough to drop a call made while
+	 * it is being untracked. Its rs_track (the slot) is looked up once, at the return. */
+	if (!rs_maybe(tgid))
 		return 0;
 	ck = bpf_get_attach_cookie(ctx);
 	if (RS_CK_FLAGS(ck) & RS_CKF_ENTRY) {
+		tr = rs_lookup(tgid);
+		if (!tr)
+			return 0;
 		/* no frame to keep: decode into per-CPU scratch and record now */
 		fr = bpf_map_lookup_elem(&rs_coll_zero, &zero);
 		if (!fr)
@@ -208,14 +213,14 @@ static __always_inline void emit_init(struct pt_regs *ctx, struct rs_track *tr, 
 SEC("uretprobe")
 int rs_coll_exit(struct pt_regs *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid(), now, sp;
-	__u32 tid = (__u32)id, tgid = id >> 32, d, i;
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u32 tid = task->pid, tgid = task->tgid, d, i;
+	__u64 now, sp;
 	struct rs_frames *fr;
 	struct rs_track *tr;
 	struct rs_frame *f;
 
-	tr = rs_lookup(tgid);
-	if (!tr)
+	if (!rs_maybe(tgid))
 		return 0;
 	fr = bpf_map_lookup_elem(&rs_coll_frames, &tid);
 	if (!fr || !fr->depth)
@@ -235,6 +240,10 @@ int rs_coll_exit(struct pt_regs *ctx)
 	}
 	d = --fr->depth;
 	if (d >= RS_MAX_DEPTH)
+		return 0;
+	/* popped whatever happens next, so enters and returns stay matched */
+	tr = rs_lookup(tgid);
+	if (!tr)
 		return 0;
 	f = &fr->f[d];
 	if (RS_CK_FLAGS(f->cookie) & RS_CKF_INIT) {

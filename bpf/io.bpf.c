@@ -34,9 +34,8 @@ struct {
 	__type(value, struct rs_io_stat);
 } rs_io_stats SEC(".maps");
 
-static __always_inline struct file *fd_file(int fd)
+static __always_inline struct file *fd_file(struct task_struct *task, int fd)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
 	struct file **fds;
 	struct file *f = NULL;
 	unsigned int max;
@@ -54,17 +53,17 @@ static __always_inline struct file *fd_file(int fd)
 
 static __always_inline int io_enter(int fd, __u32 op)
 {
+	struct task_struct *task = bpf_get_current_task_btf();
 	struct rs_inflight in = {};
 	struct rs_track *tr;
 	struct file *f;
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)id, mode;
+	__u32 tid = task->pid, mode;
 
-	tr = rs_lookup(id >> 32);
+	tr = rs_lookup(task->tgid);
 	if (!tr)
 		return 0;
 	in.kind = RS_FD_OTHER;
-	f = fd_file(fd);
+	f = fd_file(task, fd);
 	if (f) {
 		mode = BPF_CORE_READ(f, f_inode, i_mode) & S_IFMT;
 		if (mode == S_IFREG) {
@@ -94,12 +93,13 @@ static __always_inline int io_enter(int fd, __u32 op)
 
 static __always_inline int io_exit(long ret)
 {
+	struct task_struct *task = bpf_get_current_task_btf();
 	struct rs_inflight *in;
 	struct rs_io_stat *st;
 	struct rs_ev_io *e;
 	struct rs_track *tr;
-	__u64 id = bpf_get_current_pid_tgid(), now, dur;
-	__u32 tid = (__u32)id, tgid = id >> 32, idx, is_write;
+	__u64 now, dur;
+	__u32 tid = task->pid, tgid = task->tgid, idx, is_write;
 
 	/* untracked (a pipe benchmark, a sidecar): no inflight lookup either. An entry left by a
 	 * process untracked mid-call is overwritten at its thread's next tracked enter. */
