@@ -26,10 +26,12 @@
 #      bpf_stats (tests/bench/untracked.py writes the section).
 #  11. (selected by "u") rankscope's own CPU by thread, records/s and RSS with 8 ranks at
 #      ~1,000 collectives/s each, for attach --json and the daemon (tests/bench/userspace.sh).
+#  12. (selected by "s") an event storm: the most records rankscope drains with the default
+#      ring buffer, exact loss accounting, and the stage that limits (tests/bench/storm.sh).
 #
 # Knobs (environment): BENCH_ROUNDS, BENCH_CALLS, BENCH_COUNT, BENCH_RUNS, BENCH_NP,
 # BENCH_ITERS, BENCH_COMPUTE_US, BENCH_RUN_TIMEOUT (s), BENCH_RESULTS (markdown output),
-# BENCH_PARTS ("12": which parts to run; "0" is part 10, "u" part 11), BENCH_UNTRACKED_ROUNDS, BENCH_RS_ARGS (extra `rankscope attach` options, e.g. "--no-sched", to find a cost's source).
+# BENCH_PARTS ("12": which parts to run; "0" is part 10, "u" 11, "s" 12), BENCH_UNTRACKED_ROUNDS, BENCH_RS_ARGS (extra `rankscope attach` options, e.g. "--no-sched", to find a cost's source).
 set -u -o pipefail
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -51,8 +53,11 @@ ITERS=${BENCH_ITERS:-400}
 COMPUTE_US=${BENCH_COMPUTE_US:-1000}
 RUN_TIMEOUT=${BENCH_RUN_TIMEOUT:-90}
 RESULTS=${BENCH_RESULTS:-tests/bench/results.md}
-PARTS=${BENCH_PARTS:-1234567890u}
+PARTS=${BENCH_PARTS:-1234567890us}
 UNTRACKED_ROUNDS=${BENCH_UNTRACKED_ROUNDS:-10}
+P2_ZOO_STEPS=${BENCH_ZOO_STEPS:-2000}	# ~2.4 ms steps: ~5 s a run
+P2_DDP_STEPS=${BENCH_DDP_STEPS:-150}
+P2_DDP_RUNS=${BENCH_DDP_RUNS:-3}
 read -r -a RS_ARGS <<<"${BENCH_RS_ARGS:-}"
 
 RS=build/rankscope
@@ -344,6 +349,73 @@ p2_run() {
 	log "p2 run $run $cond: median iter ${med} ns (ranks: $p)${seen:+ rankscope_saw=$seen}"
 }
 
+# p2j_run KIND COND RUN: part 2's other shapes, judged by the workload's own step clock (its
+# "truth" lines): KIND zoo is the 2-rank OpenMPI job with three equal buckets a step
+# (tests/workloads/zoo_mpi.c, both vCPUs busy), KIND ddp the 2-rank PyTorch DDP (gloo) job
+# (tests/workloads/zoo_ddp.py). COND off, floor (zoo: the empty uprobe+uretprobe on every
+# rank's MPI_Allreduce) or on. Per run: the median over ranks of each rank's median step_ns
+# after the first 5 steps.
+p2j_run() {
+	local kind=$1 cond=$2 run=$3 d="$T/p2$1.$3.$2" job tool="" rc pids p lib med fl floors=()
+	[ -d "$d" ] && mv "$d" "$d.failed.$(date +%s%N)"
+	mkdir -p "$d"
+	if [ "$kind" = zoo ]; then
+		bg "$d/job.out" "$d/job.err" "${MPIRUN[@]}" -np 2 build/workloads/zoo_mpi \
+			--buckets 3 --steps "$P2_ZOO_STEPS" --go-file "$d/go"
+	else
+		bg "$d/job.out" "$d/job.err" tests/workloads/zoo_ddp_launch.sh 2 --go-file "$d/go" \
+			--steps "$P2_DDP_STEPS" --data-dir "$T/ddp-data"
+	fi
+	job=$BG_PID
+	wait_lines "$d/job.out" '^ready rank=' 2 120 "$job" ||
+		{ log "p2$kind $cond/$run: the job did not start"; tail -5 "$d/job.err" >&2; abort_run; return 1; }
+	mapfile -t pids < <(rank_pids "$d/job.out")
+	RANK_PIDS+=("${pids[@]}")
+	if [ "$cond" = on ]; then
+		bg "$d/tool.out" "$d/tool.err" "$RS" attach -p "$(IFS=,; echo "${pids[*]}")" --json \
+			"${RS_ARGS[@]}"
+		tool=$BG_PID
+		wait_lines "$d/tool.out" '^\{"type":"rank"' 2 30 "$tool" ||
+			{ log "p2$kind on/$run: rankscope did not attach"; tail -5 "$d/tool.err" >&2; abort_run; return 1; }
+	elif [ "$cond" = floor ]; then
+		for p in "${pids[@]}"; do
+			lib=$(awk '$6 ~ /\/libmpi\.so\.40/ { print $6; exit }' "/proc/$p/maps")
+			bg "$d/fl.$p.out" "$d/fl.$p.err" "$FLOOR" -p "$p" -l "$lib" -s MPI_Allreduce
+			floors+=("$BG_PID")
+			wait_lines "$d/fl.$p.out" '^uprobe_floor: attached' 1 20 "$BG_PID" ||
+				{ log "p2$kind floor/$run: uprobe_floor did not attach"; abort_run; return 1; }
+		done
+	fi
+	touch "$d/go"
+	stop "$job" "$RUN_TIMEOUT"
+	rc=$?
+	job=""
+	for fl in "${floors[@]}"; do
+		stop "$fl" 15
+	done
+	[ -n "$tool" ] && { stop "$tool" 15; tool=""; }
+	if [ "$rc" -ne 0 ]; then
+		log "p2$kind $cond/$run: the job failed (exit $rc)"
+		tail -5 "$d/job.err" >&2
+		return 1
+	fi
+	med=$("$PY" - "$d/job.out" <<'PY'
+import json, statistics, sys
+steps = {}
+for l in open(sys.argv[1]):
+    if l.startswith('{"type":"truth"'):
+        t = json.loads(l)
+        if t["step"] >= 5:
+            steps.setdefault(t["rank"], []).append(t["step_ns"])
+meds = [statistics.median(v) for _, v in sorted(steps.items())]
+print(f"{statistics.median(meds):.0f}" if len(meds) == 2 else "", ",".join(f"{m:.0f}" for m in meds))
+PY
+)
+	[ -n "${med%% *}" ] || { log "p2$kind $cond/$run: no truth lines from both ranks"; return 1; }
+	printf '%s\t%s\t%s\t%s\t%s\t-\n' "p2$kind" "$cond" "$run" "${med%% *}" "${med#* }" >>"$SAMPLES"
+	log "p2$kind run $run $cond: median step ${med%% *} ns (ranks: ${med#* })"
+}
+
 # retry FN ARGS...: a run may fail on a loaded machine (a slow start); one more try, then give up.
 retry() {
 	"$@" && return 0
@@ -375,6 +447,21 @@ if [[ $PARTS == *2* ]]; then
 		retry p2_run floor "$r"
 		retry p2_run on "$r"
 	done
+	log "part 2: $RUNS alternating runs off/floor/on of the 3-bucket OpenMPI job ($P2_ZOO_STEPS steps)"
+	for ((r = 1; r <= RUNS; r++)); do
+		for c in off floor on; do
+			retry p2j_run zoo "$c" "$r"
+		done
+	done
+	if "$PY" -c 'import torch' 2>/dev/null; then
+		log "part 2: $P2_DDP_RUNS alternating runs off/on of the 2-rank DDP (gloo) job ($P2_DDP_STEPS steps)"
+		for ((r = 1; r <= P2_DDP_RUNS; r++)); do
+			retry p2j_run ddp off "$r"
+			retry p2j_run ddp on "$r"
+		done
+	else
+		log "part 2: python3-torch missing: the DDP rows are skipped (make deps)"
+	fi
 fi
 
 if [[ $PARTS == *5* ]]; then
@@ -525,7 +612,9 @@ p10_tool() {
 p10_run() {
 	local d="$T/p10" c=$1 r=$2 v
 	p10_tool "$c" || return 1
-	sleep 0.3
+	# every condition waits the same: rankscope keeps a CPU busy for ~1 s after it attaches
+	# (BTF, /proc, the first ticks), which would be charged to its hooks otherwise
+	sleep 2
 	v=$(perf bench sched pipe -l 20000 2>/dev/null | awk '/usecs\/op/ {print $1}')
 	[ -n "$v" ] && printf '%s\t%s\tpipe_bench_us\t%s\n' "$c" "$r" "$v" >>"$d/samples.tsv"
 	build/bench/hookcost -k 5 -n 50000 |
@@ -539,6 +628,7 @@ p10_body() {
 	local d="$T/p10" c=$1 was
 	was=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null) || return 1
 	p10_tool "$c" || return 1
+	sleep 2
 	bpftool -j prog show >"$d/body_$c.before.json"
 	sysctl -q kernel.bpf_stats_enabled=1
 	build/bench/hookcost -k 3 -n 100000 >/dev/null
@@ -575,6 +665,14 @@ if [[ $PARTS == *u* ]]; then
 	tests/bench/userspace.sh >"$T/userspace.md" 2>"$T/userspace.err" ||
 		log "part 11 failed: $(tail -2 "$T/userspace.err")"
 	log "part 11 took $(( $(date +%s) - P11_START ))s"
+fi
+
+if [[ $PARTS == *s* ]]; then
+	P12_START=$(date +%s)
+	log "part 12: an event storm, 1 and 2 producers, alone and tracked (~1 min)"
+	tests/bench/storm.sh >"$T/storm.md" 2>"$T/storm.err" ||
+		log "part 12 failed: $(tail -2 "$T/storm.err")"
+	log "part 12 took $(( $(date +%s) - P12_START ))s"
 fi
 
 if [[ $PARTS == *9* ]]; then
@@ -691,5 +789,6 @@ EOT
 fi
 [ -s "$T/untracked.md" ] && cat "$T/untracked.md" >>"$RESULTS"
 [ -s "$T/userspace.md" ] && cat "$T/userspace.md" >>"$RESULTS"
+[ -s "$T/storm.md" ] && cat "$T/storm.md" >>"$RESULTS"
 cat "$RESULTS"
 log "wrote $RESULTS in ${ELAPSED}s"

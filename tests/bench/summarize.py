@@ -33,8 +33,8 @@ def ratio(x, y):
 
 def load(path):
     p1, p2, p3, p4 = {}, {}, {}, []
-    global P5
-    P5 = {}
+    global P5, P2J
+    P5, P2J = {}, {}
     with open(path) as f:
         for line in f:
             part, cond, rnd, a, b, seen = line.rstrip("\n").split("\t")
@@ -48,6 +48,8 @@ def load(path):
                 p2.setdefault(cond, {})[int(rnd)] = (float(a), b, seen)
             elif part == "p5":
                 P5.setdefault(cond, {})[int(rnd)] = (float(a), b, seen)
+            elif part in ("p2zoo", "p2ddp"):
+                P2J.setdefault(part, {}).setdefault(cond, {})[int(rnd)] = float(a)
     return p1, p2, p3, p4
 
 
@@ -131,6 +133,12 @@ def part1(p1, args, out):
     if paired.get("c"):
         lines.append(f"Per-round ratios: median {med(paired['c']):.2f}, "
                      f"range {rng(paired['c'], '{:.2f}')}.")
+    if "d" in p1:
+        vb = [ratio(p1["c"][r][1] - p1["a"][r][1], p1["d"][r][1] - p1["a"][r][1])
+              for r in rounds if r in p1.get("c", {}) and r in p1["d"]]
+        if vb:
+            lines.append(f"rankscope's added cost / bpftrace's, per round: median "
+                         f"{med(vb):.2f}, range {rng(vb, '{:.2f}')} (goal ≤ 0.8).")
     if "d" in t:
         lines.append(f"bpftrace / floor = {heads[('d', 1)]:.2f} on medians "
                      f"({heads[('d', 0)]:.2f} on means)"
@@ -179,6 +187,39 @@ def part2(p2, args, out):
                    f"so rankscope adds {(med(on) / med(floor) - 1) * 100:+.2f}% over the floor.")
     out.append("\n")
     return over
+
+
+def part2j(out):
+    """Part 2's other shapes: the 3-bucket OpenMPI job and DDP, by their own step clocks."""
+    rows = [("p2zoo", "OpenMPI, 3 equal buckets a step (zoo_mpi, 2 ranks)"),
+            ("p2ddp", "PyTorch DDP on gloo (zoo_ddp.py, 2 ranks)")]
+    if not any(P2J.get(k) for k, _ in rows):
+        return
+    out.append("The same part on two more shapes, by each workload's own step clock (median "
+               "over ranks of each rank's median `step_ns` after 5 steps; alternating runs; "
+               "*vs without* pairs each run with the run without rankscope of the same round, "
+               "median over rounds, range in brackets):\n")
+    out.append("| job | condition | runs | step, median (ms) | vs without, paired |")
+    out.append("| --- | --- | ---: | ---: | ---: |")
+    for key, title in rows:
+        d = P2J.get(key, {})
+        off = d.get("off", {})
+        for cond, name in (("off", "without rankscope"), ("floor", "floor: empty uprobe+uretprobe"),
+                           ("on", "with rankscope")):
+            v = d.get(cond, {})
+            if not v:
+                continue
+            pair = [(v[r] / off[r] - 1) * 100 for r in sorted(v) if r in off]
+            vs = (f"{med(pair):+.2f}% [{min(pair):+.2f}, {max(pair):+.2f}]"
+                  if cond != "off" and pair else "")
+            out.append(f"| {title} | {name} | {len(v)} | {med(list(v.values())) / 1e6:.3f} | {vs} |")
+        on, fl = d.get("on", {}), d.get("floor", {})
+        both = [r for r in sorted(on) if r in fl and r in off]
+        if both:
+            over = [(on[r] - fl[r]) / off[r] * 100 for r in both]
+            out.append(f"| {title} | rankscope over the floor, points | {len(both)} | | "
+                       f"{med(over):+.2f} [{min(over):+.2f}, {max(over):+.2f}] |")
+    out.append("")
 
 
 def part5(p5, args, out):
@@ -251,6 +292,7 @@ def main():
            + (f"; extra rankscope options: `{args.rs_args}`" if args.rs_args else "") + "\n"]
     part1(p1, args, out)
     part2(p2, args, out)
+    part2j(out)
     part3(p3, args, out)
     part4(p4, out)
     part5(P5, args, out)

@@ -60,7 +60,7 @@ def main():
           "tracepoints), `rankscope attach`, and libbpf-tools' `runqlat` (system-wide, its "
           "default). *Added* is the condition minus *none* in the same round; medians over "
           "rounds, range of the paired values in brackets; *x floor* is rankscope's added "
-          "median over the floor's. hookcost loops are pinned to CPU 0, the fastest of 5 runs.\n")
+          "median over the floor's. hookcost loops are pinned to CPU 0, the fastest of 5 runs. Every condition waits 2 s once live before it is measured (rankscope keeps a CPU busy for about a second after it attaches).\n")
     print("| metric | none | " + " | ".join(f"{t} added" for _, t in TOOLS) +
           " | rankscope x floor | rankscope added % |")
     print("|---|---|" + "---|" * (len(TOOLS) + 2))

@@ -3,8 +3,10 @@
 #
 # 8 ranks of build/fixtures/nccl_ranks on the NCCL TEST DOUBLE (real collectives need a GPU;
 # the double's calls go through the same uprobes), each ~1,000 collectives/s (a sleep per
-# iteration stands in for device time), watched by `rankscope attach --json` and then by
-# `rankscope daemon`, each with /metrics on loopback scraped every 5 s as Prometheus would.
+# iteration stands in for device time), in two shapes (USERSPACE_SHAPES, BUCKETS:SLEEP_US):
+# 25 all-reduces an iteration (steps of 10 iterations, ~4 steps/s), and 1 (the worst case: a
+# step every ~10 collectives), watched by `rankscope attach --json` and then by `rankscope
+# daemon`, each with /metrics on loopback scraped every 5 s as Prometheus would.
 # Over a WINDOW-second window: rankscope_cpu_seconds_total by thread, records received, RSS.
 # Prints the markdown section on stdout; progress on stderr. Root only (exit 77 otherwise).
 set -u -o pipefail
@@ -13,7 +15,7 @@ TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$TOP" || exit 1
 RS=build/rankscope
 NR=${USERSPACE_RANKS:-8}
-SLEEP_US=${USERSPACE_SLEEP_US:-850}
+SHAPES=${USERSPACE_SHAPES:-25:22000 1:850}
 WINDOW=${USERSPACE_WINDOW:-10}
 RUNS=${USERSPACE_RUNS:-3}
 T=$(mktemp -d /tmp/rankscope-userspace.XXXXXX)
@@ -36,13 +38,13 @@ print(urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/metrics", timeout=
 PY
 }
 
-# one MODE RUN: appends "mode run key value" lines to $T/samples
+# one MODE RUN BUCKETS SLEEP_US: appends "mode run key value" lines to $T/samples
 one() {
-	local mode=$1 run=$2 d="$T/$1.$2" port job rs i pids
+	local mode=$1 run=$2 buckets=$3 sleep_us=$4 d="$T/$1.$2.$3" port job rs i pids
 	mkdir -p "$d"
 	port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 	setsid build/fixtures/nccl_ranks --nranks "$NR" --iters 1000000 --compute-us 0 \
-		--sleep-us "$SLEEP_US" --go-file "$d/go" >"$d/job.out" 2>&1 &
+		--buckets "$buckets" --sleep-us "$sleep_us" --go-file "$d/go" >"$d/job.out" 2>&1 &
 	job=$!
 	PIDS_BG+=("$job")
 	for ((i = 0; i < 200; i++)); do
@@ -74,7 +76,7 @@ one() {
 		scrape "$port" "$d/m1"
 	done
 	t1=$(date +%s.%N)
-	/usr/bin/python3 - "$d/m0" "$d/m1" "$mode" "$run" "$t0" "$t1" >>"$T/samples" <<'PY'
+	/usr/bin/python3 - "$d/m0" "$d/m1" "$mode.$buckets" "$run" "$t0" "$t1" >>"$T/samples" <<'PY'
 import re, sys
 def parse(p):
     v = {}
@@ -97,6 +99,8 @@ print(mode, run, "coll_per_s", d("rankscope_events_received_total", '{family="co
 print(mode, run, "dropped", sum(d("rankscope_events_dropped_total", f'{{family="{f}"}}')
                                for f in ("sched", "io", "net", "collectives")))
 print(mode, run, "rss_mb", b.get(("process_resident_memory_bytes", ""), 0) / 1e6)
+print(mode, run, "steps_per_s", sum(b[k] - a.get(k, 0) for k in b
+                                    if k[0] == "train_step_seconds_count") / dt)
 PY
 	kill -INT "$rs" 2>/dev/null
 	wait "$rs" 2>/dev/null
@@ -106,9 +110,11 @@ PY
 }
 
 for ((r = 1; r <= RUNS; r++)); do
-	for mode in attach daemon; do
-		log "run $r: $mode, $NR ranks"
-		one "$mode" "$r" || log "run $r $mode failed"
+	for shape in $SHAPES; do
+		for mode in attach daemon; do
+			log "run $r: $mode, $NR ranks, ${shape%%:*} all-reduce(s) an iteration"
+			one "$mode" "$r" "${shape%%:*}" "${shape#*:}" || log "run $r $mode failed"
+		done
 	done
 done
 /usr/bin/python3 - "$T/samples" "$NR" "$WINDOW" "$RUNS" <<'PY'
@@ -122,19 +128,21 @@ print(f"""
 ## 11. rankscope's own process at a steady load
 
 {nr} ranks of `build/fixtures/nccl_ranks` on the NCCL **test double** (real collectives need a
-GPU; the double's calls pass the same uprobes), each about 1,000 collectives/s, watched by
-`rankscope attach --json` (a step line per rank per step on stdout) and by `rankscope daemon`
-(steps kept for the API), /metrics scraped every 5 s. Over a {window} s window, medians of {runs}
+GPU; the double's calls pass the same uprobes), each about 1,000 collectives/s, in two shapes:
+25 all-reduces an iteration (steps of 10 iterations: ~4 steps/s a rank), and 1 (a step every
+few collectives: the worst case for per-step work). Watched by `rankscope attach --json` (a
+step line per rank per step on stdout) and by `rankscope daemon` (steps kept for the API),
+/metrics scraped every 5 s. Over a {window} s window, medians of {runs}
 runs (range in brackets): rankscope's CPU from `rankscope_cpu_seconds_total` by thread, as % of
 one core; records from `rankscope_events_received_total`; RSS from
 `process_resident_memory_bytes`. Goal: at most 1% of a core and 32 MB.
 """)
-print("| mode | collectives/s | records/s | loop % | http % | total % of a core | µs per record | RSS MB | dropped |")
-print("|---|---|---|---|---|---|---|---|---|")
+print("| mode | all-reduces an iteration | collectives/s | steps/s | records/s | loop % | http % | total % of a core | µs per record | RSS MB | dropped |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
 def m(mode, k):
     x = v.get((mode, k), [])
     return (statistics.median(x), min(x), max(x)) if x else (0, 0, 0)
-for mode in ("attach", "daemon"):
+for mode in sorted({k[0] for k in v}, key=lambda x: (x.split(".")[0], -int(x.split(".")[1]))):
     if not v.get((mode, "coll_per_s")):
         continue
     loop, http, cap = m(mode, "cpu_loop_pct"), m(mode, "cpu_http_pct"), m(mode, "cpu_capture_pct")
@@ -142,7 +150,8 @@ for mode in ("attach", "daemon"):
                                          v[(mode, "cpu_capture_pct")])]
     rec = m(mode, "records_per_s")
     per = [t / 100 / r * 1e6 for t, r in zip(tot, v[(mode, "records_per_s")]) if r]
-    print(f"| {mode} | {m(mode, 'coll_per_s')[0]:.0f} | {rec[0]:.0f} | {loop[0]:.2f} | {http[0]:.2f} | "
+    print(f"| {mode.split('.')[0]} | {mode.split('.')[1]} | {m(mode, 'coll_per_s')[0]:.0f} | "
+          f"{m(mode, 'steps_per_s')[0]:.0f} | {rec[0]:.0f} | {loop[0]:.2f} | {http[0]:.2f} | "
           f"{statistics.median(tot):.2f} [{min(tot):.2f}, {max(tot):.2f}] | "
           f"{statistics.median(per):.2f} | {m(mode, 'rss_mb')[0]:.1f} | {m(mode, 'dropped')[0]:.0f} |")
 PY
