@@ -219,6 +219,12 @@ static void self_metrics(struct prom *p, const struct self_stats *s)
 			prom__sample(p, "rankscope_cupti_connections",
 				     LABELS("state", gpu_wire__state_name(k)), s->cupti_conns[k]);
 	}
+	if (s->drain_period_ns) {
+		prom__family(p, "rankscope_drain_period_seconds", "gauge",
+			     "How often the ring buffer is drained now: --drain-ms, or shorter while "
+			     "records come faster than one period of the ring holds.");
+		prom__sample(p, "rankscope_drain_period_seconds", NULL, s->drain_period_ns / 1e9);
+	}
 	prom__family(p, "rankscope_series_overflow_total", "counter",
 		     "Sample lines /metrics left out because of the series cap (--max-series).");
 	prom__sample(p, "rankscope_series_overflow_total", NULL, s->series_overflow);

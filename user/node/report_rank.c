@@ -329,6 +329,8 @@ void report__self(struct json *j, const struct self_stats *s, uint64_t t_ns, boo
 		json__obj_end(j);
 	}
 	json__obj_end(j);
+	if (s->drain_period_ns)
+		json__kuint(j, "drain_period_ns", s->drain_period_ns);
 	if (!cpuacct__read(cpu)) {
 		json__key(j, "cpu_s");
 		json__obj_begin(j);

@@ -29,6 +29,7 @@ struct self_stats {
 					 * dropped_clock */
 	unsigned int cupti_conns[RSC_ST_MAX];	/* connections by library state */
 	unsigned int ranks, jobs;	/* watched now */
+	uint64_t drain_period_ns;	/* the ring buffer's drain period now (shorter in a storm) */
 };
 
 /* {"type":"rank",...}: once per rank on attach, again if its rank number is learned later. */

@@ -1560,6 +1560,38 @@ int session__build_jobs(struct session *s)
 	return 0;
 }
 
+static int make_timer(uint64_t period_ns);
+
+/*
+ * The ring buffer is drained on a timer, never woken by the probes (a wakeup per record costs
+ * the traced thread a microsecond). A storm can fill it within one period: when a drain found
+ * the ring over a quarter full, the next comes twice as soon (down to DRAIN_MIN_NS); once a
+ * drain finds it under 1/16 full, the period doubles back to --drain-ms. Steps, verdicts and
+ * captures still run once per --drain-ms; the quick drains only empty the ring.
+ */
+#define DRAIN_MIN_NS	5000000ULL
+#define DRAIN_REC_BYTES	72	/* a typical record with its ring header, to estimate the fill */
+
+static void drain_adapt(struct session *s, int dfd, int consumed, uint64_t *period_ns)
+{
+	uint64_t bytes = consumed > 0 ? (uint64_t)consumed * DRAIN_REC_BYTES : 0;
+	uint64_t ring = s->probes.cfg.ringbuf_bytes, base = (uint64_t)s->o.drain_ms * 1000000ULL;
+	uint64_t next = *period_ns;
+	struct itimerspec its;
+
+	if (bytes > ring / 4 && next / 2 >= DRAIN_MIN_NS)
+		next /= 2;
+	else if (bytes < ring / 16 && next < base)
+		next = next * 2 < base ? next * 2 : base;
+	if (next == *period_ns)
+		return;
+	*period_ns = next;
+	s->self.drain_period_ns = next;
+	its.it_interval = (struct timespec){ next / 1000000000ULL, next % 1000000000ULL };
+	its.it_value = its.it_interval;
+	timerfd_settime(dfd, 0, &its, NULL);
+}
+
 static int make_timer(uint64_t period_ns)
 {
 	struct itimerspec its = {
@@ -1903,7 +1935,9 @@ int session__loop(struct session *s, const struct session_hooks *hooks)
 {
 	struct epoll_event ev, evs[8];
 	struct signalfd_siginfo si;
-	uint64_t deadline = 0, exp, t;
+	uint64_t deadline = 0, exp, t, last_drain = 0, drain_ns = (uint64_t)s->o.drain_ms * 1000000ULL;
+
+	s->self.drain_period_ns = drain_ns;
 	sigset_t mask;
 	int ep, sfd, dfd, tfd, rfd = -1, rbfd, xfd = -1, cfd = -1, i, n, k, err = 0;
 	bool stop = false;
@@ -1976,7 +2010,12 @@ int session__loop(struct session *s, const struct session_hooks *hooks)
 			} else if (fd == dfd) {
 				if (read(dfd, &exp, sizeof(exp)) < 0)
 					continue;
-				ring_buffer__consume(s->rb);
+				drain_adapt(s, dfd, ring_buffer__consume(s->rb), &drain_ns);
+				t = session__now();
+				/* a quick drain between the regular ones only empties the ring */
+				if (t < last_drain + (uint64_t)s->o.drain_ms * 1000000ULL)
+					continue;
+				last_drain = t;
 				if (session__build_jobs(s))
 					pr_warn("%s: out of memory building a job model", verb(s));
 				/* steps, hangs and exits are judged as records arrive, not per tick */
