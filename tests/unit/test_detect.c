@@ -896,9 +896,43 @@ static void median__even__mean_of_middle_two(void **state)
 	assert_int_equal(detect__median(c, 2), 1);
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The selection-based median against a sort: sizes across the stack/heap switch, few and many
+ * distinct values, sorted and reversed input, values near UINT64_MAX (the mean of two). */
+static void median__random_arrays__equals_sorted_median(void **state)
+{
+	uint64_t v[700], t[700], want;
+	unsigned int seed = 12345;
+	int n, trial, i, shape;
+
+	for (trial = 0; trial < 3000; trial++) {
+		n = 1 + (int)(rand_r(&seed) % 700);
+		shape = trial % 5;
+		for (i = 0; i < n; i++) {
+			uint64_t r = ((uint64_t)rand_r(&seed) << 32) | (uint64_t)rand_r(&seed);
+
+			v[i] = shape == 0 ? r % 7 : shape == 1 ? (uint64_t)i : shape == 2 ?
+			       (uint64_t)(n - i) : shape == 3 ? UINT64_MAX - r % 3 : r;
+		}
+		memcpy(t, v, sizeof(*v) * n);
+		qsort(t, n, sizeof(*t), cmp_u64);
+		want = n % 2 ? t[n / 2] : t[n / 2 - 1] / 2 + t[n / 2] / 2 +
+					  (t[n / 2 - 1] & t[n / 2] & 1);
+		assert_true(detect__median(v, n) == want);
+	}
+	assert_int_equal(detect__median(v, 0), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(median__random_arrays__equals_sorted_median),
 		cmocka_unit_test(window__late_rank_input_wait__input),
 		cmocka_unit_test(window__late_rank_input_wait_jittered__input),
 		cmocka_unit_test(window__late_rank_file_io__storage),

@@ -69,21 +69,71 @@ int detect__cmp_i64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/*
+ * The k-th smallest of a[0..n) (k from 0), by quickselect: a is reordered so that everything
+ * before a[k] is no larger and everything after no smaller. O(n) where a sort is O(n log n):
+ * medians are taken per step and per rank, the daemon's most frequent work after decoding.
+ */
+static uint64_t select_u64(uint64_t *a, int n, int k)
+{
+	int lo = 0, hi = n - 1, i, j;
+	uint64_t x, y, z, pivot, tmp;
+
+	while (lo < hi) {
+		x = a[lo];
+		y = a[lo + (hi - lo) / 2];
+		z = a[hi];
+		/* median of three: sorted or reversed input stays O(n) */
+		pivot = x < y ? (y < z ? y : (x < z ? z : x)) : (x < z ? x : (y < z ? z : y));
+		i = lo;
+		j = hi;
+		while (i <= j) {
+			while (a[i] < pivot)
+				i++;
+			while (a[j] > pivot)
+				j--;
+			if (i <= j) {
+				tmp = a[i];
+				a[i++] = a[j];
+				a[j--] = tmp;
+			}
+		}
+		if (k <= j)
+			hi = j;
+		else if (k >= i)
+			lo = i;
+		else
+			break;		/* j < k < i: a[k] equals the pivot */
+	}
+	return a[k];
+}
+
 uint64_t detect__median(const uint64_t *v, int n)
 {
-	uint64_t *t, m;
+	uint64_t stack[256], *t = stack, hi, lo;
+	int i;
 
 	if (n <= 0)
 		return 0;
-	t = malloc(sizeof(*t) * n);
-	if (!t)
-		return v[0];
+	if (n > (int)(sizeof(stack) / sizeof(stack[0]))) {
+		t = malloc(sizeof(*t) * n);
+		if (!t)
+			return v[0];
+	}
 	memcpy(t, v, sizeof(*t) * n);
-	qsort(t, n, sizeof(*t), detect__cmp_u64);
+	hi = select_u64(t, n, n / 2);
+	if (n % 2) {
+		lo = hi;
+	} else {
+		/* the lower middle: the largest of what select left below n/2 */
+		lo = t[0];
+		for (i = 1; i < n / 2; i++)
+			lo = t[i] > lo ? t[i] : lo;
+	}
+	if (t != stack)
+		free(t);
 	/* the mean of the middle two, without overflow or a lost carry */
-	m = n % 2 ? t[n / 2] : t[n / 2 - 1] / 2 + t[n / 2] / 2 + (t[n / 2 - 1] & t[n / 2] & 1);
-	free(t);
-	return m;
+	return n % 2 ? hi : lo / 2 + hi / 2 + (lo & hi & 1);
 }
 
 static int64_t median_i64(int64_t *v, int n)

@@ -196,7 +196,7 @@ int procfs__parse_stat(const char *buf, size_t len, struct proc_stat *st)
 static int parse_stat_nul(const char *buf, size_t len, struct proc_stat *st)
 {
 	const char *open, *close, *p, *end = buf + len;
-	unsigned long long start;
+	unsigned long long start, vsize;
 	size_t clen;
 	int field, n;
 	char state;
@@ -232,9 +232,12 @@ static int parse_stat_nul(const char *buf, size_t len, struct proc_stat *st)
 		if (p >= end)
 			return -EINVAL;
 	}
-	if (sscanf(p, " %llu", &start) != 1)
+	if (sscanf(p, " %llu%n", &start, &n) != 1)
 		return -EINVAL;
 	st->starttime = start;
+	/* vsize (23): optional here, a hint only (0 when absent) */
+	if (sscanf(p + n, " %llu", &vsize) == 1)
+		st->vsize = vsize;
 	return 0;
 }
 

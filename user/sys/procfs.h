@@ -29,6 +29,7 @@ struct proc_stat {
 	char state;
 	int ppid;
 	uint64_t starttime;	/* clock ticks since boot: with pid, identifies a process across reuse */
+	uint64_t vsize;		/* virtual memory size, bytes: grows when a library is mapped */
 };
 
 /* Read /proc/PID/NAME into a NUL-terminated malloc'd buffer of at most max bytes.

@@ -69,6 +69,33 @@ struct cand {
 	bool known;		/* not returned; there for its parent's and children's sake */
 };
 
+/*
+ * Processes already found not to be ranks, by pid slot. Their environ cannot change; their
+ * maps can (a late dlopen of NCCL), but not without their address space growing: until vsize
+ * moves, a rescan skips reading their environ and maps again (most of a daemon's rescan).
+ */
+#define NOT_RANK_SLOTS	4096
+
+static struct not_rank {
+	pid_t pid;
+	uint64_t starttime, vsize;
+} not_rank[NOT_RANK_SLOTS];
+
+static bool known_not_rank(const struct proc_stat *st)
+{
+	const struct not_rank *e = &not_rank[(unsigned int)st->pid % NOT_RANK_SLOTS];
+
+	return st->vsize && e->pid == st->pid && e->starttime == st->starttime &&
+	       e->vsize == st->vsize;
+}
+
+static void remember_not_rank(const struct proc_stat *st)
+{
+	not_rank[(unsigned int)st->pid % NOT_RANK_SLOTS] = (struct not_rank){
+		.pid = st->pid, .starttime = st->starttime, .vsize = st->vsize,
+	};
+}
+
 static bool looks_like_rank(pid_t pid, struct cand *c,
 			    bool (*known)(void *ctx, pid_t pid, uint64_t starttime, int *rank), void *ctx)
 {
@@ -89,6 +116,8 @@ static bool looks_like_rank(pid_t pid, struct cand *c,
 		return true;
 	}
 	c->has_rank = false;
+	if (known_not_rank(&st))
+		return false;
 	ranks__init(&ri);
 	n = procfs__read(pid, "environ", &env, PROC_ENVIRON_MAX);
 	if (n > 0) {
@@ -99,10 +128,13 @@ static bool looks_like_rank(pid_t pid, struct cand *c,
 		free(env);
 	if (c->has_rank)
 		return true;
-	if (libs__discover(pid, &libs) <= 0)
-		return false;
-	return libs.lib[RS_LIB_NCCL].found || libs.lib[RS_LIB_MPI].found ||
-	       libs.lib[RS_LIB_GLOO].found;
+	n = libs__discover(pid, &libs);
+	if (n > 0 && (libs.lib[RS_LIB_NCCL].found || libs.lib[RS_LIB_MPI].found ||
+		      libs.lib[RS_LIB_GLOO].found))
+		return true;
+	if (n >= 0)	/* read, and not one: an error is tried again next time */
+		remember_not_rank(&st);
+	return false;
 }
 
 static bool is_pid_name(const char *s)

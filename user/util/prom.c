@@ -2,6 +2,7 @@
 /* Prometheus text exposition writer. */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,7 +98,9 @@ const char *prom__value(double v, char *buf, size_t n)
 	else if (v == (double)(long long)v && fabs(v) < 1e15)
 		snprintf(buf, n, "%lld", (long long)v);
 	else
-		for (prec = 6; prec <= 17; prec++) {
+		/* the shortest text that reads back as v: a double has 15-17 significant digits,
+		 * and %g drops trailing zeros, so 15 gives what a smaller precision would */
+		for (prec = 15; prec <= 17; prec++) {
 			snprintf(buf, n, "%.*g", prec, v);
 			if (strtod(buf, NULL) == v)
 				break;
@@ -161,9 +164,10 @@ void prom__sample(struct prom *p, const char *name, const char *const *labels, d
 		line(p, name, "", labels, NULL, value);
 }
 
-void prom__histogram(struct prom *p, const char *name, const char *const *labels,
-		     const uint64_t *counts, const double *bounds, int n, double sum,
-		     uint64_t count)
+/* le_text: each bound's text (NULL: format bounds[] here). */
+static void histogram(struct prom *p, const char *name, const char *const *labels,
+		      const uint64_t *counts, const double *bounds, const char *const *le_text,
+		      int n, double sum, uint64_t count)
 {
 	uint64_t cum = 0;
 	char le[40];
@@ -173,12 +177,20 @@ void prom__histogram(struct prom *p, const char *name, const char *const *labels
 		return;
 	for (i = 0; i < n; i++) {
 		cum += counts[i];
-		line(p, name, "_bucket", labels, prom__value(bounds[i], le, sizeof(le)), cum);
+		line(p, name, "_bucket", labels,
+		     le_text ? le_text[i] : prom__value(bounds[i], le, sizeof(le)), cum);
 	}
 	/* +Inf is the total; never below the finite buckets even if the sources disagree */
 	line(p, name, "_bucket", labels, "+Inf", count > cum ? count : cum);
 	line(p, name, "_sum", labels, NULL, sum);
 	line(p, name, "_count", labels, NULL, count > cum ? count : cum);
+}
+
+void prom__histogram(struct prom *p, const char *name, const char *const *labels,
+		     const uint64_t *counts, const double *bounds, int n, double sum,
+		     uint64_t count)
+{
+	histogram(p, name, labels, counts, bounds, NULL, n, sum, count);
 }
 
 /*
@@ -188,19 +200,35 @@ void prom__histogram(struct prom *p, const char *name, const char *const *labels
  */
 #define PROM_HIST_LO	9
 
+/* The le texts of every log2 histogram, made once: each /metrics has thousands of buckets. */
+static char log2_le[RS_HIST_SLOTS][40];
+static const char *log2_le_ptr[RS_HIST_SLOTS];
+static pthread_once_t log2_once = PTHREAD_ONCE_INIT;
+
+static void log2_le_init(void)
+{
+	int b, n = 0;
+
+	for (b = 0; b < RS_HIST_SLOTS - 1; b++) {
+		if (b > PROM_HIST_LO)
+			n++;
+		prom__value(ldexp(1.0, b + 1) / 1e9, log2_le[n], sizeof(log2_le[n]));
+		log2_le_ptr[n] = log2_le[n];
+	}
+}
+
 void prom__log2_hist(struct prom *p, const char *name, const char *const *labels,
 		     const struct rs_hist *h)
 {
 	uint64_t counts[RS_HIST_SLOTS];
-	double bounds[RS_HIST_SLOTS];
 	int b, n = 0;
 
+	pthread_once(&log2_once, log2_le_init);
 	counts[0] = 0;
 	for (b = 0; b < RS_HIST_SLOTS - 1; b++) {
 		if (b > PROM_HIST_LO)
 			counts[++n] = 0;
 		counts[n] += h->slots[b];
-		bounds[n] = ldexp(1.0, b + 1) / 1e9;
 	}
-	prom__histogram(p, name, labels, counts, bounds, n + 1, h->sum_ns / 1e9, h->count);
+	histogram(p, name, labels, counts, NULL, log2_le_ptr, n + 1, h->sum_ns / 1e9, h->count);
 }
