@@ -45,6 +45,12 @@ for th in loop http capture; do
 done
 grep -qE '^rankscope_cpu_seconds_total\{thread="loop"\} (0\.0*[1-9]|[1-9])' "$T/metrics" ||
 	fail "the loop thread's CPU is zero: $(grep rankscope_cpu_seconds_total "$T/metrics")"
+# /metrics is made per scrape (lazy): a later scrape is a fresh copy, not the first one again
+sleep 1.2
+get $URL/metrics | grep '^rankscope_cpu_seconds_total{thread="loop"}' >"$T/cpu2"
+[ -s "$T/cpu2" ] || fail "no loop CPU series in a second scrape"
+cmp -s "$T/cpu2" <(grep '^rankscope_cpu_seconds_total{thread="loop"}' "$T/metrics") &&
+	fail "a second scrape 1.2 s later served the same copy: $(cat "$T/cpu2")"
 code() { get "$@" | sed -n 1p; }	# the status alone (reads it all: no broken pipe)
 [ "$(code $URL/healthz)" = 200 ] || fail "/healthz"
 # the daemon watches the whole node: scope the API checks to this test's job

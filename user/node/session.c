@@ -1128,13 +1128,13 @@ static void publish_stacks(struct session *s, uint64_t t)
 	free(all);
 }
 
-static void publish(struct session *s, uint64_t t)
+/* /metrics, for a scrape waiting for it (httpd__wanted): every rank's and job's series. */
+static void publish_metrics(struct session *s, uint64_t t)
 {
 	struct metrics_job mj[SESSION_JOBS_MAX];
 	struct slot_snapshot *snaps;
 	struct metrics_rank *mr;
 	struct fam_run run[RS_FAM_MAX];
-	struct json j;
 	int i, n = 0, nj = 0, f;
 
 	snaps = calloc(s->nranks ? s->nranks : 1, sizeof(*snaps));
@@ -1206,9 +1206,27 @@ static void publish(struct session *s, uint64_t t)
 	prom__reset(&s->prom);
 	s->prom.max_series = s->o.max_series;
 	metrics__render(&s->prom, mr, n, mj, nj, &s->self, s->o.planned_steps);
-	s->series_overflow += s->prom.over;
+	if (s->prom.over) {
+		/* the counter must include what this very scrape leaves out: once more with it */
+		s->series_overflow += s->prom.over;
+		s->self.series_overflow = s->series_overflow;
+		prom__reset(&s->prom);
+		s->prom.max_series = s->o.max_series;
+		metrics__render(&s->prom, mr, n, mj, nj, &s->self, s->o.planned_steps);
+	}
 	if (!s->prom.err)
 		httpd__publish(s->httpd, HTTPD_METRICS, s->prom.buf, s->prom.len);
+out:
+	free(snaps);
+	free(mr);
+}
+
+/* The API's documents, each tick: ranks, the latest verdicts, the stuck jobs' stacks. */
+static void publish(struct session *s, uint64_t t)
+{
+	struct json j;
+	int i;
+
 	json__init(&j);
 	json__arr_begin(&j);
 	comm_members(s);
@@ -1252,9 +1270,6 @@ static void publish(struct session *s, uint64_t t)
 		httpd__publish(s->httpd, HTTPD_DIAGNOSIS, j.buf, j.len);
 	publish_stacks(s, t);
 	json__free(&j);
-out:
-	free(snaps);
-	free(mr);
 }
 
 /* On a TTY: the last step of each rank as a phase bar, and how far along the session is. */
@@ -2016,6 +2031,10 @@ int session__loop(struct session *s, const struct session_hooks *hooks)
 				if (t < last_drain + (uint64_t)s->o.drain_ms * 1000000ULL)
 					continue;
 				last_drain = t;
+				if (s->httpd && httpd__wanted(s->httpd, HTTPD_METRICS)) {
+					read_self(s);
+					publish_metrics(s, t);
+				}
 				if (session__build_jobs(s))
 					pr_warn("%s: out of memory building a job model", verb(s));
 				/* steps, hangs and exits are judged as records arrive, not per tick */
@@ -2138,6 +2157,7 @@ int session__open(struct session *s)
 		pr_info("%s: serving /metrics and /api/v1 on http://%s", verb(s), s->o.listen);
 		/* published every interval: three missed, and at least 30 s, is a stuck loop */
 		httpd__set_stale(s->httpd, s->o.interval_s * 3e9 > 30e9 ? s->o.interval_s * 3e9 : 30e9);
+		httpd__set_lazy(s->httpd, HTTPD_METRICS);	/* made per scrape, not per tick */
 	}
 	if (s->o.capture_dir && (s->o.listen || s->o.capture_out)) {
 		f = capture__open(&s->cap, s->o.capture_out ? NULL : s->o.capture_dir,

@@ -40,6 +40,11 @@ struct httpd {
 	bool loopback;			/* listening on 127.0.0.0/8 or ::1 */
 	char token[HTTPD_TOKEN_MAX + 1];	/* "" : none; remote API requests are refused */
 	uint64_t published_ns;		/* the last publish (or the start) */
+	/* lazy documents: made by the loop only when a request waits for them */
+	bool lazy[HTTPD_DOC_MAX];
+	bool wanted[HTTPD_DOC_MAX];	/* a request waits for a fresh copy */
+	uint64_t doc_ns[HTTPD_DOC_MAX];	/* when each was last published */
+	pthread_cond_t fresh;		/* signalled at each publish, on CLOCK_MONOTONIC */
 	uint64_t stale_ns;		/* /healthz fails after this without one; 0: never */
 	unsigned int port;
 	uint64_t instance;	/* random at start: a puller tells a restarted server by it */
@@ -162,9 +167,24 @@ static enum MHD_Result serve_doc(struct httpd *h, struct MHD_Connection *c, enum
 				 const char *type)
 {
 	enum MHD_Result ret = MHD_NO;
+	struct timespec until;
+	uint64_t asked;
 	bool have;
 
 	pthread_mutex_lock(&h->lock);
+	if (h->lazy[d]) {
+		/* ask the loop for a copy made after now; it looks every drain (100 ms). A loop that
+		 * does not answer in HTTPD_LAZY_WAIT_MS gets its last copy served (healthz tells) */
+		asked = mono_ns();
+		h->wanted[d] = true;
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_nsec += HTTPD_LAZY_WAIT_MS % 1000 * 1000000L;
+		until.tv_sec += HTTPD_LAZY_WAIT_MS / 1000 + until.tv_nsec / 1000000000L;
+		until.tv_nsec %= 1000000000L;
+		while (h->doc_ns[d] < asked &&
+		       pthread_cond_timedwait(&h->fresh, &h->lock, &until) == 0)
+			;
+	}
 	have = h->doc[d];
 	if (have)
 		ret = reply(c, MHD_HTTP_OK, type, h->doc[d], h->doc_len[d]);
@@ -557,6 +577,14 @@ int httpd__start(const char *addr, const char *token, struct httpd **out, char *
 		return -ENOMEM;
 	}
 	pthread_mutex_init(&h->lock, NULL);
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&h->fresh, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	if (((struct sockaddr *)&sa)->sa_family == AF_INET) {
 		const struct sockaddr_in *v4 = (const struct sockaddr_in *)&sa;
 
@@ -658,6 +686,7 @@ void httpd__stop(struct httpd *h)
 		free(h->steps[i].json);
 	free(h->steps);
 	pthread_mutex_destroy(&h->lock);
+	pthread_cond_destroy(&h->fresh);
 	free(h);
 }
 
@@ -676,8 +705,31 @@ void httpd__publish(struct httpd *h, enum httpd_doc d, const char *body, size_t 
 	free(h->doc[d]);
 	h->doc[d] = copy;
 	h->doc_len[d] = len;
-	h->published_ns = mono_ns();
+	h->published_ns = h->doc_ns[d] = mono_ns();
+	pthread_cond_broadcast(&h->fresh);
 	pthread_mutex_unlock(&h->lock);
+}
+
+void httpd__set_lazy(struct httpd *h, enum httpd_doc d)
+{
+	if (!h || d >= HTTPD_DOC_MAX)
+		return;
+	pthread_mutex_lock(&h->lock);
+	h->lazy[d] = true;
+	pthread_mutex_unlock(&h->lock);
+}
+
+bool httpd__wanted(struct httpd *h, enum httpd_doc d)
+{
+	bool w;
+
+	if (!h || d >= HTTPD_DOC_MAX)
+		return false;
+	pthread_mutex_lock(&h->lock);
+	w = h->wanted[d];
+	h->wanted[d] = false;
+	pthread_mutex_unlock(&h->lock);
+	return w;
 }
 
 void httpd__add_step(struct httpd *h, const char *job, int rank, const char *json, size_t len)

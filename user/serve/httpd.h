@@ -63,6 +63,16 @@ void httpd__stop(struct httpd *h);
 /* Replace what a document serves (copied under a lock). */
 void httpd__publish(struct httpd *h, enum httpd_doc doc, const char *body, size_t len);
 
+/*
+ * Make document d only on demand: a request for it waits (up to HTTPD_LAZY_WAIT_MS) for a copy
+ * published after it arrived, and the loop asks httpd__wanted() whether to make one. Rendering
+ * /metrics every tick for a scrape every 15 s or more was most of an idle daemon's CPU.
+ */
+#define HTTPD_LAZY_WAIT_MS	1000
+void httpd__set_lazy(struct httpd *h, enum httpd_doc d);
+/* Is a request waiting for a fresh d? Clears the flag: the caller publishes one. */
+bool httpd__wanted(struct httpd *h, enum httpd_doc d);
+
 /* Add one step line (JSON object text) of a job's rank; the oldest go beyond HTTPD_STEPS_MAX. */
 void httpd__add_step(struct httpd *h, const char *job, int rank, const char *json, size_t len);
 
