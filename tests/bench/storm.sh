@@ -30,7 +30,7 @@ run() {
 	done
 	pids=$(cat "$d"/storm.*.out | sed -n 's/^ready rank=[0-9]* pid=\([0-9]*\).*/\1/p' | paste -sd,)
 	if [ "$with" = 1 ]; then
-		"$RS" attach -p "$pids" --json --io-min-us 0 >"$d/rs.out" 2>"$d/rs.err" &
+		"$RS" attach -p "$pids" --json --io-min-us 0 ${STORM_RS_ARGS:-} >"$d/rs.out" 2>"$d/rs.err" &
 		rs=$!
 		for ((i = 0; i < 300; i++)); do
 			[ "$(grep -c '"type":"rank"' "$d/rs.out")" -ge "$s" ] && break
