@@ -148,8 +148,8 @@ int rs_coll_enter(struct pt_regs *ctx)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u32 tid = task->pid, tgid = task->tgid, d, zero = 0;
+	struct rs_track own = {}, *tr;
 	struct rs_frames *fr;
-	struct rs_track *tr;
 	__u64 ck;
 
 	/* The probes are on this process only: the bitmap is enough to drop a call made while
@@ -158,7 +158,8 @@ int rs_coll_enter(struct pt_regs *ctx)
 		return 0;
 	ck = bpf_get_attach_cookie(ctx);
 	if (RS_CK_FLAGS(ck) & RS_CKF_ENTRY) {
-		tr = rs_lookup(tgid);
+		own.slot = RS_CK_SLOT(ck);
+		tr = RS_CK_HAS_SLOT(ck) ? &own : rs_lookup(tgid);
 		if (!tr)
 			return 0;
 		/* no frame to keep: decode into per-CPU scratch and record now */
@@ -215,9 +216,9 @@ int rs_coll_exit(struct pt_regs *ctx)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u32 tid = task->pid, tgid = task->tgid, d, i;
+	struct rs_track own = {}, *tr;
 	__u64 now, sp;
 	struct rs_frames *fr;
-	struct rs_track *tr;
 	struct rs_frame *f;
 
 	if (!rs_maybe(tgid))
@@ -242,10 +243,11 @@ int rs_coll_exit(struct pt_regs *ctx)
 	if (d >= RS_MAX_DEPTH)
 		return 0;
 	/* popped whatever happens next, so enters and returns stay matched */
-	tr = rs_lookup(tgid);
+	f = &fr->f[d];
+	own.slot = RS_CK_SLOT(f->cookie);
+	tr = RS_CK_HAS_SLOT(f->cookie) ? &own : rs_lookup(tgid);
 	if (!tr)
 		return 0;
-	f = &fr->f[d];
 	if (RS_CK_FLAGS(f->cookie) & RS_CKF_INIT) {
 		emit_init(ctx, tr, tgid, tid, fr, f, now);
 		return 0;

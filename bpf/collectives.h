@@ -54,6 +54,12 @@ enum rs_op {
 #define RS_CK_REDOP(ck)		(((ck) >> 40) & 0xf)
 #define RS_CK_SENDBUF(ck)	(((ck) >> 44) & 0xf)
 #define RS_CK_RECVBUF(ck)	(((ck) >> 48) & 0xf)
+/* The rank's slot, set at attach (the probes serve one process, tracked before they attach):
+ * the programs then need no rs_tracked lookup. Without RS_CK_HAS_SLOT they look it up. */
+#define RS_CK_SLOT(ck)		(((ck) >> 52) & 0xff)
+#define RS_CK_HAS_SLOT(ck)	(((ck) >> 60) & 1)
+#define RS_CK_WITH_SLOT(ck, slot)	\
+	((ck) | ((__u64)((slot) & 0xff) << 52) | (1ULL << 60))
 
 #define RS_CKF_SEQ	0x1	/* a real collective: takes the next sequence number of its comm */
 #define RS_CKF_INIT	0x2	/* communicator init: arg1 is ncclComm_t*, the unique id is on the stack;

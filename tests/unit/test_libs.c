@@ -287,6 +287,25 @@ static void cookie__fields__disjoint_bits(void **state)
 	assert_int_equal(RS_CK_PEER(ck) | RS_CK_REDOP(ck), 0);
 }
 
+/* The slot rides in the top bits: every field keeps its value, and a cookie without it says so. */
+static void cookie__with_slot__fields_kept(void **state)
+{
+	uint64_t ck, with;
+	int i, slot;
+
+	for (i = 0; i < coll_apis_n; i++) {
+		ck = libs__cookie(&coll_apis[i]);
+		assert_int_equal(RS_CK_HAS_SLOT(ck), 0);
+		for (slot = 0; slot < RS_MAX_SLOTS; slot += 85) {
+			with = RS_CK_WITH_SLOT(ck, slot);
+			assert_int_equal(RS_CK_HAS_SLOT(with), 1);
+			assert_int_equal(RS_CK_SLOT(with), slot);
+			assert_true((with & ((1ULL << 52) - 1)) == ck);
+		}
+	}
+	assert_int_equal(RS_CK_SLOT(RS_CK_WITH_SLOT(0ULL, RS_MAX_SLOTS - 1)), RS_MAX_SLOTS - 1);
+}
+
 static void table__nccl_allreduce__comm6_stream7(void **state)
 {
 	const struct coll_api *a = api_by_sym("ncclAllReduce");
@@ -697,6 +716,7 @@ int main(void)
 		cmocka_unit_test(table__rows__well_formed),
 		cmocka_unit_test(cookie__every_row__round_trips),
 		cmocka_unit_test(cookie__fields__disjoint_bits),
+		cmocka_unit_test(cookie__with_slot__fields_kept),
 		cmocka_unit_test(table__nccl_allreduce__comm6_stream7),
 		cmocka_unit_test(table__nccl_rows__match_nccl_h),
 		cmocka_unit_test(table__mpi_rows__match_mpi_h),

@@ -210,6 +210,8 @@ int probe_collectives__attach(struct probes *p, pid_t pid, const char *path,
 	size_t links0 = p->coll_nlinks;
 	__u64 *offsets, *cookies, *roff, *rck;
 	int i, nret = 0, err = 0;
+	struct rs_track tr;
+	bool slot = probes__tracked(p, pid, &tr) && tr.slot < RS_MAX_SLOTS;
 
 	offsets = calloc(n, sizeof(*offsets));
 	cookies = calloc(n, sizeof(*cookies));
@@ -222,6 +224,8 @@ int probe_collectives__attach(struct probes *p, pid_t pid, const char *path,
 	for (i = 0; i < n; i++) {
 		offsets[i] = sites[i].offset;
 		cookies[i] = libs__cookie(sites[i].api);
+		if (slot)
+			cookies[i] = RS_CK_WITH_SLOT(cookies[i], tr.slot);
 		if (sites[i].api->flags & RS_CKF_ENTRY)
 			continue;	/* C++: no return probe (see RS_CKF_ENTRY) */
 		roff[nret] = offsets[i];
