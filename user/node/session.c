@@ -1579,25 +1579,37 @@ static int make_timer(uint64_t period_ns);
 
 /*
  * The ring buffer is drained on a timer, never woken by the probes (a wakeup per record costs
- * the traced thread a microsecond). A storm can fill it within one period: when a drain found
- * the ring over a quarter full, the next comes twice as soon (down to DRAIN_MIN_NS); once a
- * drain finds it under 1/16 full, the period doubles back to --drain-ms. Steps, verdicts and
- * captures still run once per --drain-ms; the quick drains only empty the ring.
+ * the traced thread a microsecond). It is read DRAIN_SPLIT times per --drain-ms (a read of an
+ * empty ring is a few microseconds), so a storm that starts right after a read has a quarter
+ * of a period to fill it, not a whole one. When a read found the ring over a quarter full, the
+ * next comes twice as soon, four times over half (down to DRAIN_MIN_NS); once a read finds it
+ * under 1/16 full, the period doubles back. Steps, verdicts and captures run once per
+ * --drain-ms; the reads between only empty the ring.
  */
-#define DRAIN_MIN_NS	5000000ULL
+#define DRAIN_MIN_NS	2000000ULL
+#define DRAIN_SPLIT	4
 #define DRAIN_REC_BYTES	72	/* a typical record with its ring header, to estimate the fill */
+
+static uint64_t drain_base_ns(const struct session *s)
+{
+	uint64_t full = (uint64_t)s->o.drain_ms * 1000000ULL, b = full / DRAIN_SPLIT;
+
+	b = b < DRAIN_MIN_NS ? DRAIN_MIN_NS : b;
+	return b < full ? b : full;
+}
 
 static void drain_adapt(struct session *s, int dfd, int consumed, uint64_t *period_ns)
 {
 	uint64_t bytes = consumed > 0 ? (uint64_t)consumed * DRAIN_REC_BYTES : 0;
-	uint64_t ring = s->probes.cfg.ringbuf_bytes, base = (uint64_t)s->o.drain_ms * 1000000ULL;
+	uint64_t ring = s->probes.cfg.ringbuf_bytes, base = drain_base_ns(s);
 	uint64_t next = *period_ns;
 	struct itimerspec its;
 
-	if (bytes > ring / 4 && next / 2 >= DRAIN_MIN_NS)
-		next /= 2;
-	else if (bytes < ring / 16 && next < base)
-		next = next * 2 < base ? next * 2 : base;
+	if (bytes > ring / 4)
+		next /= bytes > ring / 2 ? 4 : 2;
+	else if (bytes < ring / 16)
+		next *= 2;
+	next = next < DRAIN_MIN_NS ? DRAIN_MIN_NS : next > base ? base : next;
 	if (next == *period_ns)
 		return;
 	*period_ns = next;
@@ -1950,20 +1962,19 @@ int session__loop(struct session *s, const struct session_hooks *hooks)
 {
 	struct epoll_event ev, evs[8];
 	struct signalfd_siginfo si;
-	uint64_t deadline = 0, exp, t, last_drain = 0, drain_ns = (uint64_t)s->o.drain_ms * 1000000ULL;
-
-	s->self.drain_period_ns = drain_ns;
+	uint64_t deadline = 0, exp, t, last_drain = 0, drain_ns = drain_base_ns(s);
 	sigset_t mask;
 	int ep, sfd, dfd, tfd, rfd = -1, rbfd, xfd = -1, cfd = -1, i, n, k, err = 0;
 	bool stop = false;
 
 	s->hooks = hooks;
+	s->self.drain_period_ns = drain_ns;
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGHUP);
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	dfd = make_timer((uint64_t)s->o.drain_ms * 1000000ULL);
+	dfd = make_timer(drain_ns);
 	tfd = make_timer((uint64_t)(s->o.interval_s * 1e9));
 	if (s->o.rescan_s > 0)
 		rfd = make_timer((uint64_t)(s->o.rescan_s * 1e9));
