@@ -29,7 +29,7 @@ assert io["attempted"] >= 2 * calls, io
 periods = [s["drain_period_ns"] for s in selfs]
 print(f"{rate:,.0f} records/s made; io {io}; drain periods seen (ms): "
       f"{sorted({p // 1000000 for p in periods})}")
-assert max(periods) == 25_000_000, f"the read period at rest is not 25 ms: {periods}"
+assert max(periods) <= 25_000_000, f"a read period over the 25 ms base: {periods}"
 assert min(periods) < 25_000_000, "the read period never shortened under the storm"
 assert io["dropped"] <= io["attempted"] // 100, f"over 1% lost: {io}"
 PY
