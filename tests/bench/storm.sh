@@ -88,7 +88,7 @@ for s, w, el, a, r, dr, cpu in rows:
     made, drained = a / (el / 1e9), r / (el / 1e9)
     per = cpu / r * 1e6 if r else 0
     limit = ("the drain: rankscope's loop (decode, timelines) falls behind the producers"
-             if dr else "the producers: every record was drained")
+             if dr else "the producers, slowed by the probes on each syscall: every record was drained")
     print(f"| {s} | {pairs_alone:,.0f} | {made:,.0f} | {drained:,.0f} | {dr:,} ({100 * dr / a:.1f}%) | "
           f"{per:.2f} | {limit} |")
 if bad:
