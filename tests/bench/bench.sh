@@ -272,6 +272,19 @@ p1_run() {
 	log "p1 round $round cond $cond: $(sed 's/.*calls=/calls=/' <<<"$line")${seen:+ tool_saw=$seen}"
 }
 
+# attach_floors DIR PID...: the empty uprobe+uretprobe on each PID's MPI_Allreduce; their
+# group ids go into the caller's floors array. 1 when one did not attach.
+attach_floors() {
+	local d=$1 p lib
+	shift
+	for p in "$@"; do
+		lib=$(awk '$6 ~ /\/libmpi\.so\.40/ { print $6; exit }' "/proc/$p/maps")
+		bg "$d/fl.$p.out" "$d/fl.$p.err" "$FLOOR" -p "$p" -l "$lib" -s MPI_Allreduce
+		floors+=("$BG_PID")
+		wait_lines "$d/fl.$p.out" '^uprobe_floor: attached' 1 20 "$BG_PID" || return 1
+	done
+}
+
 # p2_run COND RUN: one NP-rank mpi_loop run, rankscope on all ranks (on), the empty
 # uprobe+uretprobe on every rank's MPI_Allreduce (floor), or nothing (off).
 p2_run() {
@@ -302,13 +315,8 @@ p2_run() {
 			{ log "p2 on/$run: rankscope did not attach:"; tail -5 "$d/tool.err" >&2; abort_run; return 1; }
 		rs_check_attached "$d/tool.out" "${pids[@]}" || { abort_run; return 1; }
 	elif [ "$cond" = floor ]; then
-		for p in "${pids[@]}"; do
-			lib=$(awk '$6 ~ /\/libmpi\.so\.40/ { print $6; exit }' "/proc/$p/maps")
-			bg "$d/fl.$p.out" "$d/fl.$p.err" "$FLOOR" -p "$p" -l "$lib" -s MPI_Allreduce
-			floors+=("$BG_PID")
-			wait_lines "$d/fl.$p.out" '^uprobe_floor: attached' 1 20 "$BG_PID" ||
-				{ log "p2 floor/$run: uprobe_floor did not attach"; abort_run; return 1; }
-		done
+		attach_floors "$d" "${pids[@]}" ||
+			{ log "p2 floor/$run: uprobe_floor did not attach"; abort_run; return 1; }
 	fi
 
 	touch "$d/go"
@@ -378,13 +386,8 @@ p2j_run() {
 		wait_lines "$d/tool.out" '^\{"type":"rank"' 2 30 "$tool" ||
 			{ log "p2$kind on/$run: rankscope did not attach"; tail -5 "$d/tool.err" >&2; abort_run; return 1; }
 	elif [ "$cond" = floor ]; then
-		for p in "${pids[@]}"; do
-			lib=$(awk '$6 ~ /\/libmpi\.so\.40/ { print $6; exit }' "/proc/$p/maps")
-			bg "$d/fl.$p.out" "$d/fl.$p.err" "$FLOOR" -p "$p" -l "$lib" -s MPI_Allreduce
-			floors+=("$BG_PID")
-			wait_lines "$d/fl.$p.out" '^uprobe_floor: attached' 1 20 "$BG_PID" ||
-				{ log "p2$kind floor/$run: uprobe_floor did not attach"; abort_run; return 1; }
-		done
+		attach_floors "$d" "${pids[@]}" ||
+			{ log "p2$kind floor/$run: uprobe_floor did not attach"; abort_run; return 1; }
 	fi
 	touch "$d/go"
 	stop "$job" "$RUN_TIMEOUT"
