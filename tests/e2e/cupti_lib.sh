@@ -54,7 +54,7 @@ finish() {
 	rc=$?
 	[ "$rc" -eq 0 ] || { tail -5 "$T/h_$name.out"; fail "cupti_host ($name) exited $rc"; }
 	[ "${2:-}" = nodaemon ] && return 0
-	wait_exit "${!d}" 30 || fail "fake daemon ($name) did not finish"
+	wait_exit "${!d}" 30 || { tail -5 "$T/d_$name.out"; fail "fake daemon ($name) did not finish"; }
 	[ -s "$T/$name.json" ] || { cat "$T/d_$name.out"; fail "no summary from the fake daemon ($name)"; }
 }
 
