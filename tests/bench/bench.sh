@@ -662,21 +662,20 @@ if [[ $PARTS == *0* ]]; then
 	log "part 10 took $(( $(date +%s) - P10_START ))s"
 fi
 
-if [[ $PARTS == *u* ]]; then
-	P11_START=$(date +%s)
-	log "part 11: rankscope's own process, 8 ranks at ~1,000 collectives/s, attach and daemon (~2 min)"
-	tests/bench/userspace.sh >"$T/userspace.md" 2>"$T/userspace.err" ||
-		log "part 11 failed: $(tail -2 "$T/userspace.err")"
-	log "part 11 took $(( $(date +%s) - P11_START ))s"
-fi
+# script_part N NAME WHAT: part N is tests/bench/NAME.sh, its markdown into $T/NAME.md
+script_part() {
+	local n=$1 name=$2 start
+	start=$(date +%s)
+	log "part $n: $3"
+	"tests/bench/$name.sh" >"$T/$name.md" 2>"$T/$name.err" ||
+		log "part $n failed: $(tail -2 "$T/$name.err")"
+	log "part $n took $(( $(date +%s) - start ))s"
+}
 
-if [[ $PARTS == *s* ]]; then
-	P12_START=$(date +%s)
-	log "part 12: an event storm, 1 and 2 producers, alone and tracked (~1 min)"
-	tests/bench/storm.sh >"$T/storm.md" 2>"$T/storm.err" ||
-		log "part 12 failed: $(tail -2 "$T/storm.err")"
-	log "part 12 took $(( $(date +%s) - P12_START ))s"
-fi
+[[ $PARTS == *u* ]] && script_part 11 userspace \
+	"rankscope's own process, 8 ranks at ~1,000 collectives/s, attach and daemon (~2 min)"
+[[ $PARTS == *s* ]] && script_part 12 storm \
+	"an event storm, 1 and 2 producers, alone and tracked (~1 min)"
 
 if [[ $PARTS == *9* ]]; then
 	P9_START=$(date +%s)
