@@ -85,8 +85,8 @@ static bool known_not_rank(const struct proc_stat *st)
 {
 	const struct not_rank *e = &not_rank[(unsigned int)st->pid % NOT_RANK_SLOTS];
 
-	/* vsize 0: a kernel thread, which never maps a library */
-	return e->pid == st->pid && e->starttime == st->starttime && e->vsize == st->vsize;
+	return st->vsize && e->pid == st->pid && e->starttime == st->starttime &&
+	       e->vsize == st->vsize;
 }
 
 static void remember_not_rank(const struct proc_stat *st)
