@@ -298,6 +298,16 @@ touch "$T/go-job2"
 wait_lines "$T/hub.out" "\"job\":\"$J2\".*\"class\":\"communication\"" 1 40 || {
 	get "$HUB/api/v1/nodes" "$T/h_nodes_j2.json"
 	get "$HUB/api/v1/ranks" "$T/h_ranks_j2.json"
+	get "http://$NODE_a/api/v1/ranks" "$T/a_ranks_j2.json"
+	get "http://$NODE_b/api/v1/ranks" "$T/b_ranks_j2.json"
+	# what each rank looks like to the hub and to its node, and how each node found it
+	for f in h_ranks_j2 a_ranks_j2 b_ranks_j2; do
+		echo "$f: $($PY -c 'import json, sys
+print([(x["rank"], x.get("pid"), x.get("node"), x.get("observed"), x.get("state"),
+        x.get("steps")) for x in json.load(open(sys.argv[1])) if x.get("job") == sys.argv[2]])' \
+			"$T/$f.json" "$J2")"
+	done
+	grep -hv '^{' "$T/rsd_a.out" "$T/rsd_b.out" | grep -E "PID ($(IFS='|'; echo "${PIDS[*]}"))\b"
 	fail "the hub did not blame the throttled network: $(grep "$J2" "$T/hub.out" | tail -1)"
 }
 get "$HUB/api/v1/diagnosis" "$T/h_diag4.json"
