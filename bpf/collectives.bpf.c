@@ -5,10 +5,16 @@
 #include "collectives.h"
 
 
+/*
+ * The calls in progress on a thread, in the thread's own local storage: found from the task
+ * pointer in a few loads (no hash of the tid), made on a thread's first call and freed with
+ * the thread, so there is no table to size or to evict from. User space reads a rank's main
+ * thread by pidfd (probe_collectives__inflight).
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, RS_MAX_THREADS);
-	__type(key, __u32);
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct rs_frames);
 } rs_coll_frames SEC(".maps");
 
@@ -50,22 +56,6 @@ static __always_inline __u64 arg_n(struct pt_regs *ctx, __u32 n)
 		bpf_probe_read_user(&v, sizeof(v), (void *)(PT_REGS_SP(ctx) + 8 * (n - 6)));
 		return v;
 	}
-}
-
-static __always_inline struct rs_frames *frames_get(__u32 tid)
-{
-	struct rs_frames *fr;
-	__u32 zero = 0;
-
-	fr = bpf_map_lookup_elem(&rs_coll_frames, &tid);
-	if (fr)
-		return fr;
-	fr = bpf_map_lookup_elem(&rs_coll_zero, &zero);	/* too big for the stack */
-	if (!fr)
-		return NULL;
-	fr->depth = 0;
-	bpf_map_update_elem(&rs_coll_frames, &tid, fr, BPF_NOEXIST);
-	return bpf_map_lookup_elem(&rs_coll_frames, &tid);
 }
 
 /* Decode the arguments of the call at ctx into f, and take its sequence number. */
@@ -115,12 +105,14 @@ static __always_inline void fill_frame(struct pt_regs *ctx, struct rs_frames *fr
 	f->enter_ns = bpf_ktime_get_ns();
 }
 
+/* exit_ns 0: an entry-only record, stamped with its entry time (no second clock read) */
 static __always_inline void emit_coll(const struct rs_track *tr, __u32 tgid, __u32 tid,
 				      const struct rs_frame *f, __u64 exit_ns, __s64 ret, __u32 depth)
 {
 	struct rs_ev_coll *e;
 
-	e = rs_reserve(RS_FAM_COLL, sizeof(*e), RS_EV_COLL, tr, tgid, tid);
+	e = rs_reserve_at(RS_FAM_COLL, sizeof(*e), RS_EV_COLL, tr, tgid, tid,
+			  exit_ns ? exit_ns : f->enter_ns);
 	if (!e)
 		return;
 	e->enter_ns = f->enter_ns;
@@ -170,7 +162,7 @@ int rs_coll_enter(struct pt_regs *ctx)
 		emit_coll(tr, tgid, tid, &fr->f[0], 0, 0, 0);
 		return 0;
 	}
-	fr = frames_get(tid);
+	fr = bpf_task_storage_get(&rs_coll_frames, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!fr)
 		return 0;
 	d = fr->depth;
@@ -187,7 +179,7 @@ static __always_inline void emit_init(struct pt_regs *ctx, struct rs_track *tr, 
 	struct rs_ev_comm_init *e;
 	__u64 comm = 0;
 
-	e = rs_reserve(RS_FAM_COLL, sizeof(*e), RS_EV_COMM_INIT, tr, tgid, tid);
+	e = rs_reserve_at(RS_FAM_COLL, sizeof(*e), RS_EV_COMM_INIT, tr, tgid, tid, now);
 	if (!e)
 		return;
 	/* NCCL: *arg1 is the new communicator; MPI_Comm_split & co.: the out-pointer sits in the
@@ -223,7 +215,7 @@ int rs_coll_exit(struct pt_regs *ctx)
 
 	if (!rs_maybe(tgid))
 		return 0;
-	fr = bpf_map_lookup_elem(&rs_coll_frames, &tid);
+	fr = bpf_task_storage_get(&rs_coll_frames, task, NULL, 0);
 	if (!fr || !fr->depth)
 		return 0;
 	now = bpf_ktime_get_ns();

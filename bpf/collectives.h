@@ -132,8 +132,8 @@ _Static_assert(sizeof(struct rs_ev_comm_init) == 200, "rs_ev_comm_init wire size
 
 #define RS_MAX_DEPTH 4	/* a power of two */
 
-/* rs_coll_frames value, keyed by tid: the calls in progress on a thread. User space reads it
- * to see who is inside a collective right now (hang detection). */
+/* rs_coll_frames value, a thread's local storage: the calls in progress on it. User space
+ * reads a rank's (by pidfd) to see who is inside a collective right now (hang detection). */
 struct rs_frame {
 	__u64 cookie;
 	__u64 enter_ns;

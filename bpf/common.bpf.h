@@ -101,9 +101,11 @@ static __always_inline struct rs_track *rs_current(void)
 	return rs_lookup(bpf_get_current_task_btf()->tgid);
 }
 
-/* Reserve a record and count the attempt; a failed reserve is counted, never silent. */
-static __always_inline void *rs_reserve(__u32 family, __u32 size, __u32 kind,
-					const struct rs_track *tr, __u32 tgid, __u32 tid)
+/* Reserve a record stamped ts and count the attempt; a failed reserve is counted, never
+ * silent. ts: a clock read the caller made already (saves a helper call on a hot path). */
+static __always_inline void *rs_reserve_at(__u32 family, __u32 size, __u32 kind,
+					   const struct rs_track *tr, __u32 tgid, __u32 tid,
+					   __u64 ts)
 {
 	struct rs_fam_stats *st;
 	struct rs_hdr *h;
@@ -123,8 +125,14 @@ static __always_inline void *rs_reserve(__u32 family, __u32 size, __u32 kind,
 	h->tgid = tgid;
 	h->tid = tid;
 	h->slot = tr->slot;
-	h->ts_ns = bpf_ktime_get_ns();
+	h->ts_ns = ts;
 	return h;
+}
+
+static __always_inline void *rs_reserve(__u32 family, __u32 size, __u32 kind,
+					const struct rs_track *tr, __u32 tgid, __u32 tid)
+{
+	return rs_reserve_at(family, size, kind, tr, tgid, tid, bpf_ktime_get_ns());
 }
 
 /* No wakeup: a wakeup per event costs the traced thread over a microsecond; user space polls. */

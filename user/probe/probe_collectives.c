@@ -261,13 +261,19 @@ out:
 int probe_collectives__inflight(struct probes *p, pid_t tid, struct coll_inflight *in)
 {
 	struct rs_frames fr;
-	__u32 key = tid;
-	int d;
+	int d, pidfd, err;
 
 	if (!p->coll)
 		return -ENOENT;
-	if (bpf_map__lookup_elem(p->coll->maps.rs_coll_frames, &key, sizeof(key), &fr, sizeof(fr), 0))
+	/* task storage is looked up by a pidfd: one held only for the lookup */
+	pidfd = syscall(SYS_pidfd_open, tid, 0);
+	if (pidfd < 0)
 		return -errno;
+	err = bpf_map__lookup_elem(p->coll->maps.rs_coll_frames, &pidfd, sizeof(pidfd), &fr,
+				   sizeof(fr), 0) ? -errno : 0;
+	close(pidfd);
+	if (err)
+		return err;
 	if (!fr.depth || fr.depth > RS_MAX_DEPTH)
 		return -ENOENT;
 	d = fr.depth - 1;
