@@ -36,7 +36,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 1 << 23);
+	__uint(max_entries, 1 << 22);	/* user space sets --ringbuf-kb */
 } rs_events SEC(".maps");
 
 struct {

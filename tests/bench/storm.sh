@@ -3,8 +3,8 @@
 #
 # S processes of build/fixtures/storm (S = 1, then 2: one per vCPU) each make N 1-byte pipe
 # write+read pairs as fast as they can, tracked by `rankscope attach --json --io-min-us 0`
-# (every syscall streamed: 2 records a pair) with the default ring buffer (8 MiB) and drain
-# (100 ms). Alone first, for the producers' bare speed. Reports records/s made and drained,
+# (every syscall streamed: 2 records a pair) with the default ring buffer (4 MiB) and drain
+# (100 ms, read every 25 ms). Alone first, for the producers' bare speed. Reports records/s made and drained,
 # drops (attempted == received + dropped is checked), rankscope's loop CPU per record, and the
 # stage that limits: the producers (no drops) or the drain (drops). Markdown on stdout.
 set -u -o pipefail
@@ -71,7 +71,7 @@ print(f"""
 
 `build/fixtures/storm`: 1 or 2 processes (one per vCPU), each {n:,} 1-byte pipe write+read
 pairs as fast as they go, tracked by `rankscope attach --json --io-min-us 0` (every syscall
-streamed: 2 records a pair, 56 bytes each plus an 8-byte ring header), default ring buffer (8 MiB) and drain (100 ms).
+streamed: 2 records a pair, 56 bytes each plus an 8-byte ring header), default ring buffer (4 MiB) and drain (100 ms, read every 25 ms, sooner as it fills).
 *Alone*: the same storm untracked. *Made* = attempted records over the storm's run; *drained*
 = received over the same time; attempted == received + dropped holds in every run (checked).
 """)

@@ -31,6 +31,7 @@ struct seen {
 	int last_period;
 	int stage[4], stages, micro;	/* the last step's */
 	uint64_t p2p[4];
+	char sig[4][JOB_SIG_TEXT];	/* the last step's first communicator's ops, as text */
 };
 
 static void on_step(void *ctx, const struct job_step *st, const char *rule)
@@ -43,6 +44,8 @@ static void on_step(void *ctx, const struct job_step *st, const char *rule)
 	s->stages = st->stages;
 	s->micro = st->micro;
 	s->p2p[st->col] += st->p2p_ns;
+	if (st->ncomm)
+		memcpy(s->sig[st->col], st->comm[0].sig_ops, sizeof(s->sig[0]));
 	s->colls[st->col][st->collectives < 7 ? st->collectives : 7]++;
 	s->dur[st->col] += st->dur_ns;
 	for (p = 0; p < PH_MAX; p++)
@@ -162,6 +165,12 @@ static void equal_buckets__slow_rank__compute_on_it(void **state)
 		assert_true(s.colls[0][nbs[i] < 7 ? nbs[i] : 7] >= (uint32_t)s.steps[0] - 2);
 		assert_int_equal(s.last_period, nbs[i]);
 		expect_verdicts(&s, V_COMPUTE, 2);
+		/* the step's ops as text: 3 fit; of 8, 7 fit in 127 characters, then " ..." */
+		assert_string_equal(s.sig[1], i == 0 ?
+				    "allreduce:262144 allreduce:262144 allreduce:262144" :
+				    "allreduce:262144 allreduce:262144 allreduce:262144 "
+				    "allreduce:262144 allreduce:262144 allreduce:262144 "
+				    "allreduce:262144 ...");
 		job__free(j);
 	}
 }

@@ -119,7 +119,7 @@ static void usage(FILE *f, enum cmd_verb v)
 "  -i, --interval S       stats/table period in seconds (default 1)\n"
 "      --io-min-us N      stream I/O syscalls of at least N us (default 100)\n"
 "      --offcpu-min-us N  stream off-CPU intervals of at least N us (default 100)\n"
-"      --ringbuf-kb N     ring buffer size, power of two >= 4 (default 8192)\n"
+"      --ringbuf-kb N     ring buffer size, power of two >= 4 (default 4096)\n"
 "      --drain-ms N       steps and verdicts every N ms (default 100); the ring buffer\n"
 "                         is read 4x as often, down to every 2 ms while a storm fills it\n"
 "      --no-FAMILY        skip a probe family: --no-sched --no-io --no-net --no-collectives\n"
@@ -340,7 +340,7 @@ int cmd__parse_opts(int argc, char **argv, struct session_opts *o, enum cmd_verb
 	}
 	o->interval_s = 1;
 	o->drain_ms = 100;
-	o->pcfg.ringbuf_bytes = 8192 * 1024;
+	o->pcfg.ringbuf_bytes = 4096 * 1024;
 	o->pcfg.io_min_ns = 100000;
 	o->pcfg.offcpu_min_ns = 100000;
 	o->jcfg.mode = STEPS_AUTO;

@@ -1091,7 +1091,10 @@ static void phase_run(void *ctx, enum phase ph, uint64_t s, uint64_t e)
 static void step_sig(struct job_step_comm *sc, const struct tl_coll *c)
 {
 	uint64_t h = sc->sig ? sc->sig : 0xcbf29ce484222325ULL, x = (uint64_t)c->op << 56 ^ c->bytes;
-	size_t len = strlen(sc->sig_ops);
+	size_t len = strlen(sc->sig_ops), nlen, blen;
+	char num[24], *b = num + sizeof(num), *out;
+	const char *name;
+	uint64_t v = c->bytes;
 	int i;
 
 	for (i = 0; i < 8; i++, x >>= 8)
@@ -1099,9 +1102,25 @@ static void step_sig(struct job_step_comm *sc, const struct tl_coll *c)
 	sc->sig = h ? h : 1;
 	if (len + 4 >= sizeof(sc->sig_ops) || (len >= 3 && !strcmp(sc->sig_ops + len - 3, "...")))
 		return;
-	if (snprintf(sc->sig_ops + len, sizeof(sc->sig_ops) - len, "%s%s:%" PRIu64, len ? " " : "",
-		     decode__op_name(c->op), c->bytes) >= (int)(sizeof(sc->sig_ops) - len))
-		snprintf(sc->sig_ops + len, sizeof(sc->sig_ops) - len, " ...");
+	/* " OP:BYTES" by hand: this runs for every collective of every step */
+	do
+		*--b = (char)('0' + v % 10);
+	while (v /= 10);
+	blen = (size_t)(num + sizeof(num) - b);
+	name = decode__op_name(c->op);
+	nlen = strlen(name);
+	out = sc->sig_ops + len;
+	if (len + !!len + nlen + 1 + blen >= sizeof(sc->sig_ops)) {
+		memcpy(out, " ...", sizeof(" ..."));
+		return;
+	}
+	if (len)
+		*out++ = ' ';
+	memcpy(out, name, nlen);
+	out += nlen;
+	*out++ = ':';
+	memcpy(out, b, blen);
+	out[blen] = '\0';
 }
 
 /* Count a collective of the step on its communicator. */
