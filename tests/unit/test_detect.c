@@ -929,10 +929,40 @@ static void median__random_arrays__equals_sorted_median(void **state)
 	assert_int_equal(detect__median(v, 0), 0);
 }
 
+/* Each value's peers' median from one sorted copy equals detect__median over the others:
+ * sizes 2..16, duplicates, values near UINT64_MAX. */
+static void median_without__random__equals_median_of_the_others(void **state)
+{
+	uint64_t v[16], sorted[16], others[16];
+	unsigned int seed = 777;
+	int n, trial, i, c, p;
+
+	for (trial = 0; trial < 5000; trial++) {
+		n = 2 + (int)(rand_r(&seed) % 15);
+		for (i = 0; i < n; i++) {
+			uint64_t r = ((uint64_t)rand_r(&seed) << 32) | (uint64_t)rand_r(&seed);
+
+			v[i] = trial % 3 == 0 ? r % 4 : trial % 3 == 1 ? UINT64_MAX - r % 5 : r;
+		}
+		memcpy(sorted, v, sizeof(*v) * n);
+		detect__sort_small(sorted, n);
+		for (i = 1; i < n; i++)
+			assert_true(sorted[i - 1] <= sorted[i]);
+		for (c = 0; c < n; c++) {
+			for (p = 0, i = 0; i < n; i++)
+				if (i != c)
+					others[p++] = v[i];
+			assert_true(detect__median_without(sorted, n, v[c]) ==
+				    detect__median(others, p));
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(median__random_arrays__equals_sorted_median),
+		cmocka_unit_test(median_without__random__equals_median_of_the_others),
 		cmocka_unit_test(window__late_rank_input_wait__input),
 		cmocka_unit_test(window__late_rank_input_wait_jittered__input),
 		cmocka_unit_test(window__late_rank_file_io__storage),

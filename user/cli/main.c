@@ -2,6 +2,7 @@
 /* rankscope: dispatch to one verb. */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include "cmd.h"
 #include "log.h"
 #include "rankscope.h"
@@ -35,6 +36,10 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+	/* step and verdict lines go out in bursts, flushed once a drain: one write per 64 KiB,
+	 * not per 4 KiB (a terminal stays line-buffered) */
+	if (!isatty(STDOUT_FILENO))
+		setvbuf(stdout, NULL, _IOFBF, 64 << 10);
 	if (argc < 2) {
 		usage(stderr);
 		return 2;

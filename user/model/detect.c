@@ -136,6 +136,33 @@ uint64_t detect__median(const uint64_t *v, int n)
 	return n % 2 ? hi : lo / 2 + hi / 2 + (lo & hi & 1);
 }
 
+void detect__sort_small(uint64_t *v, int n)
+{
+	uint64_t x;
+	int i, k;
+
+	for (i = 1; i < n; i++) {
+		x = v[i];
+		for (k = i; k > 0 && v[k - 1] > x; k--)
+			v[k] = v[k - 1];
+		v[k] = x;
+	}
+}
+
+uint64_t detect__median_without(const uint64_t *v, int n, uint64_t x)
+{
+	int drop = 0, m = n - 1, a, b;
+	uint64_t lo, hi;
+
+	while (drop < n - 1 && v[drop] != x)
+		drop++;
+	a = (m - 1) / 2;	/* the lower middle of what is left, and the upper */
+	b = m / 2;
+	lo = v[a < drop ? a : a + 1];
+	hi = v[b < drop ? b : b + 1];
+	return m % 2 ? hi : lo / 2 + hi / 2 + (lo & hi & 1);
+}
+
 static int64_t median_i64(int64_t *v, int n)
 {
 	if (n <= 0)

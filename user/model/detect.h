@@ -105,4 +105,11 @@ int detect__cmp_i64(const void *a, const void *b);
 /* Median of n values (copied; n > 0). */
 uint64_t detect__median(const uint64_t *v, int n);
 
+/* Sort a few values in place (insertion: a value per rank of a group). */
+void detect__sort_small(uint64_t *v, int n);
+
+/* detect__median of sorted v[0..n) less one element equal to x (n >= 2, x among them):
+ * every rank's peers' median from one sort. */
+uint64_t detect__median_without(const uint64_t *v, int n, uint64_t x);
+
 #endif /* RS_DETECT_H */

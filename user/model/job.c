@@ -29,6 +29,7 @@ struct job_rank {
 	int nsync;
 	int rank;		/* its number, for messages */
 	uint32_t main_tid;
+	uint64_t main_ret_ns;	/* the main thread's latest return from a collective */
 	struct tl_coll *coll;	/* ordered by entry */
 	int ncoll;
 	struct tl_off *off;
@@ -273,6 +274,8 @@ void job__on_coll_peer(struct job *j, int col, uint32_t tid, unsigned int op, un
 							.op = op, .lib = lib };
 		return;
 	}
+	if (exit && tid == r->main_tid && exit > r->main_ret_ns)
+		r->main_ret_ns = exit;
 	MAKE_ROOM(r->coll, r->ncoll, JOB_MAX_COLL);
 	/* records come at return; keep entry order (nested or other threads can interleave) */
 	for (i = r->ncoll; i > 0 && r->coll[i - 1].enter > enter; i--)
@@ -1376,10 +1379,10 @@ static void step_lateness(struct job *j, uint64_t k, struct step_obs *row)
 {
 	const struct job_rank *ref = &j->r[0];
 	const struct tl_coll **at;
-	uint64_t *tmp, *work = NULL, last, in;
+	uint64_t *tmp, *work = NULL, *sorted = NULL, last, in;
 	int64_t lo = INT64_MIN, hi = INT64_MIN, s;
-	int c, i, m, n = 0, *grp = NULL;
-	bool p2p = false, known, fresh = false;
+	int c, i, m, n = 0, g0, *grp = NULL;
+	bool p2p = false, known, fresh = false, one;
 
 	if (j->markers || !j->walk)
 		return;
@@ -1395,7 +1398,8 @@ static void step_lateness(struct job *j, uint64_t k, struct step_obs *row)
 	tmp = calloc(j->n, sizeof(*tmp));
 	grp = calloc(j->n, sizeof(*grp));
 	work = calloc(j->n, sizeof(*work));
-	if (!at || !tmp || !grp || !work)
+	sorted = calloc(j->n, sizeof(*sorted));
+	if (!at || !tmp || !grp || !work || !sorted)
 		goto out;
 	for (s = lo; s <= hi; s++) {
 		for (m = 0, c = 0; c < j->n; c++) {
@@ -1417,9 +1421,21 @@ static void step_lateness(struct job *j, uint64_t k, struct step_obs *row)
 			note_groups(j, at, grp, !fresh);
 			fresh = true;
 		}
-		for (c = 0; c < j->n; c++)
+		for (one = true, g0 = -1, m = 0, c = 0; c < j->n; c++) {
 			work[c] = at[c] ? work_before(&j->r[c], at[c]) : UINT64_MAX;
+			if (work[c] != UINT64_MAX)
+				sorted[m++] = work[c];
+			if (known && at[c]) {
+				g0 = g0 < 0 ? grp[c] : g0;
+				one &= grp[c] == g0;
+			}
+		}
+		/* one group (the usual data-parallel job): every rank's peers are all the others,
+		 * so one sort gives each its peers' median, not a median per rank */
+		if (one)
+			detect__sort_small(sorted, m);
 		for (c = 0; c < j->n; c++) {
+			uint64_t med;
 			int p = 0;
 
 			if (!at[c])
@@ -1427,14 +1443,15 @@ static void step_lateness(struct job *j, uint64_t k, struct step_obs *row)
 			for (last = at[c]->enter, i = 0; i < j->n; i++) {
 				if (i == c || !at[i])
 					continue;
-				if (work[i] != UINT64_MAX && (grp[i] == grp[c] || !known))
+				if (!one && work[i] != UINT64_MAX && (grp[i] == grp[c] || !known))
 					tmp[p++] = work[i];
 				if (grp[i] == grp[c])
 					last = at[i]->enter > last ? at[i]->enter : last;
 			}
-			if (!p || work[c] == UINT64_MAX)
+			if (work[c] == UINT64_MAX || (one ? m < 2 : !p))
 				continue;
-			row[c].late_ns += (int64_t)work[c] - (int64_t)detect__median(tmp, p);
+			med = one ? detect__median_without(sorted, m, work[c]) : detect__median(tmp, p);
+			row[c].late_ns += (int64_t)work[c] - (int64_t)med;
 			in = at[c]->exit - at[c]->enter;
 			row[c].wait_ns += last - at[c]->enter < in ? last - at[c]->enter : in;
 		}
@@ -1467,6 +1484,7 @@ out:
 	free(tmp);
 	free(grp);
 	free(work);
+	free(sorted);
 }
 
 /* The first point-to-point call of column c's main thread in [s, e): its op and peer. */
@@ -2109,7 +2127,12 @@ static void check_hang(struct job *j, uint64_t now)
 	if (j->hang_done || !j->ops.inflight)
 		return;
 	for (c = 0; c < j->n; c++) {
-		if (j->r[c].exited || !j->ops.inflight(j->ops.ctx, c, &enter, &seq))
+		/* a call the main thread is in now began after its last return: returned within
+		 * the timeout, it cannot have waited that long (and its frames need no read) */
+		if (j->r[c].exited || (j->r[c].main_ret_ns &&
+				       now < j->r[c].main_ret_ns + j->cfg.hang_timeout_ns))
+			continue;
+		if (!j->ops.inflight(j->ops.ctx, c, &enter, &seq))
 			continue;
 		if (now > enter && now - enter >= j->cfg.hang_timeout_ns) {
 			s = (int64_t)seq + j->r[c].seq_off;

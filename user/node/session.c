@@ -196,6 +196,7 @@ static struct comm_use *comm_use(struct rank_state *rs, const char *name, uint64
 				 unsigned int lib)
 {
 	struct comm_use *u;
+	size_t n;
 	int i;
 
 	for (i = 0; i < rs->ncomms; i++)
@@ -204,7 +205,9 @@ static struct comm_use *comm_use(struct rank_state *rs, const char *name, uint64
 	if (rs->ncomms >= RANK_COMMS_MAX)
 		return NULL;
 	u = &rs->comms[rs->ncomms++];
-	snprintf(u->name, sizeof(u->name), "%s", name);
+	n = strnlen(name, sizeof(u->name) - 1);	/* name is rs's cache, never u's */
+	memcpy(u->name, name, n);
+	u->name[n] = '\0';
 	u->hash = hash;
 	u->lib = lib;
 	u->size = -1;
@@ -234,20 +237,38 @@ static void inflight_now(struct session *s, struct rank_state *rs)
 	rs->in_for_ns = session__now() - in.enter_ns;
 }
 
+/* The name, its hash and the element size of a collective's communicator and datatype: made
+ * once per (communicator, datatype) while the table of names stays the same, not per call. */
+static const struct coll_name *coll_name(struct session *s, struct rank_state *rs,
+					 const struct rs_ev_coll *e)
+{
+	struct coll_name *cn = &rs->names[(e->comm ^ e->dtype ^ e->lib) & (RANK_NAME_CACHE - 1)];
+
+	if (cn->gen == s->comms.gen + 1 && cn->comm == e->comm && cn->dtype == e->dtype &&
+	    cn->lib == e->lib)
+		return cn;
+	cn->gen = s->comms.gen + 1;	/* never 0 */
+	cn->comm = e->comm;
+	cn->dtype = e->dtype;
+	cn->lib = e->lib;
+	cn->esize = 0;
+	if (e->lib == RS_LIB_NCCL)
+		cn->esize = decode__nccl_dtype_size(e->dtype);
+	else if (e->lib == RS_LIB_MPI)
+		cn->esize = comms__dtype_size(&s->comms, rs->pid, e->dtype);
+	comms__name(&s->comms, rs->pid, e->lib, e->comm, cn->name, sizeof(cn->name));
+	cn->hash = comms__fnv1a((const uint8_t *)cn->name, strlen(cn->name));
+	return cn;
+}
+
 static void on_coll(struct session *s, struct rank_state *rs, const struct rs_ev_coll *e)
 {
+	const struct coll_name *cn = coll_name(s, rs, e);
+	const char *comm = cn->name;
+	uint64_t hash = cn->hash, esize = cn->esize;
 	struct comm_use *u;
-	uint64_t hash;
-	char comm[COMM_NAME_MAX + 24];
-	uint64_t esize = 0;
 
 	stats__on_coll(rs, e->op, e->enter_ns, e->exit_ns);
-	if (e->lib == RS_LIB_NCCL)
-		esize = decode__nccl_dtype_size(e->dtype);
-	else if (e->lib == RS_LIB_MPI)
-		esize = comms__dtype_size(&s->comms, rs->pid, e->dtype);
-	comms__name(&s->comms, rs->pid, e->lib, e->comm, comm, sizeof(comm));
-	hash = comms__fnv1a((const uint8_t *)comm, strlen(comm));
 	if (e->op < RS_OP_GROUP_START) {
 		u = comm_use(rs, comm, hash, e->lib);
 		if (u) {

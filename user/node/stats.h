@@ -22,6 +22,18 @@ struct op_acc {
 struct metrics_acc;
 struct gpu_acc;
 
+/* A communicator's name as on_coll made it last, for (lib, handle, dtype) at comms->gen. */
+struct coll_name {
+	uint64_t gen;			/* 0: empty */
+	uint64_t comm, dtype;
+	unsigned int lib;
+	uint64_t hash;			/* comms__fnv1a of name */
+	uint64_t esize;			/* bytes per element of dtype; 0 unknown */
+	char name[COMM_NAME_MAX + 24];
+};
+
+#define RANK_NAME_CACHE	4		/* a power of two */
+
 struct rank_state {
 	bool used;			/* this slot holds a rank */
 	int job;			/* index in the session's jobs */
@@ -65,6 +77,7 @@ struct rank_state {
 	int markers;			/* --steps marker/usdt probes attached */
 	struct comm_use comms[RANK_COMMS_MAX];
 	int ncomms;
+	struct coll_name names[RANK_NAME_CACHE];	/* on_coll's, by (comm, dtype) */
 	uint64_t comms_other;		/* collectives on communicators past RANK_COMMS_MAX */
 	uint32_t mpi_comms;		/* MPI sub-communicators it made since attach */
 	struct op_acc ops[RS_OP_MAX];	/* cumulative, from collective events */

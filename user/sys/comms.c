@@ -34,6 +34,7 @@ void comms__set(struct comms *c, pid_t pid, uint64_t handle, const char *name, u
 {
 	struct comm_entry *e = find(c, pid, handle);
 
+	c->gen++;
 	if (!e) {
 		if (!c->e) {
 			c->e = calloc(COMMS_MAX, sizeof(*c->e));
@@ -98,6 +99,7 @@ void comms__forget(struct comms *c, pid_t pid)
 {
 	size_t i = 0;
 
+	c->gen++;
 	while (i < c->n) {
 		if (c->e[i].pid == pid) {
 			c->e[i] = c->e[--c->n];

@@ -23,6 +23,7 @@ struct comms {
 	size_t n;
 	size_t next;		/* ring position once full */
 	uint64_t evicted;
+	uint64_t gen;		/* bumped by every change: callers' caches of names check it */
 };
 
 void comms__init(struct comms *c);
