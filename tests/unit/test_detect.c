@@ -958,11 +958,37 @@ static void median_without__random__equals_median_of_the_others(void **state)
 	}
 }
 
+/* The boundary sort against qsort: empty to 3000 values, sorted, reversed, few distinct,
+ * organ-pipe and random, values near UINT64_MAX. */
+static void sort_u64__random_arrays__equals_qsort(void **state)
+{
+	static uint64_t v[3000], t[3000];
+	unsigned int seed = 4242;
+	int n, trial, i, shape;
+
+	for (trial = 0; trial < 2000; trial++) {
+		n = trial < 40 ? trial : (int)(rand_r(&seed) % 3000);
+		shape = trial % 6;
+		for (i = 0; i < n; i++) {
+			uint64_t r = ((uint64_t)rand_r(&seed) << 32) | (uint64_t)rand_r(&seed);
+
+			v[i] = shape == 0 ? r % 3 : shape == 1 ? (uint64_t)i : shape == 2 ?
+			       (uint64_t)(n - i) : shape == 3 ? (uint64_t)(i < n / 2 ? i : n - i) :
+			       shape == 4 ? UINT64_MAX - r % 100 : r;
+		}
+		memcpy(t, v, sizeof(*v) * n);
+		qsort(t, n, sizeof(*t), cmp_u64);
+		detect__sort_u64(v, n);
+		assert_memory_equal(v, t, sizeof(*v) * n);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(median__random_arrays__equals_sorted_median),
 		cmocka_unit_test(median_without__random__equals_median_of_the_others),
+		cmocka_unit_test(sort_u64__random_arrays__equals_qsort),
 		cmocka_unit_test(window__late_rank_input_wait__input),
 		cmocka_unit_test(window__late_rank_input_wait_jittered__input),
 		cmocka_unit_test(window__late_rank_file_io__storage),

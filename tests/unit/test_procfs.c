@@ -247,6 +247,24 @@ static void parse_stat__plain__all_fields(void **state)
 	assert_int_equal(st.state, 'S');
 	assert_int_equal(st.ppid, 1);
 	assert_true(st.starttime == 987654);
+	assert_true(st.vsize == 12345678);
+	assert_true(st.flags == 4194304);
+	assert_false(st.flags & PROCFS_PF_KTHREAD);
+}
+
+/* A kernel thread's stat (kthreadd's child): PF_KTHREAD among its flags, vsize 0. */
+static void parse_stat__kernel_thread__kthread_flag(void **state)
+{
+	const char *s = "57 (kworker/0:1H-kblockd) I 2 0 0 0 -1 69238880 0 0 0 0 0 0 0 0 0 -20 1 0 "
+			"120 0 0 18446744073709551615\n";
+	struct proc_stat st;
+
+	assert_int_equal(procfs__parse_stat(s, strlen(s), &st), 0);
+	assert_int_equal(st.ppid, 2);
+	assert_true(st.flags == 69238880);
+	assert_true(st.flags & PROCFS_PF_KTHREAD);
+	assert_true(st.vsize == 0);
+	assert_true(st.starttime == 120);
 }
 
 static void parse_stat__comm_spaces_and_parens__last_paren_wins(void **state)
@@ -509,6 +527,7 @@ int main(void)
 		cmocka_unit_test(environ_get__unterminated_last__ignored),
 		cmocka_unit_test(environ_get__empty_value__empty_string),
 		cmocka_unit_test(parse_stat__plain__all_fields),
+		cmocka_unit_test(parse_stat__kernel_thread__kthread_flag),
 		cmocka_unit_test(parse_stat__comm_spaces_and_parens__last_paren_wins),
 		cmocka_unit_test(parse_stat__long_comm__truncated),
 		cmocka_unit_test(parse_stat__truncated__einval),

@@ -170,6 +170,58 @@ static void partition__random_overlaps__sum_to_step_and_match_reference(void **s
 	}
 }
 
+#define MAXS 40
+
+/* Lists in start order, as the model keeps them: the partition skips what ended before a
+ * point and what starts after it, and must still match the reference at every instant. */
+static void partition__sorted_lists__match_reference(void **state)
+{
+	static struct tl_coll c[MAXS];
+	static struct tl_off o[MAXS];
+	static struct tl_io io[MAXS];
+	struct phases p, ref;
+	uint64_t start, end, t, comm_from, at;
+	int k, i, nc, no, nio;
+
+	rng = 0x6a09e667f3bcc909ULL;
+	for (k = 0; k < 3000; k++) {
+		memset(c, 0, sizeof(c));
+		memset(o, 0, sizeof(o));
+		memset(io, 0, sizeof(io));
+		start = 1000 + rnd(100);
+		end = start + 1 + rnd(400);
+		nc = rnd(MAXS + 1);
+		no = rnd(MAXS + 1);
+		nio = rnd(MAXS + 1);
+		/* each list's starts ascend from 900 by small steps (ties too); lengths vary,
+		 * so a long entry can still be open when later ones have ended */
+		for (at = 900, i = 0; i < nc; i++) {
+			c[i].enter = at += rnd(25);
+			c[i].exit = rnd(5) ? c[i].enter + rnd(k % 2 ? 40 : 300) : 0;
+		}
+		for (at = 900, i = 0; i < no; i++) {
+			o[i].start = at += rnd(25);
+			o[i].end = o[i].start + rnd(k % 3 ? 30 : 300);
+			o[i].runq = rnd(3) ? rnd(o[i].end - o[i].start + 20) : 0;
+			o[i].syscall = syscalls[rnd(NSYSCALLS)];
+		}
+		for (at = 900, i = 0; i < nio; i++) {
+			io[i].start = at += rnd(25);
+			io[i].end = io[i].start + rnd(k % 4 ? 30 : 250);
+			io[i].kind = rnd(RS_FD_MAX);
+			io[i].worker = rnd(4) == 0;
+		}
+		comm_from = rnd(2) ? 900 + rnd(800) : 0;
+		steps__partition(start, end, c, nc, o, no, io, nio, comm_from, &p);
+		assert_int_equal(sum(&p), end - start);
+		memset(&ref, 0, sizeof(ref));
+		for (t = start; t < end; t++)
+			ref.ns[ref_phase(t, c, nc, o, no, io, nio, comm_from)]++;
+		for (i = 0; i < PH_MAX; i++)
+			assert_int_equal(p.ns[i], ref.ns[i]);
+	}
+}
+
 static void partition__random_realistic_clock__phases_sum_to_step(void **state)
 {
 	const uint64_t base = 1700000000000000000ULL, ms = 1000000;
@@ -509,6 +561,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(partition__random_overlaps__sum_to_step_and_match_reference),
+		cmocka_unit_test(partition__sorted_lists__match_reference),
 		cmocka_unit_test(partition__random_realistic_clock__phases_sum_to_step),
 		cmocka_unit_test(partition__nothing_recorded__all_compute),
 		cmocka_unit_test(partition__empty_or_inverted_step__all_zero),

@@ -149,6 +149,61 @@ void detect__sort_small(uint64_t *v, int n)
 	}
 }
 
+#define SORT_CUTOFF	16
+
+/*
+ * Quicksort down to runs of SORT_CUTOFF, then one insertion pass over the whole array (each
+ * value is within a run of its place). Compares inline, unlike qsort's call per comparison.
+ * The larger part waits on the stack and the smaller is split first: depth log2(n).
+ */
+void detect__sort_u64(uint64_t *v, int n)
+{
+	int stack[128], sp = 0, lo = 0, hi = n - 1, i, j, mid;
+	uint64_t pivot, t;
+
+#define SWAP(a, b) do { t = v[a]; v[a] = v[b]; v[b] = t; } while (0)
+	for (;;) {
+		while (hi - lo > SORT_CUTOFF) {
+			mid = lo + (hi - lo) / 2;
+			if (v[mid] < v[lo])
+				SWAP(mid, lo);
+			if (v[hi] < v[lo])
+				SWAP(hi, lo);
+			if (v[hi] < v[mid])
+				SWAP(hi, mid);
+			pivot = v[mid];
+			i = lo;
+			j = hi;
+			while (i <= j) {
+				while (v[i] < pivot)
+					i++;
+				while (v[j] > pivot)
+					j--;
+				if (i <= j) {
+					SWAP(i, j);
+					i++;
+					j--;
+				}
+			}
+			if (j - lo < hi - i) {
+				stack[sp++] = i;
+				stack[sp++] = hi;
+				hi = j;
+			} else {
+				stack[sp++] = lo;
+				stack[sp++] = j;
+				lo = i;
+			}
+		}
+		if (!sp)
+			break;
+		hi = stack[--sp];
+		lo = stack[--sp];
+	}
+#undef SWAP
+	detect__sort_small(v, n);
+}
+
 uint64_t detect__median_without(const uint64_t *v, int n, uint64_t x)
 {
 	int drop = 0, m = n - 1, a, b;

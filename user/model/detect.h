@@ -108,6 +108,9 @@ uint64_t detect__median(const uint64_t *v, int n);
 /* Sort a few values in place (insertion: a value per rank of a group). */
 void detect__sort_small(uint64_t *v, int n);
 
+/* Sort n values in place, ascending (a step's interval boundaries: hundreds a step). */
+void detect__sort_u64(uint64_t *v, int n);
+
 /* detect__median of sorted v[0..n) less one element equal to x (n >= 2, x among them):
  * every rank's peers' median from one sort. */
 uint64_t detect__median_without(const uint64_t *v, int n, uint64_t x);

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "collectives.h"
+#include "detect.h"
 #include "io.h"
 #include "steps.h"
 
@@ -13,13 +14,6 @@ const char *steps__phase_name(enum phase ph)
 	};
 
 	return ph < PH_MAX ? n[ph] : "unknown";
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
 }
 
 static void add_point(uint64_t *pts, int *n, uint64_t v, uint64_t start, uint64_t end)
@@ -127,15 +121,48 @@ void steps__partition(uint64_t start, uint64_t end, const struct tl_coll *c, int
 	steps__partition_cb(start, end, c, nc, o, no, io, nio, comm_from, out, NULL, NULL);
 }
 
+/*
+ * The part of an interval list that can hold a point t, for ascending t: entries before lo
+ * ended by t (they cannot hold a later point either); with the list in start order, entries
+ * from hi on start after t. classify scans [lo, hi) in the list's own order, so it finds
+ * what a scan of the whole list finds, in the same order.
+ */
+struct span {
+	int lo, hi;
+	bool sorted;		/* by start: hi moves; else it stays at the end */
+};
+
+#define SPAN_INIT(sp, arr, n, startf)						\
+	do {									\
+		int _i;								\
+		(sp).lo = 0;							\
+		(sp).sorted = true;						\
+		for (_i = 1; _i < (n) && (sp).sorted; _i++)			\
+			(sp).sorted = (arr)[_i - 1].startf <= (arr)[_i].startf;	\
+		(sp).hi = (sp).sorted ? 0 : (n);				\
+	} while (0)
+
+/* dead(i): entry i can hold no point (an entry-only call, a worker's I/O) */
+#define SPAN_MOVE(sp, arr, n, t, startf, endf, dead)				\
+	do {									\
+		while ((sp).lo < (n) && ((dead) || (arr)[(sp).lo].endf <= (t)))	\
+			(sp).lo++;						\
+		while ((sp).sorted && (sp).hi < (n) && (arr)[(sp).hi].startf <= (t))	\
+			(sp).hi++;						\
+	} while (0)
+
+#define SPAN_LEN(sp)	((sp).hi > (sp).lo ? (sp).hi - (sp).lo : 0)
+
 void steps__partition_cb(uint64_t start, uint64_t end, const struct tl_coll *c, int nc,
 			 const struct tl_off *o, int no, const struct tl_io *io, int nio,
 			 uint64_t comm_from, struct phases *out,
 			 void (*run)(void *ctx, enum phase ph, uint64_t s, uint64_t e), void *ctx)
 {
 	enum phase ph, cur = PH_MAX;
-	uint64_t from = start;
+	uint64_t from = start, t;
 	uint64_t *pts;
 	struct other_acc other[OTHER_NRS];
+	struct span sc, so, si;
 	int n = 0, i, nother = 0;
 	int32_t nr;
 
@@ -163,12 +190,20 @@ void steps__partition_cb(uint64_t start, uint64_t end, const struct tl_coll *c, 
 		add_point(pts, &n, io[i].end, start, end);
 	}
 	add_point(pts, &n, comm_from, start, end);
-	qsort(pts + 1, n - 1, sizeof(*pts), cmp_u64);
+	detect__sort_u64(pts + 1, n - 1);
 	pts[n++] = end;
+	SPAN_INIT(sc, c, nc, enter);
+	SPAN_INIT(so, o, no, start);
+	SPAN_INIT(si, io, nio, start);
 	for (i = 0; i + 1 < n; i++) {
 		if (pts[i + 1] <= pts[i])
 			continue;
-		ph = classify(pts[i], c, nc, o, no, io, nio, comm_from, &nr);
+		t = pts[i];
+		SPAN_MOVE(sc, c, nc, t, enter, exit, !c[sc.lo].exit);
+		SPAN_MOVE(so, o, no, t, start, end, false);
+		SPAN_MOVE(si, io, nio, t, start, end, io[si.lo].worker);
+		ph = classify(t, c + sc.lo, SPAN_LEN(sc), o + so.lo, SPAN_LEN(so), io + si.lo,
+			      SPAN_LEN(si), comm_from, &nr);
 		out->ns[ph] += pts[i + 1] - pts[i];
 		if (ph == PH_OTHER)
 			add_other(other, &nother, nr, pts[i + 1] - pts[i]);

@@ -227,6 +227,8 @@ static int parse_stat_nul(const char *buf, size_t len, struct proc_stat *st)
 	for (field = 5; field <= 21; field++) {
 		while (p < end && *p == ' ')
 			p++;
+		if (field == 9)
+			st->flags = strtoull(p, NULL, 10);	/* NUL-terminated: stops in time */
 		while (p < end && *p != ' ')
 			p++;
 		if (p >= end)

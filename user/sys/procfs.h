@@ -30,7 +30,10 @@ struct proc_stat {
 	int ppid;
 	uint64_t starttime;	/* clock ticks since boot: with pid, identifies a process across reuse */
 	uint64_t vsize;		/* virtual memory size, bytes: grows when a library is mapped */
+	uint64_t flags;		/* the task's PF_* flags (field 9) */
 };
+
+#define PROCFS_PF_KTHREAD	0x00200000ULL	/* a kernel thread: never a rank */
 
 /* Read /proc/PID/NAME into a NUL-terminated malloc'd buffer of at most max bytes.
  * Returns the length, or -errno (-ENOENT/-ESRCH when the process is gone). */

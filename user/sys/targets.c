@@ -85,8 +85,8 @@ static bool known_not_rank(const struct proc_stat *st)
 {
 	const struct not_rank *e = &not_rank[(unsigned int)st->pid % NOT_RANK_SLOTS];
 
-	return st->vsize && e->pid == st->pid && e->starttime == st->starttime &&
-	       e->vsize == st->vsize;
+	return (st->vsize || (st->flags & PROCFS_PF_KTHREAD)) && e->pid == st->pid &&
+	       e->starttime == st->starttime && e->vsize == st->vsize;
 }
 
 static void remember_not_rank(const struct proc_stat *st)
@@ -118,6 +118,10 @@ static bool looks_like_rank(pid_t pid, struct cand *c,
 	c->has_rank = false;
 	if (known_not_rank(&st))
 		return false;
+	if (st.flags & PROCFS_PF_KTHREAD) {	/* no environ, no maps: nothing to read */
+		remember_not_rank(&st);
+		return false;
+	}
 	ranks__init(&ri);
 	n = procfs__read(pid, "environ", &env, PROC_ENVIRON_MAX);
 	if (n > 0) {
