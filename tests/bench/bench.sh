@@ -673,7 +673,7 @@ script_part() {
 }
 
 [[ $PARTS == *u* ]] && script_part 11 userspace \
-	"rankscope's own process, 8 ranks at ~1,000 collectives/s, attach and daemon (~2 min)"
+	"rankscope's own process, 8 ranks at ~1,000 collectives/s, attach and daemon (~4 min)"
 [[ $PARTS == *s* ]] && script_part 12 storm \
 	"an event storm, 1 and 2 producers, alone and tracked (~1 min)"
 

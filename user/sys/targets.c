@@ -75,24 +75,40 @@ struct cand {
  * moves, a rescan skips reading their environ and maps again (most of a daemon's rescan).
  */
 #define NOT_RANK_SLOTS	4096
+/* A kernel thread's pid is read again only every this many rescans: a node of 128 CPUs has
+ * about a thousand of them, three syscalls each a look. A new process that takes such a pid
+ * in between is found by its exec record, or by the rescan that reads the pid again. */
+#define KTHREAD_RECHECK	10
 
 static struct not_rank {
 	pid_t pid;
+	bool kthread;
+	uint32_t scan;		/* the rescan that last read it */
 	uint64_t starttime, vsize;
 } not_rank[NOT_RANK_SLOTS];
+
+static uint32_t scan_no;
+
+static bool recent_kthread(pid_t pid)
+{
+	const struct not_rank *e = &not_rank[(unsigned int)pid % NOT_RANK_SLOTS];
+
+	return e->pid == pid && e->kthread && scan_no - e->scan < KTHREAD_RECHECK;
+}
 
 static bool known_not_rank(const struct proc_stat *st)
 {
 	const struct not_rank *e = &not_rank[(unsigned int)st->pid % NOT_RANK_SLOTS];
 
-	return (st->vsize || (st->flags & PROCFS_PF_KTHREAD)) && e->pid == st->pid &&
-	       e->starttime == st->starttime && e->vsize == st->vsize;
+	return st->vsize && e->pid == st->pid && e->starttime == st->starttime &&
+	       e->vsize == st->vsize;
 }
 
 static void remember_not_rank(const struct proc_stat *st)
 {
 	not_rank[(unsigned int)st->pid % NOT_RANK_SLOTS] = (struct not_rank){
 		.pid = st->pid, .starttime = st->starttime, .vsize = st->vsize,
+		.kthread = st->flags & PROCFS_PF_KTHREAD, .scan = scan_no,
 	};
 }
 
@@ -105,6 +121,8 @@ static bool looks_like_rank(pid_t pid, struct cand *c,
 	char *env;
 	ssize_t n;
 
+	if (recent_kthread(pid))
+		return false;
 	if (procfs__stat(pid, &st) || st.state == 'Z')
 		return false;
 	c->pid = pid;
@@ -116,12 +134,12 @@ static bool looks_like_rank(pid_t pid, struct cand *c,
 		return true;
 	}
 	c->has_rank = false;
-	if (known_not_rank(&st))
-		return false;
 	if (st.flags & PROCFS_PF_KTHREAD) {	/* no environ, no maps: nothing to read */
 		remember_not_rank(&st);
 		return false;
 	}
+	if (known_not_rank(&st))
+		return false;
 	ranks__init(&ri);
 	n = procfs__read(pid, "environ", &env, PROC_ENVIRON_MAX);
 	if (n > 0) {
@@ -197,6 +215,7 @@ int targets__discover_new(pid_t *pids, int max, pid_t self,
 	n = list_pids(&all);
 	if (n < 0)
 		return n;
+	scan_no++;
 	c = calloc(n ? n : 1, sizeof(*c));
 	if (!c) {
 		free(all);
