@@ -120,105 +120,92 @@ static const int32_t syscalls[] = { NR_UNKNOWN, NR_READ, NR_WRITE, NR_POLL, NR_N
 				    NR_RECVFROM, NR_WAIT4, NR_FUTEX, NR_EPOLL_WAIT, 449, 47 };
 #define NSYSCALLS (sizeof(syscalls) / sizeof(syscalls[0]))
 
+#define MAXS 40
+
+struct rcase {
+	struct tl_coll c[MAXS];
+	struct tl_off o[MAXS];
+	struct tl_io io[MAXS];
+	int nc, no, nio;
+	uint64_t start, end, comm_from;
+};
+
+/* A step in [1000, 1600) and up to max intervals a list. Unsorted: starts anywhere in
+ * [900, 1700). Sorted (as the model keeps its lists): starts ascend from 900 by small steps,
+ * ties too, with lengths that let a long entry stay open past later ones. */
+static void random_case(struct rcase *r, int max, bool sorted, int k)
+{
+	uint64_t at;
+	int i;
+
+	memset(r, 0, sizeof(*r));
+	r->start = 1000 + rnd(100);
+	r->end = r->start + 1 + rnd(400);
+	r->nc = rnd(max + 1);
+	r->no = rnd(max + 1);
+	r->nio = rnd(max + 1);
+	for (at = 900, i = 0; i < r->nc; i++) {
+		r->c[i].enter = sorted ? (at += rnd(25)) : 900 + rnd(800);
+		r->c[i].exit = rnd(5) ? r->c[i].enter + rnd(sorted && k % 2 ? 40 : 200) : 0;
+	}
+	for (at = 900, i = 0; i < r->no; i++) {
+		r->o[i].start = sorted ? (at += rnd(25)) : 900 + rnd(800);
+		r->o[i].end = r->o[i].start + rnd(sorted && k % 3 ? 30 : 300);
+		r->o[i].runq = rnd(3) ? rnd(r->o[i].end - r->o[i].start + 100) : 0;
+		r->o[i].syscall = syscalls[rnd(NSYSCALLS)];
+	}
+	for (at = 900, i = 0; i < r->nio; i++) {
+		r->io[i].start = sorted ? (at += rnd(25)) : 900 + rnd(800);
+		r->io[i].end = r->io[i].start + rnd(sorted && k % 4 ? 30 : 250);
+		r->io[i].kind = rnd(RS_FD_MAX);
+		r->io[i].worker = rnd(4) == 0;
+	}
+	r->comm_from = rnd(2) ? 900 + rnd(800) : 0;
+}
+
+/* The partition sums to the step and equals the reference at every instant. */
+static void match_reference(const struct rcase *r)
+{
+	struct phases p, ref;
+	uint64_t t;
+	int i;
+
+	memset(&p, 0xa5, sizeof(p));
+	steps__partition(r->start, r->end, r->c, r->nc, r->o, r->no, r->io, r->nio, r->comm_from,
+			 &p);
+	assert_int_equal(sum(&p), r->end - r->start);
+	memset(&ref, 0, sizeof(ref));
+	for (t = r->start; t < r->end; t++)
+		ref.ns[ref_phase(t, r->c, r->nc, r->o, r->no, r->io, r->nio, r->comm_from)]++;
+	for (i = 0; i < PH_MAX; i++)
+		assert_int_equal(p.ns[i], ref.ns[i]);
+	assert_int_equal(p.comm_wait, 0);
+	assert_int_equal(p.comm_transfer, 0);
+}
+
 static void partition__random_overlaps__sum_to_step_and_match_reference(void **state)
 {
-	struct tl_coll c[MAXI];
-	struct tl_off o[MAXI];
-	struct tl_io io[MAXI];
-	struct phases p, ref;
-	uint64_t start, end, t, comm_from;
-	int k, i, nc, no, nio;
+	static struct rcase r;
+	int k;
 
 	rng = 0x9e3779b97f4a7c15ULL;
 	for (k = 0; k < 5000; k++) {
-		memset(c, 0, sizeof(c));
-		memset(o, 0, sizeof(o));
-		memset(io, 0, sizeof(io));
-		/* the step sits in [1000, 1600); intervals start anywhere in [900, 1700) */
-		start = 1000 + rnd(100);
-		end = start + 1 + rnd(400);
-		nc = rnd(MAXI + 1);
-		no = rnd(MAXI + 1);
-		nio = rnd(MAXI + 1);
-		for (i = 0; i < nc; i++) {
-			c[i].enter = 900 + rnd(800);
-			c[i].exit = rnd(5) ? c[i].enter + rnd(200) : 0;
-		}
-		for (i = 0; i < no; i++) {
-			o[i].start = 900 + rnd(800);
-			o[i].end = o[i].start + rnd(300);
-			o[i].runq = rnd(3) ? rnd(o[i].end - o[i].start + 100) : 0;
-			o[i].syscall = syscalls[rnd(NSYSCALLS)];
-		}
-		for (i = 0; i < nio; i++) {
-			io[i].start = 900 + rnd(800);
-			io[i].end = io[i].start + rnd(250);
-			io[i].kind = rnd(RS_FD_MAX);
-			io[i].worker = rnd(4) == 0;
-		}
-		comm_from = rnd(2) ? 900 + rnd(800) : 0;
-		memset(&p, 0xa5, sizeof(p));
-		steps__partition(start, end, c, nc, o, no, io, nio, comm_from, &p);
-		assert_int_equal(sum(&p), end - start);
-		memset(&ref, 0, sizeof(ref));
-		for (t = start; t < end; t++)
-			ref.ns[ref_phase(t, c, nc, o, no, io, nio, comm_from)]++;
-		for (i = 0; i < PH_MAX; i++)
-			assert_int_equal(p.ns[i], ref.ns[i]);
-		assert_int_equal(p.comm_wait, 0);
-		assert_int_equal(p.comm_transfer, 0);
+		random_case(&r, MAXI, false, k);
+		match_reference(&r);
 	}
 }
 
-#define MAXS 40
-
-/* Lists in start order, as the model keeps them: the partition skips what ended before a
- * point and what starts after it, and must still match the reference at every instant. */
+/* Lists in start order: the partition skips what ended before a point and what starts after
+ * it, and must still match the reference at every instant. */
 static void partition__sorted_lists__match_reference(void **state)
 {
-	static struct tl_coll c[MAXS];
-	static struct tl_off o[MAXS];
-	static struct tl_io io[MAXS];
-	struct phases p, ref;
-	uint64_t start, end, t, comm_from, at;
-	int k, i, nc, no, nio;
+	static struct rcase r;
+	int k;
 
 	rng = 0x6a09e667f3bcc909ULL;
 	for (k = 0; k < 3000; k++) {
-		memset(c, 0, sizeof(c));
-		memset(o, 0, sizeof(o));
-		memset(io, 0, sizeof(io));
-		start = 1000 + rnd(100);
-		end = start + 1 + rnd(400);
-		nc = rnd(MAXS + 1);
-		no = rnd(MAXS + 1);
-		nio = rnd(MAXS + 1);
-		/* each list's starts ascend from 900 by small steps (ties too); lengths vary,
-		 * so a long entry can still be open when later ones have ended */
-		for (at = 900, i = 0; i < nc; i++) {
-			c[i].enter = at += rnd(25);
-			c[i].exit = rnd(5) ? c[i].enter + rnd(k % 2 ? 40 : 300) : 0;
-		}
-		for (at = 900, i = 0; i < no; i++) {
-			o[i].start = at += rnd(25);
-			o[i].end = o[i].start + rnd(k % 3 ? 30 : 300);
-			o[i].runq = rnd(3) ? rnd(o[i].end - o[i].start + 20) : 0;
-			o[i].syscall = syscalls[rnd(NSYSCALLS)];
-		}
-		for (at = 900, i = 0; i < nio; i++) {
-			io[i].start = at += rnd(25);
-			io[i].end = io[i].start + rnd(k % 4 ? 30 : 250);
-			io[i].kind = rnd(RS_FD_MAX);
-			io[i].worker = rnd(4) == 0;
-		}
-		comm_from = rnd(2) ? 900 + rnd(800) : 0;
-		steps__partition(start, end, c, nc, o, no, io, nio, comm_from, &p);
-		assert_int_equal(sum(&p), end - start);
-		memset(&ref, 0, sizeof(ref));
-		for (t = start; t < end; t++)
-			ref.ns[ref_phase(t, c, nc, o, no, io, nio, comm_from)]++;
-		for (i = 0; i < PH_MAX; i++)
-			assert_int_equal(p.ns[i], ref.ns[i]);
+		random_case(&r, MAXS, true, k);
+		match_reference(&r);
 	}
 }
 
