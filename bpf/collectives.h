@@ -60,6 +60,7 @@ enum rs_op {
 #define RS_CK_HAS_SLOT(ck)	(((ck) >> 60) & 1)
 #define RS_CK_WITH_SLOT(ck, slot)	\
 	((ck) | ((__u64)((slot) & 0xff) << 52) | (1ULL << 60))
+_Static_assert(RS_MAX_SLOTS <= 256, "RS_CK_SLOT holds 8 bits");
 
 #define RS_CKF_SEQ	0x1	/* a real collective: takes the next sequence number of its comm */
 #define RS_CKF_INIT	0x2	/* communicator init: arg1 is ncclComm_t*, the unique id is on the stack;

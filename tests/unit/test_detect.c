@@ -945,7 +945,7 @@ static void median_without__random__equals_median_of_the_others(void **state)
 			v[i] = trial % 3 == 0 ? r % 4 : trial % 3 == 1 ? UINT64_MAX - r % 5 : r;
 		}
 		memcpy(sorted, v, sizeof(*v) * n);
-		detect__sort_small(sorted, n);
+		detect__sort_u64(sorted, n);
 		for (i = 1; i < n; i++)
 			assert_true(sorted[i - 1] <= sorted[i]);
 		for (c = 0; c < n; c++) {

@@ -70,47 +70,60 @@ int detect__cmp_i64(const void *a, const void *b)
 }
 
 /*
- * The k-th smallest of a[0..n) (k from 0), by quickselect: a is reordered so that everything
- * before a[k] is no larger and everything after no smaller. O(n) where a sort is O(n log n):
- * medians are taken per step and per rank, the daemon's most frequent work after decoding.
+ * One Hoare partition of v[lo..hi] around the median of its first, middle and last values
+ * (sorted or reversed input stays O(n log n)): afterwards v[lo..*j] <= pivot <= v[*i..hi],
+ * and whatever lies between *j and *i equals the pivot.
  */
-static uint64_t select_u64(uint64_t *a, int n, int k)
+static void partition(uint64_t *v, int lo, int hi, int *pi, int *pj)
+{
+	int i = lo, j = hi, mid = lo + (hi - lo) / 2;
+	uint64_t pivot, t;
+
+#define SWAP(a, b) do { t = v[a]; v[a] = v[b]; v[b] = t; } while (0)
+	if (v[mid] < v[lo])
+		SWAP(mid, lo);
+	if (v[hi] < v[lo])
+		SWAP(hi, lo);
+	if (v[hi] < v[mid])
+		SWAP(hi, mid);
+	pivot = v[mid];
+	while (i <= j) {
+		while (v[i] < pivot)
+			i++;
+		while (v[j] > pivot)
+			j--;
+		if (i <= j) {
+			SWAP(i, j);
+			i++;
+			j--;
+		}
+	}
+#undef SWAP
+	*pi = i;
+	*pj = j;
+}
+
+/* The k-th smallest of v[0..n) (k from 0), v reordered around it: O(n) where a sort is
+ * O(n log n) (the hub takes a median over thousands of ranks, per rank). */
+static uint64_t select_u64(uint64_t *v, int n, int k)
 {
 	int lo = 0, hi = n - 1, i, j;
-	uint64_t x, y, z, pivot, tmp;
 
 	while (lo < hi) {
-		x = a[lo];
-		y = a[lo + (hi - lo) / 2];
-		z = a[hi];
-		/* median of three: sorted or reversed input stays O(n) */
-		pivot = x < y ? (y < z ? y : (x < z ? z : x)) : (x < z ? x : (y < z ? z : y));
-		i = lo;
-		j = hi;
-		while (i <= j) {
-			while (a[i] < pivot)
-				i++;
-			while (a[j] > pivot)
-				j--;
-			if (i <= j) {
-				tmp = a[i];
-				a[i++] = a[j];
-				a[j--] = tmp;
-			}
-		}
+		partition(v, lo, hi, &i, &j);
 		if (k <= j)
 			hi = j;
 		else if (k >= i)
 			lo = i;
 		else
-			break;		/* j < k < i: a[k] equals the pivot */
+			break;		/* j < k < i: v[k] equals the pivot */
 	}
-	return a[k];
+	return v[k];
 }
 
 uint64_t detect__median(const uint64_t *v, int n)
 {
-	uint64_t stack[256], *t = stack, hi, lo;
+	uint64_t stack[256], *t = stack, lo, hi;
 	int i;
 
 	if (n <= 0)
@@ -122,21 +135,17 @@ uint64_t detect__median(const uint64_t *v, int n)
 	}
 	memcpy(t, v, sizeof(*t) * n);
 	hi = select_u64(t, n, n / 2);
-	if (n % 2) {
-		lo = hi;
-	} else {
-		/* the lower middle: the largest of what select left below n/2 */
-		lo = t[0];
-		for (i = 1; i < n / 2; i++)
-			lo = t[i] > lo ? t[i] : lo;
-	}
+	/* even: the lower middle is the largest of what select left below n/2 */
+	for (lo = hi, i = 0; n % 2 == 0 && i < n / 2; i++)
+		lo = i == 0 || t[i] > lo ? t[i] : lo;
 	if (t != stack)
 		free(t);
 	/* the mean of the middle two, without overflow or a lost carry */
 	return n % 2 ? hi : lo / 2 + hi / 2 + (lo & hi & 1);
 }
 
-void detect__sort_small(uint64_t *v, int n)
+/* Insertion: a few values, or values each within a few places of where they belong. */
+static void sort_small(uint64_t *v, int n)
 {
 	uint64_t x;
 	int i, k;
@@ -153,38 +162,16 @@ void detect__sort_small(uint64_t *v, int n)
 
 /*
  * Quicksort down to runs of SORT_CUTOFF, then one insertion pass over the whole array (each
- * value is within a run of its place). Compares inline, unlike qsort's call per comparison.
- * The larger part waits on the stack and the smaller is split first: depth log2(n).
+ * value is within a run of its place). The larger part waits on the stack and the smaller is
+ * split first: depth log2(n).
  */
 void detect__sort_u64(uint64_t *v, int n)
 {
-	int stack[128], sp = 0, lo = 0, hi = n - 1, i, j, mid;
-	uint64_t pivot, t;
+	int stack[128], sp = 0, lo = 0, hi = n - 1, i, j;
 
-#define SWAP(a, b) do { t = v[a]; v[a] = v[b]; v[b] = t; } while (0)
 	for (;;) {
 		while (hi - lo > SORT_CUTOFF) {
-			mid = lo + (hi - lo) / 2;
-			if (v[mid] < v[lo])
-				SWAP(mid, lo);
-			if (v[hi] < v[lo])
-				SWAP(hi, lo);
-			if (v[hi] < v[mid])
-				SWAP(hi, mid);
-			pivot = v[mid];
-			i = lo;
-			j = hi;
-			while (i <= j) {
-				while (v[i] < pivot)
-					i++;
-				while (v[j] > pivot)
-					j--;
-				if (i <= j) {
-					SWAP(i, j);
-					i++;
-					j--;
-				}
-			}
+			partition(v, lo, hi, &i, &j);
 			if (j - lo < hi - i) {
 				stack[sp++] = i;
 				stack[sp++] = hi;
@@ -200,8 +187,7 @@ void detect__sort_u64(uint64_t *v, int n)
 		hi = stack[--sp];
 		lo = stack[--sp];
 	}
-#undef SWAP
-	detect__sort_small(v, n);
+	sort_small(v, n);
 }
 
 uint64_t detect__median_without(const uint64_t *v, int n, uint64_t x)

@@ -105,10 +105,8 @@ int detect__cmp_i64(const void *a, const void *b);
 /* Median of n values (copied; n > 0). */
 uint64_t detect__median(const uint64_t *v, int n);
 
-/* Sort a few values in place (insertion: a value per rank of a group). */
-void detect__sort_small(uint64_t *v, int n);
-
-/* Sort n values in place, ascending (a step's interval boundaries: hundreds a step). */
+/* Sort n values in place, ascending, comparing inline (a step's interval boundaries, a
+ * value per rank): insertion up to 17 values, quicksort above. */
 void detect__sort_u64(uint64_t *v, int n);
 
 /* detect__median of sorted v[0..n) less one element equal to x (n >= 2, x among them):

@@ -1433,7 +1433,7 @@ static void step_lateness(struct job *j, uint64_t k, struct step_obs *row)
 		/* one group (the usual data-parallel job): every rank's peers are all the others,
 		 * so one sort gives each its peers' median, not a median per rank */
 		if (one)
-			detect__sort_small(sorted, m);
+			detect__sort_u64(sorted, m);
 		for (c = 0; c < j->n; c++) {
 			uint64_t med;
 			int p = 0;

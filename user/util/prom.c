@@ -207,11 +207,10 @@ static pthread_once_t log2_once = PTHREAD_ONCE_INIT;
 
 static void log2_le_init(void)
 {
-	int b, n = 0;
+	int b, n;
 
-	for (b = 0; b < RS_HIST_SLOTS - 1; b++) {
-		if (b > PROM_HIST_LO)
-			n++;
+	/* bucket 0 holds slots 0..PROM_HIST_LO, so its bound is slot PROM_HIST_LO's */
+	for (n = 0, b = PROM_HIST_LO; b < RS_HIST_SLOTS - 1; b++, n++) {
 		prom__value(ldexp(1.0, b + 1) / 1e9, log2_le[n], sizeof(log2_le[n]));
 		log2_le_ptr[n] = log2_le[n];
 	}
