@@ -647,8 +647,10 @@ static void py_name(struct py_target *pt, const struct pys_frame *pyf, char *buf
 	}
 	if (pyframes__code(pt, pyf->code, pyf->prev_instr, pyf->entry, &pf))
 		snprintf(buf, n, "? (python)");
-	else
+	else if (pf.line > 0)
 		snprintf(buf, n, "%s (%s:%d)", pf.func, base_name(pf.file), pf.line);
+	else	/* no line there (a generator being made, or an unreadable table) */
+		snprintf(buf, n, "%s (%s)", pf.func, base_name(pf.file));
 	if (c) {
 		c->pid = (uint32_t)pt->pid;
 		c->code = pyf->code;

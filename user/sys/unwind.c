@@ -740,9 +740,12 @@ static void summary(const struct unwind_thread *t, int from, char *out, size_t n
 				 (has_py && !f->python && !py)))
 			continue;
 		py |= f->python;
-		if (f->python)
+		if (f->python && f->line > 0)
 			len += snprintf(out + len, n - len, "%s%s (%s:%d)", sep, f->func,
 					base(f->file), f->line);
+		else if (f->python)	/* no line there: not "file:0" */
+			len += snprintf(out + len, n - len, "%s%s (%s)", sep, f->func,
+					base(f->file));
 		else
 			len += snprintf(out + len, n - len, "%s%.*s", sep,
 					(int)strcspn(f->func[0] ? f->func : "??", "@"),
