@@ -176,6 +176,35 @@ import json, sys
 r = [x for x in json.load(sys.stdin) if x["job"] == sys.argv[1]]
 assert len(r) == 1 and r[0]["pid"] == int(sys.argv[2]) and r[0]["comm"] == "sleep", r' "exec-$$" "$EPID" ||
 	fail "the exec'd program is not the rank"
+# 4b) the next exec lands while the daemon still attaches to the program before it (the real
+# libnccl.so.2 preloaded makes that attach long): the last program is the rank all the same.
+# Each of 12 ranks execs at its own delay, across the attach.
+NCCL=/usr/local/cuda/lib/libnccl.so.2
+if [ -e "$NCCL" ]; then
+	for i in $(seq 0 11); do
+		env LD_PRELOAD="$NCCL" RANK="$i" WORLD_SIZE=12 TORCHELASTIC_RUN_ID="exec2-$$" \
+			/bin/sh -c "sleep $(printf 0.%03d $((i * 15))); exec env -u LD_PRELOAD sleep 20" \
+			>/dev/null 2>&1 &
+		EX_PIDS+=" $!"
+		sleep 0.05
+	done
+	ok=
+	for i in $(seq 40); do
+		sleep 0.25
+		http_get $URL/api/v1/ranks | tail -n +2 | $PY -c '
+import json, sys
+r = [x for x in json.load(sys.stdin) if x["job"] == sys.argv[1] and x["comm"] == "sleep"]
+sys.exit(len(r) != 12)' "exec2-$$" && ok=1 && break
+	done
+	[ -n "$ok" ] || fail "ranks that exec'd during their attach were lost: $(http_get \
+		$URL/api/v1/ranks | tail -n +2 | $PY -c 'import json, sys
+print(sorted((x["rank"], x["comm"]) for x in json.load(sys.stdin) if x["job"] == sys.argv[1]))' \
+		"exec2-$$")"
+	kill $EX_PIDS 2>/dev/null
+	echo "12 ranks that exec'd during their attach: each the new program's rank"
+else
+	echo "no $NCCL (CUDA toolkit): the exec-during-attach case is not run"
+fi
 
 # 5) BPF run time from bpf_stats, while kernel.bpf_stats_enabled=1 (restored at once)
 BS=/proc/sys/kernel/bpf_stats_enabled

@@ -64,6 +64,11 @@ def lines(name):
 v = [x for x in lines("hub.out") if x.get("class") == "divergent"]
 step = [x for x in v if "barrier" not in x["evidence"]["detail"]]
 inflight = [x for x in v if "barrier" in x["evidence"]["detail"]]
+if not step:
+    # what the hub judged instead: the step, the ranks it had lined up, the class
+    print("hub verdicts:", [(x.get("step"), x.get("ranks_seen"), x.get("class"), x.get("rank"))
+                            for x in lines("hub.out") if x.get("type") == "verdict"][:40],
+          file=sys.stderr)
 assert step and all(x["rank"] == odd for x in step), [(x["rank"], x["evidence"]) for x in step]
 d = step[0]["evidence"]["detail"]
 assert "broadcast:128" in d and "broadcast:64" in d and "3 other rank(s)" in d, d

@@ -276,7 +276,8 @@ static void on_exec(struct session *s, pid_t pid, uint64_t t, pid_t parent, bool
 	uint64_t now = session__now();
 	ssize_t n;
 
-	forget_tried(pid, t);
+	/* its attach was just undone: judged afresh even if that attach ended after the exec */
+	forget_tried(pid, was_rank ? UINT64_MAX : t);
 	/* forked before its parent was tracked, then found by the parent's attach: a worker */
 	if (!parent && !was_rank && probes__tracked(&s->probes, pid, &tr) &&
 	    !(tr.flags & RS_TRACK_ROOT))

@@ -79,6 +79,7 @@ struct hjob {
 	int ref;		/* the reference node (the lowest rank's) */
 	uint64_t judged_k;	/* the last job step judged */
 	uint64_t div_k;		/* the last job step looked at for a divergence */
+	uint64_t div_named_k;	/* the job step of the last divergence named */
 	struct job_verdict last;
 	int last_rank;
 	bool emitted;
@@ -890,9 +891,9 @@ static void align(const struct hrank *a, const struct hrank *b, struct jnode *jn
 static void align_job(struct hub *h, struct hjob *j)
 {
 	const struct hrank *a, *b;
-	int64_t ga = 0, gb = 0;
+	int64_t ga = 0, gb = 0, shift;
 	uint64_t ea = 0, eb = 0;
-	bool guess;
+	bool guess, was;
 	int i;
 
 	/* the reference: the node of the lowest observed rank */
@@ -903,7 +904,7 @@ static void align_job(struct hub *h, struct hjob *j)
 	if (j->ref != j->r[i]->node) {
 		/* job steps are numbered as the reference node numbers them: anew */
 		j->ref = j->r[i]->node;
-		j->judged_k = j->div_k = 0;
+		j->judged_k = j->div_k = j->div_named_k = 0;
 		for (i = 0; i < j->njn; i++)
 			j->jn[i].aligned = false;
 	}
@@ -928,7 +929,14 @@ static void align_job(struct hub *h, struct hjob *j)
 		/* again now and then: lines were lost, or a node's steps were cut anew */
 		guess = node_ntp(&h->nodes[jn->node], &gb, &eb) &&
 			node_ntp(&h->nodes[j->ref], &ga, &ea);
+		was = jn->aligned;
+		shift = jn->shift;
 		align(a, b, jn, guess, gb - ga, eb + ea);
+		/* the node's ranks now line up elsewhere, or at all: the steps looked at for a
+		 * divergence without them (or at the wrong step) are looked at again, from the
+		 * changes still kept, but not a divergence already named */
+		if (jn->aligned && (!was || jn->shift != shift) && j->div_k > j->div_named_k)
+			j->div_k = j->div_named_k;
 	}
 }
 
@@ -1120,6 +1128,8 @@ static int divergence(struct hjob *j, const int *cols, int ncols, uint64_t kend,
 		}
 	}
 	j->div_k = odd >= 0 ? k : kend;
+	if (odd >= 0)
+		j->div_named_k = k;
 	free(v);
 	free(cand);
 	return odd;

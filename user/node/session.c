@@ -846,11 +846,13 @@ static int handle_event(void *ctx, void *data, size_t len)
 	if (rs && ev.h.ts_ns < rs->join_ns && ev.kind != RS_EV_EXEC)
 		return 0;
 	if (ev.kind == RS_EV_EXEC) {
-		bool was_rank = rs && (pid_t)ev.h.tgid == rs->pid;
-		pid_t parent = rs && !was_rank ? rs->pid : 0;
+		bool was_rank = rs && (pid_t)ev.h.tgid == rs->pid && ev.h.ts_ns >= rs->prep_ns;
+		pid_t parent = rs && (pid_t)ev.h.tgid != rs->pid ? rs->pid : 0;
 
 		/* a rank that execs is another program now: the old one is gone, the new one
-		 * may be a rank again (a wrapper script exec'ing python) */
+		 * may be a rank again (a wrapper script exec'ing python). An exec from before
+		 * its /proc was read (the record of an exec during its previous program's
+		 * attach, drained after the attach that followed) made what is attached */
 		if (was_rank) {
 			pr_info("%s: PID %d (rank %d of job '%s') exec'd another program; detached",
 				verb(s), rs->pid, rs->info.rank, rs->info.job);
@@ -1680,6 +1682,7 @@ int session__prepare(struct session *s, int i, pid_t pid)
 	memset(rs, 0, sizeof(*rs));
 	rs->slot = i;
 	rs->pid = pid;
+	rs->prep_ns = session__now();
 	ranks__init(&rs->info);
 	err = procfs__stat(pid, &st);
 	if (err || st.state == 'Z' || st.state == 'X') {

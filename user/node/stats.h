@@ -43,6 +43,8 @@ struct rank_state {
 	char *json;			/* the latest rank line, for /api/v1/ranks */
 	struct job_step last_step;	/* for diagnose's report */
 	struct ckpt ck;			/* the checkpoint detector's state */
+	uint64_t prep_ns;		/* when its /proc was first read: an exec before that made
+					 * the program attached to */
 	uint64_t join_ns;
 	uint64_t exit_ns;		/* when it was seen gone */
 	uint32_t slot;
