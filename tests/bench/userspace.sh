@@ -8,12 +8,14 @@
 # (the worst case for per-step work: ~1,000 steps/s a rank), watched by `rankscope attach --json` and then by `rankscope
 # daemon`, each with /metrics on loopback scraped every 5 s as Prometheus would.
 # Over a WINDOW-second window: rankscope_cpu_seconds_total by thread, records received, RSS.
+# USERSPACE_MODES ("attach daemon", and daemon_steady on the first shape) and USERSPACE_RS (the
+# binary) pick what runs, to compare two builds side by side.
 # Prints the markdown section on stdout; progress on stderr. Root only (exit 77 otherwise).
 set -u -o pipefail
 [ "$(id -u)" = 0 ] || { echo "SKIP: userspace: needs root" >&2; exit 77; }
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$TOP" || exit 1
-RS=build/rankscope
+RS=${USERSPACE_RS:-build/rankscope}
 NR=${USERSPACE_RANKS:-8}
 SHAPES=${USERSPACE_SHAPES:-25:22000 1:850}
 WINDOW=${USERSPACE_WINDOW:-10}
@@ -118,8 +120,9 @@ PY
 
 for ((r = 1; r <= RUNS; r++)); do
 	for shape in $SHAPES; do
-		modes="attach daemon"
-		[ "$shape" = "${SHAPES%% *}" ] && modes+=" daemon_steady"
+		modes=${USERSPACE_MODES:-attach daemon}
+		[ -z "${USERSPACE_MODES:-}" ] && [ "$shape" = "${SHAPES%% *}" ] &&
+			modes+=" daemon_steady"
 		for mode in $modes; do
 			log "run $r: $mode, $NR ranks, ${shape%%:*} all-reduce(s) an iteration"
 			one "$mode" "$r" "${shape%%:*}" "${shape#*:}" || log "run $r $mode failed"

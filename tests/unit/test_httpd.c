@@ -16,7 +16,11 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "comms.h"
 #include "httpd.h"
+#include "job.h"
+#include "json.h"
+#include "report.h"
 
 struct srv {
 	struct httpd *h;
@@ -189,6 +193,82 @@ static void steps_since__cursor__each_line_once_in_order(void **state)
 	assert_non_null(strstr(body(), "\"now_ns\":"));
 }
 
+/*
+ * A daemon keeps its steps as the model made them and makes each line only when asked: the
+ * line is the one report__step writes when the step is made, byte for byte, whatever the
+ * communicators, their names (known or not) and the fields a step has.
+ */
+static void step_rec__made_when_asked__same_line_as_at_once(void **state)
+{
+	struct srv *s = *state;
+	struct comm_use cu[3] = {};
+	struct job_step st = {};
+	struct json want;
+	char path[96];
+	int shape, i;
+
+	json__init(&want);
+	snprintf(cu[0].name, sizeof(cu[0].name), "nccl:0a1b2c3d4e5f6071/8");
+	cu[0].hash = 0x1111;
+	snprintf(cu[1].name, sizeof(cu[1].name), "mpi:\"world\"\\x");	/* escaped */
+	cu[1].hash = 0x2222;
+	cu[2].hash = 0x3333;	/* not a step's */
+	for (shape = 0; shape < 4; shape++) {
+		memset(&st, 0, sizeof(st));
+		st.index = 41 + shape;
+		st.start_ns = 1000000000ULL * (shape + 1);
+		st.dur_ns = 25000000 + shape;
+		st.ph.ns[PH_COMPUTE] = 20000000;
+		st.ph.ns[PH_COMM] = 5000000;
+		st.collectives = 25;
+		st.inside_ns = 4900000;
+		st.stage = -1;
+		/* 0: no communicator; 1: one named; 2: a named one and an unnamed one; 3: all
+		 * JOB_STEP_COMMS, ops past them, GPU and pipeline fields */
+		st.ncomm = shape == 3 ? JOB_STEP_COMMS : shape;
+		for (i = 0; i < st.ncomm; i++) {
+			st.comm[i].comm = i == 0 ? 0x1111 : i == 1 ? 0x9999 : 0x2222 + i;
+			st.comm[i].ops = 25 - i;
+			st.comm[i].bytes = 65536ULL * (i + 1);
+			st.comm[i].inside_ns = 1000 * (i + 1);
+			if (i != 1) {
+				st.comm[i].sig = 0xabcdef0123456789ULL + i;
+				snprintf(st.comm[i].sig_ops, sizeof(st.comm[i].sig_ops),
+					 "allreduce:%d broadcast:64", 65536 * (i + 1));
+			}
+		}
+		if (shape == 3) {
+			st.comm[3].comm = 0x2222;
+			st.comm_other_ops = 7;
+			st.has_gpu = true;
+			st.gpu_busy_ns = 20000000;
+			st.gpu_nccl_ns = 3000000;
+			st.stages = 4;
+			st.stage = 2;
+			st.micro = 8;
+			st.p2p_ns = 123;
+		}
+		json__reset(&want);
+		report__step(&want, "jr", 3, 4242, &st, "period", 0.75 + shape, cu, 3);
+		assert_int_equal(want.err, 0);
+		httpd__add_step_rec(s->h, "jr", 3, 4242, &st, "period", 0.75 + shape, cu, 3);
+		/* the step itself may change after: the kept copy does not */
+		memset(&st, 0xff, sizeof(st));
+		snprintf(path, sizeof(path), "/api/v1/steps?job=jr&last=1");
+		assert_int_equal(get(s, path, NULL), 200);
+		assert_int_equal(body()[0], '[');
+		assert_int_equal(strlen(body()), want.len + 2);
+		assert_memory_equal(body() + 1, want.buf, want.len);
+		assert_string_equal(body() + 1 + want.len, "]");
+	}
+	/* among text lines (a hub's), newest first, each once */
+	httpd__add_step(s->h, "jr", 1, "{\"t\":1}", 7);
+	assert_int_equal(get(s, "/api/v1/steps?job=jr&last=2", NULL), 200);
+	assert_int_equal(strncmp(body(), "[{\"t\":1},", 9), 0);
+	assert_memory_equal(body() + 9, want.buf, want.len);
+	json__free(&want);
+}
+
 static void bearer__exact_token__only_that(void **state)
 {
 	static const char tok[] = "0123456789abcdef0123";
@@ -264,6 +344,7 @@ int main(void)
 		cmocka_unit_test(healthz__loop_stops_publishing__503_then_200),
 		cmocka_unit_test(host__not_loopback__403),
 		cmocka_unit_test(steps_since__cursor__each_line_once_in_order),
+		cmocka_unit_test(step_rec__made_when_asked__same_line_as_at_once),
 		cmocka_unit_test(bearer__exact_token__only_that),
 		cmocka_unit_test(load_token__modes_and_contents__refused_with_the_fix),
 	};

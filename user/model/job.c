@@ -1162,10 +1162,12 @@ static void build_step(const struct job *j, const struct job_rank *r, uint64_t k
 	st->start_ns = s;
 	st->dur_ns = e - s;
 	cs = calloc(r->ncoll + r->nsync + 1, sizeof(*cs));
-	for (i = 0; cs && i < r->ncoll; i++) {
+	/* in entry order: none from the first entered at e on counts (the window holds every
+	 * step not yet assembled, some 200 ms of them) */
+	for (i = 0; cs && i < r->ncoll && r->coll[i].enter < e; i++) {
 		const struct tl_coll *c = &r->coll[i];
 
-		if (c->enter >= s && c->enter < e) {
+		if (c->enter >= s) {
 			st->collectives++;
 			if (c->exit)
 				st->inside_ns += c->exit - c->enter;
@@ -1492,10 +1494,10 @@ static const struct tl_coll *first_p2p(const struct job_rank *r, uint64_t s, uin
 {
 	int i;
 
-	for (i = 0; i < r->ncoll; i++) {
+	for (i = 0; i < r->ncoll && r->coll[i].enter < e; i++) {
 		const struct tl_coll *c = &r->coll[i];
 
-		if (c->tid == r->main_tid && c->enter >= s && c->enter < e && is_p2p(c))
+		if (c->tid == r->main_tid && c->enter >= s && is_p2p(c))
 			return c;
 	}
 	return NULL;
@@ -1545,10 +1547,10 @@ static void pipeline_stages(const struct job *j, struct job_step *st, const stru
 
 		if (st[c].stage || !row[c].present)
 			continue;
-		for (i = 0; i < r->ncoll; i++) {
+		for (i = 0; i < r->ncoll && r->coll[i].enter < e; i++) {
 			const struct tl_coll *x = &r->coll[i];
 
-			if (x->tid != r->main_tid || x->enter < s || x->enter >= e || !is_p2p(x))
+			if (x->tid != r->main_tid || x->enter < s || !is_p2p(x))
 				continue;
 			if (x->op == RS_OP_SEND) {
 				run++;
@@ -1876,8 +1878,12 @@ static void check_divergence(struct job *j, uint64_t k)
 
 static void trim(struct job_rank *r, uint64_t t)
 {
-	/* collectives are in entry order: drop the leading ones that also returned before t */
+	int n = r->ncoll;
+
+	/* collectives are in entry order: drop the leading ones that also returned before t,
+	 * and move find_seq's hint with the ones kept */
 	TRIM(r->coll, r->ncoll, r->coll[_i].exit && r->coll[_i].exit < t);
+	r->seq_hint = r->seq_hint > n - r->ncoll ? r->seq_hint - (n - r->ncoll) : 0;
 	TRIM(r->off, r->noff, r->off[_i].end < t);
 	TRIM(r->io, r->nio, r->io[_i].end < t);
 	TRIM(r->bwd, r->nbwd, r->bwd[_i] < t);

@@ -81,9 +81,10 @@ struct job_step {
 	int stage;		/* pipeline stage from the send/receive graph; -1: none */
 	int stages;		/* the pipeline's stages (0: no pipeline) */
 	int micro;		/* micro-batches a step (the first stage's sends) */
-	struct job_step_comm comm[JOB_STEP_COMMS];
 	int ncomm;
 	uint32_t comm_other_ops;	/* on communicators past JOB_STEP_COMMS */
+	/* last: a copy kept for later (the daemon's /api/v1/steps) holds only ncomm of them */
+	struct job_step_comm comm[JOB_STEP_COMMS];
 };
 
 #define JOB_GROUP_SHOW	72	/* ranks (and -1 ends) of a verdict's groups it lists */

@@ -1396,13 +1396,16 @@ static void job_on_step(void *ctx, const struct job_step *st, const char *rule)
 	if (!s->o.json && !s->httpd)
 		return;
 	job__rule(j->model, &conf, NULL);
+	if (!s->o.json) {
+		/* no line on stdout: /api/v1/steps makes one if it is ever asked for */
+		httpd__add_step_rec(s->httpd, j->id, rs->info.rank, rs->pid, st, rule, conf,
+				    rs->comms, rs->ncomms);
+		return;
+	}
 	report__step(&s->j, j->id, rs->info.rank, rs->pid, st, rule, conf, rs->comms, rs->ncomms);
 	if (s->httpd && !s->j.err)
 		httpd__add_step(s->httpd, j->id, rs->info.rank, s->j.buf, s->j.len);
-	if (s->o.json)
-		emit(s);
-	else
-		json__reset(&s->j);
+	emit(s);
 }
 
 static void job_on_rule(void *ctx, const char *rule, int period, double confidence,

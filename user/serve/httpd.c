@@ -17,15 +17,30 @@
 #include <unistd.h>
 #include <microhttpd.h>
 #include "capture.h"
+#include "comms.h"
 #include "httpd.h"
+#include "job.h"
+#include "json.h"
 #include "procfs.h"
+#include "report.h"
 
 struct step_line {
 	uint64_t seq;		/* 1, 2, ... in the order added: the since= cursor */
 	char job[128];
 	int rank;
-	char *json;
+	char *json;		/* the line; NULL: rec, to be made into one when asked for */
 	size_t len;
+	struct step_rec *rec;
+};
+
+/* A step as the model made it: names[] follows its st.ncomm communicators, each name's
+ * text at its offset there (0: none). */
+struct step_rec {
+	pid_t pid;
+	double confidence;
+	const char *rule;	/* a string of static storage (job.c's rule names) */
+	uint16_t name_at[JOB_STEP_COMMS];
+	struct job_step st;	/* the last member: st.comm[] holds st.ncomm entries */
 };
 
 struct httpd {
@@ -256,6 +271,25 @@ static enum MHD_Result serve_stacks(struct httpd *h, struct MHD_Connection *c)
 	return ret;
 }
 
+/* A kept step's line, as the daemon would have written it when the step was made. */
+static void step_rec_line(struct json *b, const struct step_line *l)
+{
+	const struct step_rec *r = l->rec;
+	const char *names = (const char *)&r->st.comm[r->st.ncomm];
+	struct comm_use cu[JOB_STEP_COMMS];
+	int i, n = 0;
+
+	for (i = 0; i < r->st.ncomm; i++) {
+		if (!r->name_at[i])
+			continue;
+		memset(&cu[n], 0, sizeof(cu[n]));
+		cu[n].hash = r->st.comm[i].comm;
+		snprintf(cu[n].name, sizeof(cu[n].name), "%s", names + r->name_at[i] - 1);
+		n++;
+	}
+	report__step(b, l->job, l->rank, r->pid, &r->st, r->rule, r->confidence, cu, n);
+}
+
 /* /api/v1/steps?rank=R&last=N[&job=ID]: the last N step lines of rank R (all ranks without
  * rank) of job ID (every job without job). */
 /*
@@ -272,11 +306,12 @@ static enum MHD_Result serve_steps(struct httpd *h, struct MHD_Connection *c)
 	const char *ls = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "last");
 	const char *ss = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "since");
 	long rank = -1, last = ss ? HTTPD_STEPS_MAX : 100, since = 0;
-	size_t i, k, n = 0, cap, len, oldest, hlen;
+	size_t i, k, n = 0, oldest, hlen = 0;
 	uint64_t cursor, lost = 0;
 	enum MHD_Result ret;
 	bool more = false;
 	char *out, head[192];	/* what precedes the lines, written once they are known */
+	struct json b;
 
 	if ((rs && parse_long(rs, 0, 1 << 20, &rank)) ||
 	    (ls && parse_long(ls, 1, HTTPD_STEPS_MAX, &last)) ||
@@ -284,55 +319,61 @@ static enum MHD_Result serve_steps(struct httpd *h, struct MHD_Connection *c)
 		return text(c, MHD_HTTP_BAD_REQUEST,
 			    "bad request: rank, last and since must be whole numbers (last 1..4096, "
 			    "since a cursor from the last answer, 0 at first)\n");
+	json__init(&b);
+	json__arr_begin(&b);
 	pthread_mutex_lock(&h->lock);
 	/* a cursor past the newest line is another server's (this one restarted): answer with
 	 * this one's newest, so the puller sees its cursor go back */
 	cursor = (uint64_t)since > h->step_seq ? h->step_seq : (uint64_t)since;
-	cap = sizeof(head) + 2;		/* the head, then "]}" */
-	for (k = 0; k < h->nsteps; k++)
-		cap += h->steps[k].len + 2;
-	out = malloc(cap);
-	if (!out) {
-		pthread_mutex_unlock(&h->lock);
-		return text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
-	}
 	oldest = (h->head + HTTPD_STEPS_MAX - h->nsteps) % HTTPD_STEPS_MAX;
 	if (ss && h->nsteps && h->steps[oldest].seq > (uint64_t)since + 1)
 		lost = h->steps[oldest].seq - since - 1;
-	len = sizeof(head);
 	for (i = 0; i < h->nsteps; i++) {
+		const struct step_line *l;
+
 		/* since: oldest first from the cursor; else newest first */
 		k = ss ? (oldest + i) % HTTPD_STEPS_MAX :
 			 (h->head + HTTPD_STEPS_MAX - 1 - i) % HTTPD_STEPS_MAX;
-		if (ss && h->steps[k].seq <= (uint64_t)since)
+		l = &h->steps[k];
+		if (ss && l->seq <= (uint64_t)since)
 			continue;
 		if (n == (size_t)last) {
 			more = true;
 			break;
 		}
-		cursor = h->steps[k].seq;
-		if ((rank >= 0 && h->steps[k].rank != rank) || (js && strcmp(js, h->steps[k].job)))
+		cursor = l->seq;
+		if ((rank >= 0 && l->rank != rank) || (js && strcmp(js, l->job)))
 			continue;
-		if (n++)
-			out[len++] = ',';
-		memcpy(out + len, h->steps[k].json, h->steps[k].len);
-		len += h->steps[k].len;
+		n++;
+		if (l->json)
+			json__raw(&b, l->json);
+		else if (l->rec)
+			step_rec_line(&b, l);
 	}
 	pthread_mutex_unlock(&h->lock);
-	out[len++] = ']';
-	if (ss) {
-		out[len++] = '}';
+	json__arr_end(&b);
+	if (b.err) {
+		json__free(&b);
+		return text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
+	}
+	if (ss)
 		hlen = snprintf(head, sizeof(head), "{\"cursor\":%llu,\"lost\":%llu,\"more\":%s,"
-				"\"instance\":\"%016llx\",\"now_ns\":%llu,\"steps\":[",
+				"\"instance\":\"%016llx\",\"now_ns\":%llu,\"steps\":",
 				(unsigned long long)cursor, (unsigned long long)lost,
 				more ? "true" : "false", (unsigned long long)h->instance,
 				(unsigned long long)mono_ns());
-	} else {
-		hlen = snprintf(head, sizeof(head), "[");
+	out = malloc(hlen + b.len + 1);
+	if (!out) {
+		json__free(&b);
+		return text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
 	}
-	memcpy(out + sizeof(head) - hlen, head, hlen);
-	ret = reply(c, MHD_HTTP_OK, "application/json", out + sizeof(head) - hlen,
-		    len - (sizeof(head) - hlen));
+	memcpy(out, head, hlen);
+	memcpy(out + hlen, b.buf, b.len);
+	n = hlen + b.len;
+	if (ss)
+		out[n++] = '}';
+	json__free(&b);
+	ret = reply(c, MHD_HTTP_OK, "application/json", out, n);
 	free(out);
 	return ret;
 }
@@ -682,8 +723,10 @@ void httpd__stop(struct httpd *h)
 		MHD_stop_daemon(h->mhd);
 	for (d = 0; d < HTTPD_DOC_MAX; d++)
 		free(h->doc[d]);
-	for (i = 0; h->steps && i < HTTPD_STEPS_MAX; i++)
+	for (i = 0; h->steps && i < HTTPD_STEPS_MAX; i++) {
 		free(h->steps[i].json);
+		free(h->steps[i].rec);
+	}
 	free(h->steps);
 	pthread_mutex_destroy(&h->lock);
 	pthread_cond_destroy(&h->fresh);
@@ -732,9 +775,30 @@ bool httpd__wanted(struct httpd *h, enum httpd_doc d)
 	return w;
 }
 
-void httpd__add_step(struct httpd *h, const char *job, int rank, const char *json, size_t len)
+/* Put a line (its text, or the step to make it from) in the ring, over the oldest. */
+static void add_line(struct httpd *h, const char *job, int rank, char *json, size_t len,
+		     struct step_rec *rec)
 {
 	struct step_line *s;
+
+	pthread_mutex_lock(&h->lock);
+	s = &h->steps[h->head];
+	free(s->json);
+	free(s->rec);
+	snprintf(s->job, sizeof(s->job), "%s", job);
+	s->rank = rank;
+	s->json = json;
+	s->len = len;
+	s->rec = rec;
+	s->seq = ++h->step_seq;
+	h->head = (h->head + 1) % HTTPD_STEPS_MAX;
+	if (h->nsteps < HTTPD_STEPS_MAX)
+		h->nsteps++;
+	pthread_mutex_unlock(&h->lock);
+}
+
+void httpd__add_step(struct httpd *h, const char *job, int rank, const char *json, size_t len)
+{
 	char *copy;
 
 	if (!h)
@@ -744,18 +808,52 @@ void httpd__add_step(struct httpd *h, const char *job, int rank, const char *jso
 		return;
 	memcpy(copy, json, len);
 	copy[len] = '\0';
-	pthread_mutex_lock(&h->lock);
-	s = &h->steps[h->head];
-	free(s->json);
-	snprintf(s->job, sizeof(s->job), "%s", job);
-	s->rank = rank;
-	s->json = copy;
-	s->len = len;
-	s->seq = ++h->step_seq;
-	h->head = (h->head + 1) % HTTPD_STEPS_MAX;
-	if (h->nsteps < HTTPD_STEPS_MAX)
-		h->nsteps++;
-	pthread_mutex_unlock(&h->lock);
+	add_line(h, job, rank, copy, len, NULL);
+}
+
+void httpd__add_step_rec(struct httpd *h, const char *job, int rank, pid_t pid,
+			 const struct job_step *st, const char *rule, double confidence,
+			 const struct comm_use *comms, int ncomms)
+{
+	size_t head = offsetof(struct step_rec, st) + offsetof(struct job_step, comm), at = 0;
+	int nc = st->ncomm < 0 ? 0 : st->ncomm > JOB_STEP_COMMS ? JOB_STEP_COMMS : st->ncomm;
+	const char *name[JOB_STEP_COMMS] = {};
+	size_t nlen[JOB_STEP_COMMS] = {};
+	struct step_rec *r;
+	char *names;
+	int i, k;
+
+	if (!h)
+		return;
+	/* each communicator's name, as /api/v1/ranks names it, copied after the kept ones */
+	for (i = 0; i < nc; i++) {
+		for (k = 0; k < ncomms && comms[k].hash != st->comm[i].comm; k++)
+			;
+		if (k < ncomms) {
+			name[i] = comms[k].name;
+			nlen[i] = strnlen(comms[k].name, sizeof(comms[k].name) - 1);
+			at += nlen[i] + 1;
+		}
+	}
+	r = malloc(head + nc * sizeof(st->comm[0]) + at);
+	if (!r)
+		return;
+	memcpy(&r->st, st, offsetof(struct job_step, comm) + nc * sizeof(st->comm[0]));
+	r->st.ncomm = nc;
+	r->pid = pid;
+	r->rule = rule;
+	r->confidence = confidence;
+	names = (char *)&r->st.comm[nc];
+	for (at = 0, i = 0; i < nc; i++) {
+		r->name_at[i] = 0;
+		if (!name[i])
+			continue;
+		memcpy(names + at, name[i], nlen[i]);
+		names[at + nlen[i]] = '\0';
+		r->name_at[i] = (uint16_t)(at + 1);
+		at += nlen[i] + 1;
+	}
+	add_line(h, job, rank, NULL, 0, r);
 }
 
 void httpd__set_capture(struct httpd *h, struct capture *c)

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define HTTPD_MAX_CONN		64	/* connections at once */
 #define HTTPD_MAX_PER_IP	16
@@ -27,6 +28,8 @@ enum httpd_doc {
 
 struct httpd;
 struct capture;
+struct job_step;
+struct comm_use;
 
 /* The live view page (user/serve/view.html, built in by user/serve/view.c). */
 const char *httpd__view(size_t *len);
@@ -75,5 +78,10 @@ bool httpd__wanted(struct httpd *h, enum httpd_doc d);
 
 /* Add one step line (JSON object text) of a job's rank; the oldest go beyond HTTPD_STEPS_MAX. */
 void httpd__add_step(struct httpd *h, const char *job, int rank, const char *json, size_t len);
+/* The same from the step itself, made into its line (report__step) only when a request asks
+ * for it: most steps of a daemon nobody reads are never turned into text. */
+void httpd__add_step_rec(struct httpd *h, const char *job, int rank, pid_t pid,
+			 const struct job_step *st, const char *rule, double confidence,
+			 const struct comm_use *comms, int ncomms);
 
 #endif /* RS_HTTPD_H */
