@@ -365,6 +365,7 @@ p2_run() {
 # after the first 5 steps.
 p2j_run() {
 	local kind=$1 cond=$2 run=$3 d="$T/p2$1.$3.$2" job tool="" rc pids p lib med fl floors=()
+	local cpu cpu0 cpu1="" t0 t1
 	[ -d "$d" ] && mv "$d" "$d.failed.$(date +%s%N)"
 	mkdir -p "$d"
 	if [ "$kind" = zoo ]; then
@@ -390,9 +391,21 @@ p2j_run() {
 			{ log "p2$kind floor/$run: uprobe_floor did not attach"; abort_run; return 1; }
 	fi
 	touch "$d/go"
+	cpu0=$(tool_cpu_ticks "$tool")
+	t0=$(date +%s%N)
+	# rankscope's own CPU while the job runs (its drain and model): % of one core
+	while kill -0 "$job" 2>/dev/null; do
+		cpu1=$(tool_cpu_ticks "$tool")
+		t1=$(date +%s%N)
+		sleep 0.5
+	done
 	stop "$job" "$RUN_TIMEOUT"
 	rc=$?
 	job=""
+	cpu=-
+	[ -n "$tool" ] && [ -n "${cpu1:-}" ] && [ "$t1" -gt "$t0" ] &&
+		cpu=$(awk -v c=$((cpu1 - cpu0)) -v hz="$(getconf CLK_TCK)" -v ns=$((t1 - t0)) \
+			'BEGIN { printf "%.3f", c / hz / (ns / 1e9) * 100 }')
 	for fl in "${floors[@]}"; do
 		stop "$fl" 15
 	done
@@ -415,8 +428,18 @@ print(f"{statistics.median(meds):.0f}" if len(meds) == 2 else "", ",".join(f"{m:
 PY
 )
 	[ -n "${med%% *}" ] || { log "p2$kind $cond/$run: no truth lines from both ranks"; return 1; }
-	printf '%s\t%s\t%s\t%s\t%s\t-\n' "p2$kind" "$cond" "$run" "${med%% *}" "${med#* }" >>"$SAMPLES"
-	log "p2$kind run $run $cond: median step ${med%% *} ns (ranks: ${med#* })"
+	printf '%s\t%s\t%s\t%s\t%s\t%s\n' "p2$kind" "$cond" "$run" "${med%% *}" "${med#* }" "$cpu" \
+		>>"$SAMPLES"
+	log "p2$kind run $run $cond: median step ${med%% *} ns (ranks: ${med#* })" \
+		"$([ "$cpu" != - ] && echo "rankscope_cpu=$cpu%")"
+}
+
+# tool_cpu_ticks PID: utime + stime of the rankscope under the `timeout` at PID (empty: none)
+tool_cpu_ticks() {
+	local p
+	[ -n "$1" ] || return 0
+	p=$(pgrep -P "$1" | head -1)
+	[ -n "$p" ] && awk '{ sub(/.*\) /, ""); print $12 + $13 }' "/proc/$p/stat" 2>/dev/null
 }
 
 # retry FN ARGS...: a run may fail on a loaded machine (a slow start); one more try, then give up.

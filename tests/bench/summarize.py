@@ -8,6 +8,7 @@ Samples, one per line, tab-separated:
   p4 CLASS RUN STEPS NS -                   steps and ns from a fault's start to its verdict
 """
 import argparse
+import os
 import statistics
 import sys
 
@@ -33,8 +34,8 @@ def ratio(x, y):
 
 def load(path):
     p1, p2, p3, p4 = {}, {}, {}, []
-    global P5, P2J
-    P5, P2J = {}, {}
+    global P5, P2J, P2J_CPU
+    P5, P2J, P2J_CPU = {}, {}, {}
     with open(path) as f:
         for line in f:
             part, cond, rnd, a, b, seen = line.rstrip("\n").split("\t")
@@ -50,6 +51,8 @@ def load(path):
                 P5.setdefault(cond, {})[int(rnd)] = (float(a), b, seen)
             elif part in ("p2zoo", "p2ddp"):
                 P2J.setdefault(part, {}).setdefault(cond, {})[int(rnd)] = float(a)
+                if cond == "on" and seen not in ("-", ""):
+                    P2J_CPU.setdefault(part, {})[int(rnd)] = float(seen)
     return p1, p2, p3, p4
 
 
@@ -220,6 +223,15 @@ def part2j(out):
             out.append(f"| {title} | rankscope over the floor, points | {len(both)} | | "
                        f"{med(over):+.2f} [{min(over):+.2f}, {max(over):+.2f}] |")
     out.append("")
+    ncpu = os.cpu_count() or 1
+    for key, title in rows:
+        cpu = list(P2J_CPU.get(key, {}).values())
+        if cpu:
+            out.append(f"{title}: rankscope's own process used {med(cpu):.2f}% of one core "
+                       f"[{min(cpu):.2f}, {max(cpu):.2f}] while the job ran, "
+                       f"{med(cpu) / ncpu:.2f} points of this {ncpu}-CPU machine. A job that "
+                       "keeps every CPU busy gives that up to the drain, on top of the "
+                       "probes: the floor under *rankscope over the floor* here.\n")
 
 
 def part5(p5, args, out):
