@@ -65,6 +65,7 @@ $(OUTPUT)/fuzz/fuzz_gpu_wire: tests/fuzz/fuzz_gpu_wire.c user/gpu/gpu_wire.c use
 		-iquote user/gpu -iquote cupti -D_GNU_SOURCE $^ -o $@
 
 $(OUTPUT)/fuzz/fuzz_hub: tests/fuzz/fuzz_hub.c user/hub/hub.c user/util/jsonp.c user/util/json.c \
+		user/util/utf8.c \
 		user/util/prom.c user/serve/report.c user/model/detect.c user/model/steps.c \
 		user/sys/comms.c user/sys/elfsym.c \
 		user/util/decode.c | $(OUTPUT)/fuzz
@@ -72,6 +73,7 @@ $(OUTPUT)/fuzz/fuzz_hub: tests/fuzz/fuzz_hub.c user/hub/hub.c user/util/jsonp.c 
 		$(ALL_IQUOTE) -iquote cupti -iquote bpf -I$(OBJ)/bpf -D_GNU_SOURCE $^ -lelf -lm -o $@
 
 $(OUTPUT)/fuzz/fuzz_hubcap: tests/fuzz/fuzz_hubcap.c user/hub/hubcap.c user/util/jsonp.c \
+		user/util/utf8.c \
 		user/util/json.c user/capture/trace.c user/model/detect.c user/model/steps.c \
 		user/sys/comms.c user/sys/elfsym.c \
 		user/util/decode.c | $(OUTPUT)/fuzz
@@ -83,9 +85,37 @@ $(OUTPUT)/fuzz/fuzz_pyframes: tests/fuzz/fuzz_pyframes.c user/sys/pyframes.c \
 	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 		-iquote user/sys -I$(OBJ)/gen -D_GNU_SOURCE $(filter %.c,$^) -o $@
 
+FUZZ_CC = $(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	  $(ALL_IQUOTE) -iquote cupti -iquote bpf -I$(OBJ)/bpf -D_GNU_SOURCE
+
+$(OUTPUT)/fuzz/fuzz_decode: tests/fuzz/fuzz_decode.c user/util/decode.c | $(OUTPUT)/fuzz
+	$(FUZZ_CC) $^ -o $@
+
+$(OUTPUT)/fuzz/fuzz_elfsym: tests/fuzz/fuzz_elfsym.c user/sys/elfsym.c | $(OUTPUT)/fuzz
+	$(FUZZ_CC) $^ -lelf -o $@
+
+$(OUTPUT)/fuzz/fuzz_procfs: tests/fuzz/fuzz_procfs.c user/sys/procfs.c user/sys/libs.c \
+		user/sys/ranks.c user/sys/elfsym.c | $(OUTPUT)/fuzz
+	$(FUZZ_CC) $^ -lelf -o $@
+
+$(OUTPUT)/fuzz/fuzz_http: tests/fuzz/fuzz_http.c user/capture/capture.c user/sys/procfs.c \
+		user/serve/httpd.c user/serve/view.c user/serve/report.c user/capture/trace.c \
+		user/util/json.c user/util/utf8.c user/model/detect.c user/model/steps.c \
+		user/util/decode.c user/sys/comms.c user/sys/elfsym.c user/serve/view.html \
+		| $(OUTPUT)/fuzz
+	$(FUZZ_CC) $(filter %.c,$^) -lmicrohttpd -lelf -lz -lm -lpthread -o $@
+
+$(OUTPUT)/fuzz/fuzz_prom: tests/fuzz/fuzz_prom.c user/util/prom.c user/util/utf8.c \
+		tests/fuzz/fuzz_common.h | $(OUTPUT)/fuzz
+	$(FUZZ_CC) $(filter %.c,$^) -lm -o $@
+
+$(OUTPUT)/fuzz/fuzz_json: tests/fuzz/fuzz_json.c user/util/json.c user/util/jsonp.c \
+		user/util/utf8.c tests/fuzz/fuzz_common.h | $(OUTPUT)/fuzz
+	$(FUZZ_CC) $(filter %.c,$^) -lm -o $@
+
 fuzz: $(FUZZ_BINS)
 
-.PHONY: all deps check unit demo bench clean vmlinux fixtures fuzz layers
+.PHONY: all deps check unit demo bench clean vmlinux fixtures fuzz fuzz-long layers
 all: $(OUTPUT)/rankscope $(CUPTI_LIB)
 
 $(OBJ)/cupti/%.o: cupti/%.c | $(OBJ)/cupti
@@ -166,6 +196,12 @@ unit: $(UNIT_BINS)
 check: deps
 	$(MAKE) all fixtures $(UNIT_BINS) fuzz layers
 	tests/run.sh
+
+# Each fuzzer for FUZZ_SECONDS (default 600) instead of make check's 20; not in make check.
+fuzz-long: all fixtures fuzz
+	@for t in tests/fuzz/*.sh; do \
+		echo "== $$t"; FUZZ_SECONDS=$${FUZZ_SECONDS:-600} bash $$t || exit 1; \
+	done
 
 demo: deps
 	$(MAKE) all fixtures

@@ -33,6 +33,22 @@ static void sample__labels_escaped__quoted(void **state)
 	prom__free(&p);
 }
 
+/* A job id or a name from a container that is not UTF-8: each byte that starts no sequence is
+ * U+FFFD, valid sequences stay, so a scraper does not refuse the whole exposition. */
+static void sample__labels_not_utf8__replacement_char(void **state)
+{
+	const char *const labels[] = { "job_id", "a\xff\xc3\xa9\xe2\x82\xed\xa0\x80z", NULL };
+	struct prom p;
+
+	prom__init(&p);
+	prom__family(&p, "m", "gauge", "h\xc3");
+	prom__sample(&p, "m", labels, 1);
+	assert_string_equal(p.buf, "# HELP m h\xef\xbf\xbd\n# TYPE m gauge\n"
+				   "m{job_id=\"a\xef\xbf\xbd\xc3\xa9\xef\xbf\xbd\xef\xbf\xbd"
+				   "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\x7a\"} 1\n");
+	prom__free(&p);
+}
+
 static void value__special_and_shortest__spelled(void **state)
 {
 	char b[40];
@@ -169,6 +185,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(family__help_escaped__two_lines),
 		cmocka_unit_test(sample__labels_escaped__quoted),
+		cmocka_unit_test(sample__labels_not_utf8__replacement_char),
 		cmocka_unit_test(value__special_and_shortest__spelled),
 		cmocka_unit_test(histogram__cumulative_and_inf__exact),
 		cmocka_unit_test(histogram__count_below_buckets__inf_not_below),

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "json.h"
+#include "utf8.h"
 
 void json__init(struct json *j)
 {
@@ -98,40 +99,6 @@ void json__obj_end(struct json *j) { close_(j, '}'); }
 void json__arr_begin(struct json *j) { open_(j, '['); }
 void json__arr_end(struct json *j) { close_(j, ']'); }
 
-/* Length of a valid UTF-8 sequence at s (at most n bytes), or 0 if invalid. */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-	size_t len, i;
-	uint32_t cp;
-
-	if (s[0] < 0x80)
-		return 1;
-	if ((s[0] & 0xe0) == 0xc0) {
-		len = 2;
-		cp = s[0] & 0x1f;
-	} else if ((s[0] & 0xf0) == 0xe0) {
-		len = 3;
-		cp = s[0] & 0x0f;
-	} else if ((s[0] & 0xf8) == 0xf0) {
-		len = 4;
-		cp = s[0] & 0x07;
-	} else {
-		return 0;
-	}
-	if (len > n)
-		return 0;
-	for (i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (s[i] & 0x3f);
-	}
-	/* overlong forms, surrogates and out-of-range code points are invalid */
-	if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
-	    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return len;
-}
-
 void json__strn(struct json *j, const char *str, size_t n)
 {
 	const unsigned char *s = (const unsigned char *)str;
@@ -163,7 +130,7 @@ void json__strn(struct json *j, const char *str, size_t n)
 			put(j, esc, 6);
 			continue;
 		}
-		l = utf8_len(s + i, n - i);
+		l = utf8__len(s + i, n - i);
 		if (!l) {
 			put(j, "\\ufffd", 6);
 			l = 1;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "prom.h"
+#include "utf8.h"
 
 void prom__init(struct prom *p)
 {
@@ -59,18 +60,25 @@ static void puts_(struct prom *p, const char *s)
 	put(p, s, strlen(s));
 }
 
-/* label values: \\ \" \n; HELP text: \\ \n */
+/* label values: \\ \" \n; HELP text: \\ \n. Text that is not UTF-8 (a job id or a name
+ * from a container) becomes U+FFFD: a parser refuses the whole exposition for one bad byte. */
 static void escaped(struct prom *p, const char *s, int quote)
 {
-	for (; *s; s++) {
-		if (*s == '\\')
+	const unsigned char *u = (const unsigned char *)s;
+	size_t n = strlen(s), i, l;
+
+	for (i = 0; i < n; i += l ? l : 1) {
+		l = u[i] < 0x80 ? 1 : utf8__len(u + i, n - i);
+		if (!l)
+			puts_(p, "\xef\xbf\xbd");	/* U+FFFD */
+		else if (u[i] == '\\')
 			puts_(p, "\\\\");
-		else if (*s == '\n')
+		else if (u[i] == '\n')
 			puts_(p, "\\n");
-		else if (quote && *s == '"')
+		else if (quote && u[i] == '"')
 			puts_(p, "\\\"");
 		else
-			put(p, s, 1);
+			put(p, s + i, l);
 	}
 }
 
