@@ -115,7 +115,7 @@ $(OUTPUT)/fuzz/fuzz_json: tests/fuzz/fuzz_json.c user/util/json.c user/util/json
 
 fuzz: $(FUZZ_BINS)
 
-.PHONY: all deps check unit demo bench clean vmlinux fixtures fuzz fuzz-long layers
+.PHONY: all deps check unit demo bench clean vmlinux fixtures fuzz fuzz-long layers sanitized
 all: $(OUTPUT)/rankscope $(CUPTI_LIB)
 
 $(OBJ)/cupti/%.o: cupti/%.c | $(OBJ)/cupti
@@ -193,9 +193,26 @@ deps:
 unit: $(UNIT_BINS)
 	@for t in $(UNIT_BINS); do $$t || exit 1; done
 
+# make check SANITIZE=1 (CI runs it after make check): rankscope and the unit tests built again
+# with ASan and UBSan in build/asan; the unit tests and SANITIZE_E2E run on that rankscope, and
+# a sanitizer report from any of them fails the run, whatever the test said.
+SANITIZE_E2E := mpi_allreduce daemon capture hub nccl_double http_token stuck_first_look
+ifeq ($(SAN),1)
+CFLAGS    += -fsanitize=address,undefined -fno-omit-frame-pointer
+LDFLAGS   += -fsanitize=address,undefined
+endif
+
 check: deps
+ifeq ($(SANITIZE),1)
+	$(MAKE) all fixtures
+	$(MAKE) OUTPUT=build/asan SAN=1 sanitized
+	tests/run.sh --sanitize build/asan $(SANITIZE_E2E)
+else
 	$(MAKE) all fixtures $(UNIT_BINS) fuzz layers
 	tests/run.sh
+endif
+
+sanitized: $(OUTPUT)/rankscope $(UNIT_BINS)
 
 # Each fuzzer for FUZZ_SECONDS (default 600) instead of make check's 20; not in make check.
 fuzz-long: all fixtures fuzz

@@ -2,7 +2,7 @@
 # Exit codes: 0 pass, 1 fail, 77 skipped (the last "SKIP: reason" line says why).
 set -u
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-RS="$TOP/build/rankscope"
+RS="${RS_BIN:-$TOP/build/rankscope}"	# tests/run.sh --sanitize: the ASan build
 FIX="$TOP/build/fixtures"
 ZOO_DDP="$TOP/tests/workloads/zoo_ddp_launch.sh"	# PyTorch DDP (gloo) ranks of zoo_ddp.py
 PY=/usr/bin/python3

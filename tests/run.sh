@@ -2,6 +2,7 @@
 # Runs every test: cmocka unit binaries, root tests (tests/bpf), end to end (tests/e2e), the
 # deploy/ checks (tests/deploy) and the fuzzers (tests/fuzz).
 # Prints each skip with its reason and ends with "N passed, N failed, N skipped".
+# tests/run.sh --sanitize DIR E2E...: the sanitized build's run (make check SANITIZE=1).
 set -u
 cd "$(dirname "$0")/.."
 pass=0 failn=0 skipn=0
@@ -28,14 +29,44 @@ run_one() {
 	esac
 }
 
-for t in build/tests/test_*; do
+# --sanitize DIR E2E...: DIR's ASan+UBSan rankscope and unit tests, then the e2e tests named;
+# every sanitizer report (written under $logdir/sanitizer) is a failure
+units=build/tests
+e2e=(tests/bpf/*.sh tests/e2e/*.sh tests/deploy/*.sh tests/fuzz/*.sh)
+san=
+if [ "${1:-}" = --sanitize ]; then
+	units=$2/tests
+	shift 2
+	e2e=()
+	for t in "$@"; do
+		e2e+=("tests/e2e/$t.sh")
+	done
+	san=$logdir/sanitizer
+	rm -rf "$san"
+	mkdir -p "$san"
+	export RS_BIN=$PWD/$(dirname "$units")/rankscope
+	export ASAN_OPTIONS=log_path=$PWD/$san/asan:detect_leaks=1
+	export UBSAN_OPTIONS=log_path=$PWD/$san/ubsan:print_stacktrace=1
+	echo "sanitized: $RS_BIN and $units/, reports in $san"
+fi
+
+for t in "$units"/test_*; do
 	[ -x "$t" ] || continue
 	run_one "unit/$(basename "$t")" "$t"
 done
-for t in tests/bpf/*.sh tests/e2e/*.sh tests/deploy/*.sh tests/fuzz/*.sh; do
+for t in "${e2e[@]}"; do
 	[ -f "$t" ] || continue
 	run_one "${t#tests/}" bash "$t"
 done
+if [ -n "$san" ]; then
+	for r in "$san"/*; do
+		[ -f "$r" ] || continue
+		failn=$((failn + 1))
+		fails+=("sanitizer report $r")
+		echo "FAIL  sanitizer report $r"
+		head -40 "$r" | sed 's/^/      | /'
+	done
+fi
 
 echo
 if [ ${#skips[@]} -gt 0 ]; then

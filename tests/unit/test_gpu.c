@@ -180,7 +180,7 @@ static void acc__records__by_class_and_direction(void **state)
 	assert_int_equal(a.copy_bytes[RSC_COPY_HTOD], 4096);
 	assert_int_equal(a.copy_ns[RSC_COPY_HTOD], 20);
 	assert_int_equal(a.received, 3);
-	free(t);
+	gpu_names__free(t);	/* and t */
 }
 
 static void idle__last_8_steps(void **state)

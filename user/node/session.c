@@ -141,6 +141,16 @@ static void comm_members(struct session *s)
 	}
 }
 
+/* What a rank's slot holds on the heap. */
+static void rank_free(struct rank_state *rs)
+{
+	free(rs->acc);
+	free(rs->json);
+	free(rs->gpu);
+	free(rs->snap_json);
+	free(rs->snap_key);
+}
+
 static void emit_rank(struct session *s, struct rank_state *rs)
 {
 	char safe[64];
@@ -478,11 +488,7 @@ void session__drop_rank(struct session *s, int slot)
 		s->gpu_gone[3] += rs->gpu->dropped_cupti;
 		s->gpu_gone[4] += rs->gpu->dropped_clock;
 	}
-	free(rs->acc);
-	free(rs->json);
-	free(rs->gpu);
-	free(rs->snap_json);
-	free(rs->snap_key);
+	rank_free(rs);
 	memset(rs, 0, sizeof(*rs));
 	while (s->nranks && !s->ranks[s->nranks - 1].used)
 		s->nranks--;
@@ -2240,11 +2246,8 @@ void session__close(struct session *s)
 	httpd__stop(s->httpd);
 	s->httpd = NULL;
 	prom__free(&s->prom);
-	for (i = 0; s->ranks && i < s->o.max_ranks; i++) {
-		free(s->ranks[i].acc);
-		free(s->ranks[i].json);
-		free(s->ranks[i].gpu);
-	}
+	for (i = 0; s->ranks && i < s->o.max_ranks; i++)
+		rank_free(&s->ranks[i]);
 	cupti_rx__close(s->rx);
 	s->rx = NULL;
 	httpd__set_capture(s->httpd, NULL);
