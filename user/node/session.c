@@ -940,6 +940,22 @@ static void read_self(struct session *s)
 	s->self.probes_attached = probes__count(&s->probes);
 }
 
+/* The loop did not run for gap_ns (SIGSTOP, or no CPU for it): said once, when it runs again.
+ * The probes never waited for it; what the ring could not hold is counted. */
+static void stalled(struct session *s, uint64_t gap_ns)
+{
+	uint64_t dropped = 0;
+	int f;
+
+	read_self(s);
+	for (f = 0; f < RS_FAM_MAX; f++)
+		dropped += s->self.dropped[f];
+	pr_warn("%s: the loop did not run for %.1f s (stopped, or starved of CPU); the traced "
+		"processes were not held up; %llu records dropped so far "
+		"(rankscope_events_dropped_total)", verb(s), gap_ns / 1e9,
+		(unsigned long long)dropped);
+}
+
 /* A rank is gone when its pid is gone, is a zombie, or is another process (pid reuse). */
 static void check_alive(struct session *s)
 {
@@ -2074,6 +2090,8 @@ int session__loop(struct session *s, const struct session_hooks *hooks)
 				/* a quick drain between the regular ones only empties the ring */
 				if (t < last_drain + (uint64_t)s->o.drain_ms * 1000000ULL)
 					continue;
+				if (last_drain && t - last_drain > SESSION_STALL_NS)
+					stalled(s, t - last_drain);
 				last_drain = t;
 				if (s->httpd && httpd__wanted(s->httpd, HTTPD_METRICS)) {
 					read_self(s);

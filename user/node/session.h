@@ -26,6 +26,7 @@
 #include "targets.h"
 
 #define SESSION_JOBS_MAX	64
+#define SESSION_STALL_NS	2000000000ULL	/* a loop that did not run this long says so */
 
 struct session_hooks;
 
