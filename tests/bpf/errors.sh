@@ -39,9 +39,17 @@ assert len(ranks) == 1, f"-p PID -p PID attached {len(ranks)} times"
 shares = [d["offcpu_share"] for d in lines if d["type"] == "stats" and d["interval_s"] > 0.5]
 assert shares and all(s is not None and s > 0.95 for s in shares), shares
 print("ok: blocked process off-CPU share per interval:", shares)' || fail "off-CPU share of a blocked process"
-# not root: drop every capability
+# not root: drop every capability; then root without CAP_SYS_ADMIN and one capability it
+# needs: the message names what is missing, and only that
 if command -v setpriv >/dev/null; then
-	expect 1 'need root or CAP_BPF' setpriv --reuid=65534 --regid=65534 --clear-groups \
-		--inh-caps=-all --bounding-set=-all "$RS" attach -p $SLEEPER --duration 1
+	expect 1 'missing CAP_BPF, CAP_PERFMON \(or CAP_SYS_ADMIN\)' setpriv --reuid=65534 \
+		--regid=65534 --clear-groups --inh-caps=-all --bounding-set=-all \
+		"$RS" attach -p $SLEEPER --duration 1
+	for c in bpf perfmon; do
+		C=$(echo "$c" | tr a-z A-Z)
+		expect 1 "missing CAP_$C \\(or CAP_SYS_ADMIN\\)" setpriv \
+			--inh-caps=-sys_admin,-$c --bounding-set=-sys_admin,-$c \
+			"$RS" attach -p $SLEEPER --duration 1
+	done
 fi
 pass "errors are one line with the fix"

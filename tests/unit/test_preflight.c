@@ -54,6 +54,25 @@ static int group_teardown(void **state)
 	return 0;
 }
 
+/* Without CAP_SYS_ADMIN, the message names each capability missing, and only those. */
+static void caps__each_missing__named(void **state)
+{
+	const uint64_t bpf = 1ULL << 39, perfmon = 1ULL << 38, admin = 1ULL << 21;
+	char msg[256];
+
+	assert_int_equal(preflight__caps_missing(admin, msg, sizeof(msg)), 0);
+	assert_int_equal(preflight__caps_missing(bpf | perfmon, msg, sizeof(msg)), 0);
+	assert_int_equal(preflight__caps_missing(perfmon, msg, sizeof(msg)), -EPERM);
+	assert_true(!strncmp(msg, "missing CAP_BPF (or CAP_SYS_ADMIN)", 34));
+	assert_int_equal(preflight__caps_missing(bpf, msg, sizeof(msg)), -EPERM);
+	assert_true(!strncmp(msg, "missing CAP_PERFMON (or CAP_SYS_ADMIN)", 38));
+	assert_int_equal(preflight__caps_missing(0, msg, sizeof(msg)), -EPERM);
+	assert_true(!strncmp(msg, "missing CAP_BPF, CAP_PERFMON (or CAP_SYS_ADMIN)", 47));
+	/* a short buffer: cut, terminated */
+	assert_int_equal(preflight__caps_missing(0, msg, 12), -EPERM);
+	assert_int_equal(strlen(msg), 11);
+}
+
 static void btf__missing__enoent_names_config(void **state)
 {
 	struct preflight_paths pp = preflight_default;
@@ -155,6 +174,7 @@ int main(void)
 		cmocka_unit_test(tracefs__events_dir__ok),
 		cmocka_unit_test(tracefs__only_debugfs_path__ok),
 		cmocka_unit_test(tracefs__events_is_a_file__enoent),
+		cmocka_unit_test(caps__each_missing__named),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /* Preflight checks: the cheapest place to turn a cryptic libbpf error into the fix. */
 #include <errno.h>
+#include <stdint.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -24,9 +25,26 @@ const struct preflight_paths preflight_default = {
 	.debugfs_tracing = "/sys/kernel/debug/tracing",
 };
 
-static int has_cap(const struct __user_cap_data_struct *d, int cap)
+int preflight__caps_missing(uint64_t effective, char *msg, size_t n)
 {
-	return !!(d[cap / 32].effective & (1u << (cap % 32)));
+	static const struct { int cap; const char *name; } need[] = {
+		{ CAP_BPF, "CAP_BPF" }, { CAP_PERFMON, "CAP_PERFMON" },
+	};
+	size_t i, len = 0;
+
+	if (effective & (1ULL << CAP_SYS_ADMIN))
+		return 0;
+	for (i = 0; i < sizeof(need) / sizeof(need[0]); i++)
+		if (!(effective & (1ULL << need[i].cap)) && len < n)
+			len += snprintf(msg + len, n - len, "%s%s", len ? ", " : "missing ",
+					need[i].name);
+	if (!len)
+		return 0;
+	if (len < n)
+		snprintf(msg + len, n - len, " (or CAP_SYS_ADMIN) to load eBPF probes; run as root, "
+			 "or grant CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE (in Kubernetes: the "
+			 "DaemonSet in deploy/)");
+	return -EPERM;
 }
 
 int preflight__privileges(char *msg, size_t n)
@@ -38,11 +56,7 @@ int preflight__privileges(char *msg, size_t n)
 		snprintf(msg, n, "failed to read capabilities: %s", strerror(errno));
 		return -EPERM;
 	}
-	if (has_cap(d, CAP_SYS_ADMIN) || (has_cap(d, CAP_BPF) && has_cap(d, CAP_PERFMON)))
-		return 0;
-	snprintf(msg, n, "need root or CAP_BPF+CAP_PERFMON to load eBPF probes; run with sudo "
-		 "(in Kubernetes: a privileged pod, see deploy/)");
-	return -EPERM;
+	return preflight__caps_missing((uint64_t)d[1].effective << 32 | d[0].effective, msg, n);
 }
 
 int preflight__btf(const struct preflight_paths *pp, char *msg, size_t n)

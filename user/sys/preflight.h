@@ -4,6 +4,7 @@
 #define RS_PREFLIGHT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct preflight_paths {
 	const char *btf;	/* /sys/kernel/btf/vmlinux */
@@ -16,6 +17,8 @@ extern const struct preflight_paths preflight_default;
 /* Privileges: root, or CAP_BPF + CAP_PERFMON (+ CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH for /proc).
  * Returns 0 or -EPERM with msg filled. */
 int preflight__privileges(char *msg, size_t n);
+/* The same for an effective capability set (bit N: capability N): msg names each one missing. */
+int preflight__caps_missing(uint64_t effective, char *msg, size_t n);
 
 /* BTF present. Returns 0 or -ENOENT with msg filled. */
 int preflight__btf(const struct preflight_paths *pp, char *msg, size_t n);
