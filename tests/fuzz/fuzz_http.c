@@ -85,10 +85,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	case 2:
 		/* no capture was made: whatever the id, nothing is found or opened */
-		if (capture__lookup(&cap, text, &e, &fd, &gz) != -EINVAL &&
-		    capture__lookup(&cap, text, &e, &fd, &gz) != -ENOENT)
-			abort();
-		if (fd >= 0)
+		i = capture__lookup(&cap, text, &e, &fd, &gz);
+		if ((i != -EINVAL && i != -ENOENT) || fd >= 0)
 			abort();
 		break;
 	default:
