@@ -180,7 +180,7 @@ fixtures: $(FIXTURES_BIN) $(CUPTI_FIXTURES) $(WORKLOADS_BIN)
 # Every Debian package the build, the tests, the demo and the bench need; fast when present.
 DEB_PKGS := clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev pkg-config \
 	    libmicrohttpd-dev libcmocka-dev python3.11-dev openmpi-bin libopenmpi-dev python3-torch bpftrace libbpf-tools \
-	    iproute2 procps prometheus yamllint chromium
+	    iproute2 procps util-linux strace prometheus yamllint chromium
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
 		dpkg-query -W -f='$${db:Status-Abbrev}' $$p 2>/dev/null | grep -q '^ii' || missing="$$missing $$p"; \

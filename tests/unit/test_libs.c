@@ -12,7 +12,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -87,7 +91,7 @@ static const char maps_text[] =
 	"7f0000010000-7f0000011000 rw-p 00010000 fd:01 200 /usr/lib/libnccl.so.2\n"
 	/* a second libnccl (other inode), even lower: the first one seen is kept */
 	"7e0000000000-7e0000001000 r--p 00000000 fd:01 201 /opt/other/libnccl.so.2\n"
-	/* MPI: the replaced file comes first and must be skipped */
+	/* MPI: the replaced file is the one mapped lowest: kept, marked deleted */
 	"7f1000000000-7f1000001000 r--p 00000000 fd:01 300 /usr/lib/libmpi.so.40.30.4 (deleted)\n"
 	"7f1100000000-7f1100001000 r--p 00000000 fd:01 400 /usr/lib/libmpi.so.40.30.4\n"
 	"\n"
@@ -115,23 +119,30 @@ static void scan_maps__synthetic__lowest_mapping_per_library(void **state)
 	assert_true(p->start == 0x7f0000000000ULL);
 	assert_true(p->end == 0x7f0000002000ULL);
 	assert_true(p->pgoff == 0);
+	assert_false(p->deleted);
 	p = &out.lib[RS_LIB_MPI];
 	assert_true(p->found);
-	assert_true(p->inode == 400);
-	assert_true(p->start == 0x7f1100000000ULL);
+	assert_true(p->inode == 300);
+	assert_true(p->deleted);
+	assert_true(p->start == 0x7f1000000000ULL);
 	assert_string_equal(p->path, "/usr/lib/libmpi.so.40.30.4");
 	assert_false(out.lib[RS_LIB_GLOO].found);
 	assert_false(out.lib[RS_LIB_TORCH].found);	/* relative path: not a file path */
 	assert_false(out.lib[RS_LIB_NONE].found);
 }
 
-static void scan_maps__deleted_path__skipped(void **state)
+static void scan_maps__deleted_path__kept_marked(void **state)
 {
 	struct proc_libs out;
 
 	assert_int_equal(libs__scan_maps("7f1000000000-7f1000001000 r--p 00000000 fd:01 300 "
-					 "/usr/lib/libmpi.so.40 (deleted)\n", &out), 0);
-	assert_false(out.lib[RS_LIB_MPI].found);
+					 "/usr/lib/libmpi.so.40 (deleted)\n", &out), 1);
+	assert_true(out.lib[RS_LIB_MPI].found);
+	assert_true(out.lib[RS_LIB_MPI].deleted);
+	assert_string_equal(out.lib[RS_LIB_MPI].path, "/usr/lib/libmpi.so.40");
+	/* " (deleted)" alone is a name, not a mark */
+	assert_int_equal(libs__scan_maps("7f1000000000-7f1000001000 r--p 00000000 fd:01 300 "
+					 " (deleted)\n", &out), 0);
 }
 
 static void scan_maps__anonymous_and_empty__nothing(void **state)
@@ -196,7 +207,7 @@ static void open_mapped__self_libc__root(void **state)
 
 	if (!self_libc(&pl))
 		fail_msg("%s", "a file this test reads is missing (OpenMPI or libc): run make deps");
-	fd = libs__open_mapped(getpid(), &pl, &via);
+	fd = libs__open_mapped(getpid(), &pl, &via, NULL);
 	assert_true(fd >= 0);
 	assert_string_equal(via, "root");
 	assert_int_equal(fstat(fd, &st), 0);
@@ -214,7 +225,7 @@ static void open_mapped__wrong_inode__not_opened(void **state)
 		fail_msg("%s", "a file this test reads is missing (OpenMPI or libc): run make deps");
 	/* the path names another file than the mapping: neither way may return it */
 	pl.inode ^= 1;
-	fd = libs__open_mapped(getpid(), &pl, &via);
+	fd = libs__open_mapped(getpid(), &pl, &via, NULL);
 	assert_true(fd < 0);
 }
 
@@ -223,7 +234,143 @@ static void open_mapped__relative_path__einval(void **state)
 	struct proc_lib pl = { .found = true, .path = "lib/libc.so.6", .inode = 1 };
 	const char *via;
 
-	assert_int_equal(libs__open_mapped(getpid(), &pl, &via), -EINVAL);
+	assert_int_equal(libs__open_mapped(getpid(), &pl, &via, NULL), -EINVAL);
+}
+
+/* A library deleted since it was mapped: only the mapping itself is opened. */
+static void open_mapped__deleted__map_files(void **state)
+{
+	enum lib_refusal why = LR_NONE;
+	struct proc_lib pl;
+	const char *via = NULL;
+	struct stat st;
+	int fd;
+
+	if (geteuid())
+		skip();		/* /proc/PID/map_files needs CAP_SYS_ADMIN */
+	if (!self_libc(&pl))
+		fail_msg("%s", "a file this test reads is missing (OpenMPI or libc): run make deps");
+	pl.deleted = true;
+	fd = libs__open_mapped(getpid(), &pl, &via, &why);
+	assert_true(fd >= 0);
+	assert_string_equal(via, "map_files");
+	assert_int_equal(why, LR_DELETED);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_true(st.st_ino == pl.inode);
+	close(fd);
+}
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * A hostile container: a child chrooted into a scratch root names library paths that are
+ * symlinks to the host's /etc/shadow, ".." walks, a magic link, a FIFO and a device. The
+ * proc_lib even carries the host file's inode, so only the path walk stands between the
+ * daemon and that file: it must stay inside the child's root, and nothing is returned.
+ */
+static void open_mapped__hostile_root__nothing_outside(void **state)
+{
+	static const struct {
+		const char *path;
+		enum lib_refusal want;
+	} cases[] = {
+		{ "/lib/to_shadow.so", LR_UNRESOLVED },		/* -> /etc/shadow */
+		{ "/lib/up.so", LR_UNRESOLVED },		/* -> ../../../../../etc/shadow */
+		{ "/../../../../etc/shadow", LR_UNRESOLVED },
+		{ "/lib/../../etc/shadow", LR_UNRESOLVED },
+		{ "/proc/self/root/etc/shadow", LR_UNRESOLVED },
+		{ "/lib/fifo.so", LR_NOT_REGULAR },
+		{ "/lib/zero.so", LR_NOT_REGULAR },
+		{ "/lib/other.so", LR_OTHER_FILE },
+	};
+	char root[] = "/tmp/rs_libs_rootXXXXXX", p[PATH_MAX];
+	struct stat host;
+	pid_t kid;
+	size_t i;
+	int fd, status;
+
+	if (geteuid())
+		skip();		/* chroot and mknod need root */
+	if (stat("/etc/shadow", &host))
+		skip();
+	assert_non_null(mkdtemp(root));
+	snprintf(p, sizeof(p), "%s/lib", root);
+	assert_int_equal(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/lib/to_shadow.so", root);
+	assert_int_equal(symlink("/etc/shadow", p), 0);
+	snprintf(p, sizeof(p), "%s/lib/up.so", root);
+	assert_int_equal(symlink("../../../../../etc/shadow", p), 0);
+	snprintf(p, sizeof(p), "%s/lib/fifo.so", root);
+	assert_int_equal(mkfifo(p, 0644), 0);
+	snprintf(p, sizeof(p), "%s/lib/zero.so", root);
+	assert_int_equal(mknod(p, S_IFCHR | 0644, makedev(1, 5)), 0);
+	snprintf(p, sizeof(p), "%s/lib/other.so", root);
+	fd = open(p, O_CREAT | O_WRONLY, 0644);
+	assert_true(fd >= 0);
+	close(fd);
+
+	kid = fork();
+	assert_true(kid >= 0);
+	if (!kid) {
+		/* gone with the test, even one that fails, and holding none of its pipes */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		close(STDOUT_FILENO);
+		close(STDERR_FILENO);
+		if (chroot(root) || chdir("/"))
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	usleep(100000);		/* chrooted by now */
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct proc_lib pl = {
+			.found = true, .dev = host.st_dev, .inode = host.st_ino,
+			/* no such mapping in the child: map_files cannot rescue it */
+			.start = 0x1000, .end = 0x2000,
+		};
+		enum lib_refusal why = LR_NONE;
+		const char *via = NULL;
+		int64_t t0 = mono_ms();
+
+		snprintf(pl.path, sizeof(pl.path), "%s", cases[i].path);
+		fd = libs__open_mapped(kid, &pl, &via, &why);
+		if (fd >= 0)
+			fail_msg("%s: opened (via %s)", cases[i].path, via);
+		if (why != cases[i].want)
+			fail_msg("%s: refused as %s, want %s", cases[i].path,
+				 libs__refusal_name(why), libs__refusal_name(cases[i].want));
+		/* a FIFO opened for reading would block until a writer came */
+		if (mono_ms() - t0 > 100)
+			fail_msg("%s: took %lld ms", cases[i].path, (long long)(mono_ms() - t0));
+	}
+	kill(kid, SIGKILL);
+	waitpid(kid, &status, 0);
+	for (i = 0; i < 5; i++) {
+		static const char *const names[] = { "to_shadow.so", "up.so", "fifo.so",
+						     "zero.so", "other.so" };
+
+		snprintf(p, sizeof(p), "%s/lib/%s", root, names[i]);
+		unlink(p);
+	}
+	snprintf(p, sizeof(p), "%s/lib", root);
+	rmdir(p);
+	rmdir(root);
+}
+
+static void error_kind__errnos__named(void **state)
+{
+	assert_string_equal(libs__error_name(libs__error_kind(-ENOENT)), "symbol_not_found");
+	assert_string_equal(libs__error_name(libs__error_kind(-ESTALE)), "not_mapped_file");
+	assert_string_equal(libs__error_name(libs__error_kind(-EMFILE)), "fd_limit");
+	assert_string_equal(libs__error_name(libs__error_kind(-ENOEXEC)), "bad_elf");
+	assert_string_equal(libs__error_name(libs__error_kind(-ESRCH)), "gone");
+	assert_string_equal(libs__error_name(libs__error_kind(-EIO)), "other");
 }
 
 static void table__rows__well_formed(void **state)
@@ -707,12 +854,15 @@ int main(void)
 		cmocka_unit_test(classify__known_sonames__library),
 		cmocka_unit_test(classify__look_alikes__none),
 		cmocka_unit_test(scan_maps__synthetic__lowest_mapping_per_library),
-		cmocka_unit_test(scan_maps__deleted_path__skipped),
+		cmocka_unit_test(scan_maps__deleted_path__kept_marked),
 		cmocka_unit_test(scan_maps__anonymous_and_empty__nothing),
 		cmocka_unit_test(scan_maps__overlong_line__skipped),
 		cmocka_unit_test(open_mapped__self_libc__root),
 		cmocka_unit_test(open_mapped__wrong_inode__not_opened),
 		cmocka_unit_test(open_mapped__relative_path__einval),
+		cmocka_unit_test(open_mapped__deleted__map_files),
+		cmocka_unit_test(open_mapped__hostile_root__nothing_outside),
+		cmocka_unit_test(error_kind__errnos__named),
 		cmocka_unit_test(table__rows__well_formed),
 		cmocka_unit_test(cookie__every_row__round_trips),
 		cmocka_unit_test(cookie__fields__disjoint_bits),

@@ -419,7 +419,7 @@ static struct symtab *symtab_of(pid_t pid, const struct proc_lib *pl)
 	t->ino = pl->inode;
 	base = strrchr(pl->path, '/');
 	t->file = strdup(base ? base + 1 : pl->path);
-	fd = libs__open_mapped(pid, pl, &via);	/* the file the process really mapped */
+	fd = libs__open_mapped(pid, pl, &via, NULL);	/* the file the process really mapped */
 	if (fd < 0)
 		return t;
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);

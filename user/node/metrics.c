@@ -203,6 +203,21 @@ static void self_metrics(struct prom *p, const struct self_stats *s)
 			prom__sample(p, "rankscope_attach_total", LABELS("result", s->attach_names[k]),
 				     s->attach[k]);
 	}
+	if (s->lib_refused) {
+		prom__family(p, "rankscope_library_path_refused_total", "counter",
+			     "Library paths, as a process names them under its root, that were not "
+			     "the file it mapped (the mapping itself was opened instead), by why.");
+		for (k = LR_NONE + 1; k < LR_MAX; k++)
+			prom__sample(p, "rankscope_library_path_refused_total",
+				     LABELS("reason", libs__refusal_name(k)), s->lib_refused[k]);
+	}
+	if (s->lib_errors) {
+		prom__family(p, "rankscope_library_probe_errors_total", "counter",
+			     "Collective libraries that could not be probed, by why.");
+		for (k = 0; k < LE_MAX; k++)
+			prom__sample(p, "rankscope_library_probe_errors_total",
+				     LABELS("reason", libs__error_name(k)), s->lib_errors[k]);
+	}
 	if (s->cupti) {
 		static const char *const res[5] = { "received", "invalid", "dropped_queue",
 						    "dropped_cupti", "dropped_clock" };

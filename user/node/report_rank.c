@@ -75,9 +75,13 @@ void report__rank(struct json *j, const struct rank_state *rs, const char *const
 		json__obj_begin(j);
 		json__kint(j, "sites", rs->coll.nsites[lib]);
 		json__kint(j, "after_endbr64", rs->coll.endbr[lib]);
-		if (rs->coll.err[lib])
+		if (rs->coll.err[lib]) {
 			json__kint(j, "error", rs->coll.err[lib]);
+			json__kstr(j, "reason", libs__error_name(libs__error_kind(rs->coll.err[lib])));
+		}
 		json__kstr(j, "via", rs->coll.via[lib]);
+		if (rs->coll.refused[lib] != LR_NONE)
+			json__kstr(j, "path_refused", libs__refusal_name(rs->coll.refused[lib]));
 		json__obj_end(j);
 	}
 	json__obj_end(j);

@@ -20,6 +20,8 @@ struct self_stats {
 	const uint64_t *attach;		/* attach results, counted by reason (NULL: none) */
 	const char *const *attach_names;
 	int nattach;
+	const uint64_t *lib_refused;	/* [LR_MAX]: paths under a process' root not used */
+	const uint64_t *lib_errors;	/* [LE_MAX]: libraries not probed, by why */
 	bool have_run;			/* bpf_stats is on: run_ns/run_cnt are valid */
 	uint64_t run_ns[RS_FAM_MAX];
 	uint64_t run_cnt[RS_FAM_MAX];

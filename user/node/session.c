@@ -1218,6 +1218,8 @@ static void publish_metrics(struct session *s, uint64_t t)
 	s->self.attach = s->attach_results;
 	s->self.attach_names = result_names;
 	s->self.nattach = AR_MAX;
+	s->self.lib_refused = s->lib_refused;
+	s->self.lib_errors = s->lib_errors;
 	s->self.have_run = !probes__run_stats(&s->probes, run);
 	for (f = 0; f < RS_FAM_MAX; f++) {
 		s->self.run_ns[f] = run[f].run_ns;
@@ -1741,7 +1743,7 @@ static void scan_mpi(struct session *s, pid_t pid, const struct proc_lib *pl)
 	char path[64];
 	int fd;
 
-	fd = libs__open_mapped(pid, pl, &via);
+	fd = libs__open_mapped(pid, pl, &via, NULL);
 	if (fd < 0)
 		return;
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
@@ -1769,7 +1771,7 @@ static void attach_marker(struct session *s, struct rank_state *rs)
 			"(grep it in /proc/%d/maps)", rs->pid, o->marker_lib, rs->pid);
 		return;
 	}
-	fd = libs__open_mapped(rs->pid, &pl, &via);
+	fd = libs__open_mapped(rs->pid, &pl, &via, NULL);
 	if (fd < 0) {
 		pr_warn("steps: failed to open %s of PID %d: %s", log__safe(pl.path, safe,
 			sizeof(safe)), rs->pid, strerror(-fd));
@@ -1806,6 +1808,7 @@ static void attach_coll(struct session *s, struct rank_state *rs)
 	const struct proc_lib *mpi = &rs->libs.lib[RS_LIB_MPI];
 	struct proc_libs todo = rs->libs;
 	struct coll_report rep;
+	enum lib_error kind;
 	char safe[PATH_MAX];
 	int lib, n;
 	bool had_mpi = rs->coll.nsites[RS_LIB_MPI] > 0;
@@ -1829,13 +1832,21 @@ static void attach_coll(struct session *s, struct rank_state *rs)
 		rs->coll.endbr[lib] = rep.endbr[lib];
 		rs->coll.err[lib] = rep.err[lib];
 		rs->coll.via[lib] = rep.via[lib];
+		rs->coll.refused[lib] = rep.refused[lib];
+		if (rep.refused[lib] != LR_NONE)
+			s->lib_refused[rep.refused[lib]]++;
 		/* a CUDA library without the synchronize calls (a stub) is not worth a warning */
-		if (rep.err[lib] && !(rep.err[lib] == -ENOENT &&
+		if (!rep.err[lib] || (rep.err[lib] == -ENOENT &&
 				      (lib == RS_LIB_CUDART || lib == RS_LIB_CUDA)))
-			pr_warn("%s: failed to probe %s in PID %d (%s): %s; other families keep running",
-				verb(s), decode__lib_name(lib), rs->pid,
-				log__safe(rs->libs.lib[lib].path, safe, sizeof(safe)),
-				strerror(-rep.err[lib]));
+			continue;
+		kind = libs__error_kind(rep.err[lib]);
+		s->lib_errors[kind]++;
+		pr_warn("%s: failed to probe %s in PID %d (%s): %s (%s)%s", verb(s),
+			decode__lib_name(lib), rs->pid,
+			log__safe(rs->libs.lib[lib].path, safe, sizeof(safe)),
+			strerror(-rep.err[lib]), libs__error_name(kind),
+			kind == LE_FD_LIMIT ? "; raise the open file limit (ulimit -n)" :
+					      "; other families keep running");
 	}
 	if (mpi->found && !had_mpi && rs->coll.nsites[RS_LIB_MPI]) {
 		struct proc_lib exe;

@@ -222,7 +222,7 @@ int probes__attach_coll(struct probes *p, pid_t pid, const struct proc_libs *lib
 
 		if (!pl->found)
 			continue;
-		fd = libs__open_mapped(pid, pl, &rep->via[lib]);
+		fd = libs__open_mapped(pid, pl, &rep->via[lib], &rep->refused[lib]);
 		if (fd < 0) {
 			rep->err[lib] = fd;
 			continue;

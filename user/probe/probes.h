@@ -71,6 +71,7 @@ struct coll_report {
 	int endbr[RS_LIB_MAX];		/* of those, moved past an endbr64 */
 	int err[RS_LIB_MAX];		/* -errno per library that was found but failed */
 	const char *via[RS_LIB_MAX];	/* "root" or "map_files" */
+	enum lib_refusal refused[RS_LIB_MAX];	/* why not by the path under the root */
 };
 
 struct slot_snapshot {

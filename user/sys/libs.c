@@ -140,6 +140,19 @@ enum rs_lib libs__classify(const char *path)
 	return RS_LIB_NONE;
 }
 
+/* Cut a trailing " (deleted)" off path (its length in *len). */
+static bool cut_deleted(char *path, size_t *len)
+{
+	static const char tail[] = " (deleted)";
+	const size_t n = sizeof(tail) - 1;
+
+	if (*len <= n || strcmp(path + *len - n, tail))
+		return false;
+	*len -= n;
+	path[*len] = '\0';
+	return true;
+}
+
 int libs__scan_maps(const char *maps, struct proc_libs *out)
 {
 	const char *line = maps, *nl;
@@ -148,6 +161,7 @@ int libs__scan_maps(const char *maps, struct proc_libs *out)
 	char buf[PATH_MAX + 256];
 	size_t n, plen;
 	enum rs_lib lib;
+	bool deleted;
 	int found = 0;
 
 	memset(out, 0, sizeof(*out));
@@ -161,9 +175,9 @@ int libs__scan_maps(const char *maps, struct proc_libs *out)
 		if (procfs__parse_maps_line(buf, &m) || m.path[0] != '/' || !m.inode)
 			continue;
 		plen = strlen(m.path);
-		/* replaced on disk since mapping: the path no longer names what runs */
-		if (plen > 10 && !strcmp(m.path + plen - 10, " (deleted)"))
-			continue;
+		/* replaced or removed on disk since mapping (an upgrade under a running job): the
+		 * path no longer names what runs, the mapping itself (map_files) still does */
+		deleted = cut_deleted(buf + (m.path - buf), &plen);
 		lib = libs__classify(m.path);
 		if (lib == RS_LIB_NONE || plen >= PATH_MAX)
 			continue;
@@ -173,6 +187,7 @@ int libs__scan_maps(const char *maps, struct proc_libs *out)
 		if (!pl->found)
 			found++;
 		pl->found = true;
+		pl->deleted = deleted;
 		memcpy(pl->path, m.path, plen + 1);
 		pl->dev = makedev(m.dev_major, m.dev_minor);
 		pl->inode = m.inode;
@@ -206,7 +221,8 @@ static int find_mapping(pid_t pid, bool (*match)(const char *path, const void *a
 	struct proc_map m;
 	char *maps;
 	ssize_t n;
-	size_t len;
+	size_t len, plen;
+	bool deleted;
 
 	memset(out, 0, sizeof(*out));
 	n = procfs__read(pid, "maps", &maps, PROC_MAPS_MAX);
@@ -219,12 +235,16 @@ static int find_mapping(pid_t pid, bool (*match)(const char *path, const void *a
 			continue;
 		memcpy(line, p, len);
 		line[len] = '\0';
-		if (procfs__parse_maps_line(line, &m) || m.path[0] != '/' || !m.inode ||
-		    !match(m.path, arg))
+		if (procfs__parse_maps_line(line, &m) || m.path[0] != '/' || !m.inode)
+			continue;
+		plen = strlen(m.path);
+		deleted = cut_deleted(line + (m.path - line), &plen);
+		if (!match(m.path, arg))
 			continue;
 		if (out->found && (out->inode != m.inode || out->start <= m.start))
 			continue;
 		out->found = true;
+		out->deleted = deleted;
 		snprintf(out->path, sizeof(out->path), "%s", m.path);
 		out->dev = makedev(m.dev_major, m.dev_minor);
 		out->inode = m.inode;
@@ -256,6 +276,7 @@ int libs__find_mapped(pid_t pid, const char *stem, struct proc_lib *out)
 int libs__exe(pid_t pid, struct proc_lib *out)
 {
 	char link[64], exe[PATH_MAX];
+	size_t len;
 	ssize_t n;
 
 	memset(out, 0, sizeof(*out));
@@ -264,25 +285,80 @@ int libs__exe(pid_t pid, struct proc_lib *out)
 	if (n < 0)
 		return -errno;
 	exe[n] = '\0';
+	len = n;
+	cut_deleted(exe, &len);
 	return find_mapping(pid, same_path, exe, out);
 }
 
-static bool same_file(int fd, const struct proc_lib *pl)
+static const char *const refusal_names[LR_MAX] = {
+	[LR_NONE] = "none",
+	[LR_DELETED] = "deleted",
+	[LR_UNRESOLVED] = "unresolved",
+	[LR_NOT_REGULAR] = "not_regular",
+	[LR_OTHER_FILE] = "other_file",
+};
+
+static const char *const error_names[LE_MAX] = {
+	[LE_SYMBOL_NOT_FOUND] = "symbol_not_found",
+	[LE_NOT_MAPPED_FILE] = "not_mapped_file",
+	[LE_BAD_ELF] = "bad_elf",
+	[LE_FD_LIMIT] = "fd_limit",
+	[LE_GONE] = "gone",
+	[LE_OTHER] = "other",
+};
+
+const char *libs__refusal_name(enum lib_refusal r)
+{
+	return r < LR_MAX ? refusal_names[r] : "unknown";
+}
+
+const char *libs__error_name(enum lib_error e)
+{
+	return e < LE_MAX ? error_names[e] : "unknown";
+}
+
+enum lib_error libs__error_kind(int err)
+{
+	switch (-err) {
+	case ENOENT:
+		return LE_SYMBOL_NOT_FOUND;
+	case ESTALE:
+		return LE_NOT_MAPPED_FILE;
+	case ENOEXEC:
+	case ERANGE:
+	case EFBIG:
+		return LE_BAD_ELF;
+	case EMFILE:
+	case ENFILE:
+		return LE_FD_LIMIT;
+	case ESRCH:
+		return LE_GONE;
+	default:
+		return LE_OTHER;
+	}
+}
+
+/* LR_NONE if fd is the regular file pl maps, else why not. */
+static enum lib_refusal check_file(int fd, const struct proc_lib *pl)
 {
 	struct stat st;
 
-	return !fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_ino == pl->inode &&
-	       (!pl->dev || st.st_dev == pl->dev);
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
+		return LR_NOT_REGULAR;
+	if (st.st_ino != pl->inode || (pl->dev && st.st_dev != pl->dev))
+		return LR_OTHER_FILE;
+	return LR_NONE;
 }
 
 /* Reopen an O_PATH fd for reading once it is known to be the mapped regular file: opening
  * the unchecked path could have hit a device node or a FIFO. Closes opath. */
-static int reopen_checked(int opath, const struct proc_lib *pl)
+static int reopen_checked(int opath, const struct proc_lib *pl, enum lib_refusal *why)
 {
 	char self[64];
 	int fd;
 
-	if (!same_file(opath, pl)) {
+	*why = check_file(opath, pl);
+	if (*why != LR_NONE) {
 		close(opath);
 		return -ESTALE;
 	}
@@ -294,7 +370,8 @@ static int reopen_checked(int opath, const struct proc_lib *pl)
 	return fd;
 }
 
-int libs__open_mapped(pid_t pid, const struct proc_lib *pl, const char **via)
+/* The path as pid sees it, resolved inside its root; -errno, *why set, if not the file. */
+static int open_in_root(pid_t pid, const struct proc_lib *pl, enum lib_refusal *why)
 {
 	struct open_how how = {
 		.flags = O_PATH | O_CLOEXEC,
@@ -303,27 +380,46 @@ int libs__open_mapped(pid_t pid, const struct proc_lib *pl, const char **via)
 	char path[64];
 	int rfd, fd;
 
-	if (pl->path[0] != '/')
-		return -EINVAL;
+	*why = LR_UNRESOLVED;
 	snprintf(path, sizeof(path), "/proc/%d/root", (int)pid);
 	rfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (rfd >= 0) {
-		fd = syscall(SYS_openat2, rfd, pl->path, &how, sizeof(how));
-		close(rfd);
-		if (fd >= 0)
-			fd = reopen_checked(fd, pl);
-		if (fd >= 0) {
+	if (rfd < 0)
+		return -errno;
+	fd = syscall(SYS_openat2, rfd, pl->path, &how, sizeof(how));
+	if (fd < 0)
+		fd = -errno;
+	close(rfd);
+	return fd < 0 ? fd : reopen_checked(fd, pl, why);
+}
+
+int libs__open_mapped(pid_t pid, const struct proc_lib *pl, const char **via,
+		      enum lib_refusal *refused)
+{
+	enum lib_refusal why = LR_DELETED, unused;
+	char path[64];
+	int fd;
+
+	if (pl->path[0] != '/')
+		return -EINVAL;
+	if (!pl->deleted) {
+		fd = open_in_root(pid, pl, &why);
+		if (fd >= 0 || fd == -EMFILE || fd == -ENFILE) {
 			*via = "root";
+			if (refused)
+				*refused = LR_NONE;
 			return fd;
 		}
 	}
-	/* overlayfs shows another inode through the path; map_files is the mapping itself */
+	if (refused)
+		*refused = why;
+	/* overlayfs shows another inode through the path, a deleted file has none: map_files
+	 * is the mapping itself */
 	snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", (int)pid,
 		 (unsigned long long)pl->start, (unsigned long long)pl->end);
 	fd = open(path, O_PATH | O_CLOEXEC);
 	if (fd < 0)
-		return -errno;
-	fd = reopen_checked(fd, pl);
+		return errno == ENOENT ? -ESRCH : -errno;
+	fd = reopen_checked(fd, pl, &unused);
 	if (fd >= 0)
 		*via = "map_files";
 	return fd;

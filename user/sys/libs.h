@@ -31,6 +31,7 @@ struct proc_lib {
 	uint64_t start;		/* lowest mapping, for the load bias */
 	uint64_t end;
 	uint64_t pgoff;
+	bool deleted;		/* maps said "(deleted)" (cut from path): only map_files has it */
 };
 
 struct proc_libs {
@@ -59,11 +60,39 @@ int libs__exe(pid_t pid, struct proc_lib *out);
 /* Read /proc/PID/maps and scan it. Returns the count found or -errno. */
 int libs__discover(pid_t pid, struct proc_libs *out);
 
+/* Why the path under /proc/PID/root was not used for a library (rankscope_library_path_refused_total). */
+enum lib_refusal {
+	LR_NONE,
+	LR_DELETED,		/* maps says "(deleted)": replaced or removed since it was mapped */
+	LR_UNRESOLVED,		/* openat2 refused it (missing, a magic link, a loop) */
+	LR_NOT_REGULAR,		/* a FIFO, a device, a directory... */
+	LR_OTHER_FILE,		/* a regular file, but not the inode pid mapped */
+	LR_MAX,
+};
+
+/* Why probing a library failed for good (rankscope_library_probe_errors_total). */
+enum lib_error {
+	LE_SYMBOL_NOT_FOUND,	/* no API of the table among its exported functions */
+	LE_NOT_MAPPED_FILE,	/* neither way led to the file pid mapped */
+	LE_BAD_ELF,
+	LE_FD_LIMIT,		/* EMFILE/ENFILE: raise the daemon's open file limit */
+	LE_GONE,		/* the process or its mapping went away */
+	LE_OTHER,
+	LE_MAX,
+};
+
+const char *libs__refusal_name(enum lib_refusal r);
+enum lib_error libs__error_kind(int err);
+const char *libs__error_name(enum lib_error e);
+
 /* Open the file pl names as pid sees it, without letting the process' symlinks lead outside
  * its root: openat2(RESOLVE_IN_ROOT) under /proc/PID/root, else /proc/PID/map_files (the exact
- * mapping). The file must be regular and the inode pid mapped. *via says which way worked.
- * Returns the fd, or -errno (-ESTALE: not the mapped file). */
-int libs__open_mapped(pid_t pid, const struct proc_lib *pl, const char **via);
+ * mapping; the only way for a library deleted or replaced since it was mapped). The file must
+ * be regular and the inode pid mapped. *via says which way worked; *refused (may be NULL) why
+ * the path under the root was not used (LR_NONE: it was). Returns the fd, or -errno (-ESTALE:
+ * not the mapped file, -ESRCH: the process or the mapping is gone). */
+int libs__open_mapped(pid_t pid, const struct proc_lib *pl, const char **via,
+		      enum lib_refusal *refused);
 
 /* Resolve every table API of lib in the file at host_path (which must be the mapped inode:
  * -ESTALE otherwise). sites must hold coll_apis_n entries. Returns the number of sites. */

@@ -347,7 +347,7 @@ static int resolve_in(pid_t pid, const struct proc_lib *pl, const char *maps,
 	size_t i;
 	int fd, err;
 
-	fd = libs__open_mapped(pid, pl, &via);
+	fd = libs__open_mapped(pid, pl, &via, NULL);
 	if (fd < 0)
 		return fd;
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
