@@ -223,7 +223,7 @@ static int run(int argc, char **argv, enum cmd_verb verb)
 {
 	struct rank_info *infos = NULL;
 	struct session s = {};
-	char msg[256];
+	char msg[512];
 	int err, i, n, given = TARGETS_MAX;
 
 	err = cmd__parse_opts(argc, argv, &s.o, verb);
@@ -258,6 +258,15 @@ static int run(int argc, char **argv, enum cmd_verb verb)
 				s.o.pids[i]);
 			return 2;
 		}
+		if (i >= given)
+			continue;
+		err = targets__check_given(s.o.pids[i], msg, sizeof(msg));
+		if (err < 0) {
+			pr_warn("attach: %s", msg);
+			return 2;
+		}
+		if (err > 0)
+			pr_warn("attach: %s", msg);
 	}
 	if (preflight__privileges(msg, sizeof(msg)) ||
 	    preflight__btf(&preflight_default, msg, sizeof(msg)) ||

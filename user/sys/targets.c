@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "libs.h"
@@ -278,4 +279,108 @@ int targets__children(pid_t root, pid_t *out, int max)
 	free(all);
 	free(ppid);
 	return nout;
+}
+
+/* The first and last ids of pid's "NSpid:" line and how many it has (0: none). */
+static int nspid(pid_t pid, long *outer, long *inner)
+{
+	char *buf = NULL, *at, *end;
+	int levels = 0;
+
+	if (procfs__read(pid, "status", &buf, 16384) > 0 && (at = strstr(buf, "\nNSpid:"))) {
+		for (at += 7; *at && *at != '\n'; at = end) {
+			long v = strtol(at, &end, 10);
+
+			if (end == at)
+				break;
+			if (!levels++)
+				*outer = v;
+			*inner = v;
+		}
+	}
+	free(buf);
+	return levels;
+}
+
+/* A rank-like process in a nested PID namespace whose id there is pid; 0 if none. */
+static pid_t in_container(pid_t pid)
+{
+	pid_t *all = NULL, found = 0;
+	long outer, inner;
+	struct cand c;
+	int n, i;
+
+	n = list_pids(&all);
+	for (i = 0; i < n && !found; i++) {
+		if (nspid(all[i], &outer, &inner) < 2 || inner != pid || outer == pid)
+			continue;
+		if (looks_like_rank(all[i], &c, NULL, NULL))
+			found = all[i];
+	}
+	free(all);
+	return found;
+}
+
+static const char *comm_of(pid_t pid, struct proc_stat *st)
+{
+	return procfs__stat(pid, st) ? "?" : st->comm;
+}
+
+int targets__check_given(pid_t pid, char *msg, size_t n)
+{
+	struct proc_stat st, cst;
+	pid_t kids[16], ctr;
+	char *status = NULL, *at;
+	bool gone, kthread;
+	long tgid = 0;
+	size_t len = 0;
+	struct cand c;
+	int nk, i, k;
+
+	gone = procfs__stat(pid, &st) != 0;
+	kthread = !gone && (st.flags & PROCFS_PF_KTHREAD);
+	if (!gone && !kthread && procfs__read(pid, "status", &status, 16384) > 0 &&
+	    (at = strstr(status, "\nTgid:")))
+		tgid = strtol(at + 6, NULL, 10);
+	free(status);
+	if (!gone && !kthread && (tgid <= 0 || tgid == pid) && looks_like_rank(pid, &c, NULL, NULL))
+		return 0;
+	/* a PID read inside a container: the host knows the process by another */
+	ctr = in_container(pid);
+	if (ctr) {
+		snprintf(msg, n, "PID %d is %s on this host; the training process with PID %d in a "
+			 "container (PID namespace) is host PID %d (%s): give -p %d", pid,
+			 gone ? "no process" : "not a training process", pid, ctr,
+			 comm_of(ctr, &cst), ctr);
+		return -EINVAL;
+	}
+	if (gone) {
+		snprintf(msg, n, "PID %d: no such process", pid);
+		return -ESRCH;
+	}
+	if (kthread) {
+		snprintf(msg, n, "PID %d (%s) is a kernel thread, not a training process", pid,
+			 st.comm);
+		return -EINVAL;
+	}
+	if (tgid > 0 && tgid != pid) {
+		snprintf(msg, n, "PID %d is a thread of process %ld (%s), not a process: give -p %ld",
+			 pid, tgid, comm_of(tgid, &cst), tgid);
+		return -EINVAL;
+	}
+	/* a launcher (mpirun, torchrun, srun): its descendants are the ranks */
+	nk = targets__children(pid, kids, 16);
+	for (i = 0, k = 0; i < nk; i++) {
+		if (!looks_like_rank(kids[i], &c, NULL, NULL))
+			continue;
+		if (!k++)
+			len = snprintf(msg, n, "PID %d (%s) maps no collective library and has no "
+				       "rank variable, but processes it started do: give their PIDs "
+				       "(-p %d", pid, st.comm, kids[i]);
+		else if (len < n)
+			len += snprintf(msg + len, n - len, ",%d", kids[i]);
+	}
+	if (k && len < n)
+		snprintf(msg + len, n - len, ")");
+	return k ? 1 : 0;
 }

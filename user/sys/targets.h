@@ -34,4 +34,10 @@ int targets__discover_new(pid_t *pids, int max, pid_t self,
 /* Descendant processes of root that exist now (forked before attach). Returns the count. */
 int targets__children(pid_t root, pid_t *out, int max);
 
+/* Is pid, given by the user, a process to attach to? 0: yes; 1: yes, but msg warns (a
+ * launcher: its descendants are the ranks, msg lists them); -errno: no, msg says why (none
+ * such, a kernel thread, a thread of another process, or a container's id for a training
+ * process: msg names the host PID from NSpid). */
+int targets__check_given(pid_t pid, char *msg, size_t n);
+
 #endif /* RS_TARGETS_H */
