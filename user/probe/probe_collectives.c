@@ -258,6 +258,47 @@ out:
 	return err;
 }
 
+void probe_collectives__forget(struct probes *p, const __u32 *tgids, size_t ntgids)
+{
+	const struct bpf_map *m;
+	size_t ks, n = 0, cap = 0, i, k;
+	char *keys = NULL, *cur = NULL, *next, *grown;
+	__u32 tgid;
+
+	if (!p->coll || !ntgids)
+		return;
+	m = p->coll->maps.rs_coll_seq;
+	ks = bpf_map__key_size(m);
+	next = malloc(ks);
+	/* one walk to find them, then the deletes: deleting while walking restarts the walk */
+	while (next && !bpf_map__get_next_key(m, cur, next, ks)) {
+		memcpy(&tgid, next, sizeof(tgid));	/* struct rs_seq_key starts with it */
+		for (k = 0; k < ntgids && tgids[k] != tgid; k++)
+			;
+		if (k < ntgids) {
+			if (n == cap) {
+				cap = cap ? cap * 2 : 16;
+				grown = realloc(keys, cap * ks);
+				if (!grown)
+					break;
+				keys = grown;
+			}
+			memcpy(keys + n * ks, next, ks);
+			n++;
+		}
+		if (!cur)
+			cur = malloc(ks);
+		if (!cur)
+			break;
+		memcpy(cur, next, ks);
+	}
+	for (i = 0; i < n; i++)
+		bpf_map__delete_elem(m, keys + i * ks, ks, 0);
+	free(keys);
+	free(cur);
+	free(next);
+}
+
 int probe_collectives__inflight(struct probes *p, pid_t tid, struct coll_inflight *in)
 {
 	struct rs_frames fr;

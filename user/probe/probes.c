@@ -201,6 +201,7 @@ int probes__untrack(struct probes *p, pid_t tgid)
 	if (bpf_map_delete_elem(p->tracked_fd, &key) && errno != ENOENT)
 		return -errno;
 	tgid_bit(p, tgid, false);
+	probe_collectives__forget(p, &key, 1);
 	return 0;
 }
 
@@ -337,6 +338,8 @@ void probes__release_slot(struct probes *p, uint32_t slot)
 	for (i = 0; i < n; i++)
 		if (!bpf_map_delete_elem(p->tracked_fd, &del[i]))
 			tgid_bit(p, (pid_t)del[i], false);
+	if (del)
+		probe_collectives__forget(p, del, n);
 	free(del);
 	if (p->sched) {
 		zero_elem(p->sched->maps.rs_sched_slots, slot);

@@ -134,6 +134,9 @@ struct coll_inflight {
 /* Is thread tid inside a probed collective now? Returns 0 with what it is in, -ENOENT if not,
  * -errno. */
 int probe_collectives__inflight(struct probes *p, pid_t tid, struct coll_inflight *in);
+/* Delete the per-communicator sequence counters of these processes (gone: a new process with
+ * the same pid must start from 0, and the LRU must not fill with the dead). */
+void probe_collectives__forget(struct probes *p, const __u32 *tgids, size_t ntgids);
 
 /* Sum the per-CPU family counters. */
 int probes__fam_stats(struct probes *p, struct rs_fam_stats out[RS_FAM_MAX]);
