@@ -43,13 +43,20 @@ static __always_inline __s64 task_state(struct task_struct *t)
 	return ((struct task_struct___o *)t)->state;
 }
 
-static __always_inline struct rs_thread *thread_get(__u32 tid)
+#define PF_EXITING 0x00000004
+
+/* task's entry, made on first sight; never for a task past its exit record, whose entry was
+ * deleted there and would then stay forever (woken or switched in once more as it dies) */
+static __always_inline struct rs_thread *thread_get(struct task_struct *task)
 {
 	struct rs_thread *t, zero = {};
+	__u32 tid = task->pid;
 
 	t = bpf_map_lookup_elem(&rs_threads, &tid);
 	if (t)
 		return t;
+	if (task->flags & PF_EXITING)
+		return NULL;
 	bpf_map_update_elem(&rs_threads, &tid, &zero, BPF_NOEXIST);
 	return bpf_map_lookup_elem(&rs_threads, &tid);
 }
@@ -61,7 +68,7 @@ static __always_inline int on_wakeup(struct task_struct *p)
 	/* tp_btf arguments are trusted: plain loads, no probe-read helper calls */
 	if (!rs_lookup(p->tgid))
 		return 0;
-	t = thread_get(p->pid);
+	t = thread_get(p);
 	if (t && !t->wake_ns)
 		t->wake_ns = bpf_ktime_get_ns();
 	return 0;
@@ -79,8 +86,6 @@ int BPF_PROG(rs_sched_wakeup_new, struct task_struct *p)
 	return on_wakeup(p);
 }
 
-#define PF_EXITING 0x00000004
-
 static __always_inline void switch_out(struct task_struct *prev, struct rs_track *tr,
 				       bool preempt, __u64 now)
 {
@@ -92,7 +97,7 @@ static __always_inline void switch_out(struct task_struct *prev, struct rs_track
 	if (prev->flags & PF_EXITING)
 		return;
 	tid = prev->pid;
-	t = thread_get(tid);
+	t = thread_get(prev);
 	if (!t)
 		return;
 	ss = bpf_map_lookup_elem(&rs_sched_slots, &tr->slot);
@@ -127,7 +132,7 @@ static __always_inline void switch_in(struct task_struct *next, struct rs_track 
 
 	tgid = next->tgid;
 	tid = next->pid;
-	t = thread_get(tid);
+	t = thread_get(next);
 	if (!t)
 		return;
 	if (t->wake_ns && now > t->wake_ns)
@@ -225,10 +230,12 @@ int BPF_PROG(rs_sched_exit, struct task_struct *p)
 	struct rs_track *tr;
 	__u32 tgid = p->tgid, tid = p->pid;
 
+	/* whether or not its process is still tracked: one untracked since (a rank dropped, a
+	 * thread seeded as it died) must not leave its entry behind */
+	bpf_map_delete_elem(&rs_threads, &tid);
 	tr = rs_lookup(tgid);
 	if (!tr)
 		return 0;
-	bpf_map_delete_elem(&rs_threads, &tid);
 	/* signal->live drops to 0 in do_exit() before this tracepoint; during exit_group several
 	 * threads can see 0, so the exited flag lets exactly one of them report. */
 	if (BPF_CORE_READ(p, signal, live.counter) != 0)

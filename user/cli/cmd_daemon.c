@@ -189,7 +189,7 @@ static bool adopt(struct session *s, pid_t pid, bool started_before_ok, pid_t wo
 		return false;
 	}
 	s->displaced_pid = 0;
-	r = session__join(s, slot, false);
+	r = session__join(s, slot, true);	/* its job's model is made at the next drain */
 	mark_tried(pid, st.starttime, r != AR_OK);
 	if (r == AR_OK && s->displaced_pid)
 		note_displaced(s->displaced_pid, &s->ranks[slot].info);

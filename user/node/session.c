@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -476,6 +477,7 @@ void session__drop_rank(struct session *s, int slot)
 		comms__forget(&s->comms, rs->pid);
 	}
 	probes__release_slot(&s->probes, slot);
+	s->dropped_since_trim = true;
 	j = job_of(s, rs);
 	for (c = 0, out = 0; c < j->ncols; c++)
 		if (j->slots[c] != slot)
@@ -498,9 +500,12 @@ void session__drop_rank(struct session *s, int slot)
 		memset(j, 0, sizeof(*j));
 		return;
 	}
-	/* the model's columns must match the slots before anything asks it again */
-	if (session__build_jobs(s))
-		pr_warn("%s: out of memory rebuilding the model of job '%s'", verb(s), j->id);
+	/* the model's columns no longer match the slots: nothing may reach it again. The next
+	 * drain makes it anew, once for every rank that came or went meanwhile (a model is
+	 * ~1 MiB a rank: one per change would cost a churning node most of its loop). */
+	job__free(j->model);
+	j->model = NULL;
+	j->dirty = true;
 }
 
 bool session__has_pid(const struct session *s, pid_t pid)
@@ -1351,6 +1356,12 @@ void session__tick(struct session *s, bool final)
 	for (k = 0; k < SESSION_JOBS_MAX; k++)
 		if (s->jobs[k].used)
 			job__advance(s->jobs[k].model, t, final);
+	/* ranks dropped since the last tick: give their memory back to the node, not only to
+	 * the heap (a daemon's RSS falls again when jobs end) */
+	if (s->dropped_since_trim) {
+		s->dropped_since_trim = false;
+		malloc_trim(0);
+	}
 	read_self(s);
 	if (s->httpd)
 		publish(s, t);
@@ -1943,8 +1954,14 @@ enum attach_result session__join(struct session *s, int slot, bool defer)
 	if (s->o.listen && !rs->acc)
 		rs->acc = calloc(1, sizeof(*rs->acc));	/* NULL: no series for it, nothing worse */
 	/* the main thread may be blocked since before we came: start its interval now */
-	if (!procfs__stat(rs->pid, &st))
+	if (!procfs__stat(rs->pid, &st)) {
 		probe_sched__seed(&s->probes, rs->pid, st.state == 'R', session__now());
+		/* exiting meanwhile: its exit record may have gone by before the seed, and then
+		 * nothing deletes it */
+		if (procfs__stat(rs->pid, &st) || st.state == 'Z' || st.state == 'X' ||
+		    (st.flags & PROCFS_PF_EXITING))
+			probe_sched__forget(&s->probes, rs->pid);
+	}
 	/* workers forked before we came: the kernel only sees forks from now on */
 	n = targets__children(rs->pid, kids, 64);
 	for (i = 0; i < n; i++) {

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /* Owner of the collectives family skeleton and of every uprobe link it gets per target. */
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -100,8 +103,112 @@ static void link_close(struct coll_link *l)
 	bpf_link__destroy(l->link);
 }
 
-/* Close the links [from, nlinks) of pid (every pid when pid is 0), keeping the others. */
-static void links_drop(struct probes *p, size_t from, pid_t pid)
+/*
+ * Closing a uprobe link waits for the kernel's grace periods: 20 to 80 ms here, for each link.
+ * A node where ranks come and go (restarts, short jobs, a launcher's helpers) would hold the
+ * loop for seconds, with steps, verdicts and /healthz waiting behind it. The links of an
+ * exited process serve nothing (the kernel matches them to that process, not to its pid
+ * number), so REAPER_THREADS threads close them; closes running at once share their grace
+ * periods. Past REAPER_MAX waiting, the loop closes them itself: memory stays bounded.
+ */
+#define REAPER_THREADS	16
+#define REAPER_MAX	4096
+
+struct link_reaper {
+	pthread_t thr[REAPER_THREADS];
+	int nthr;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct coll_link q[REAPER_MAX];
+	size_t n;
+	bool stop;
+};
+
+static void *reaper_main(void *arg)
+{
+	struct link_reaper *r = arg;
+	struct coll_link l;
+
+	pthread_mutex_lock(&r->mu);
+	for (;;) {
+		while (!r->n && !r->stop)
+			pthread_cond_wait(&r->cv, &r->mu);
+		if (!r->n)
+			break;	/* stopping, and nothing left */
+		l = r->q[--r->n];
+		pthread_mutex_unlock(&r->mu);
+		link_close(&l);
+		pthread_mutex_lock(&r->mu);
+	}
+	pthread_mutex_unlock(&r->mu);
+	return NULL;
+}
+
+static struct link_reaper *reaper_get(struct probes *p)
+{
+	struct link_reaper *r = p->reaper;
+	sigset_t all, old;
+
+	if (r)
+		return r->nthr ? r : NULL;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	pthread_mutex_init(&r->mu, NULL);
+	pthread_cond_init(&r->cv, NULL);
+	/* signals are the loop's (signalfd): the threads block them all */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	while (r->nthr < REAPER_THREADS && !pthread_create(&r->thr[r->nthr], NULL, reaper_main, r))
+		r->nthr++;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	p->reaper = r;
+	return r->nthr ? r : NULL;
+}
+
+/* Close every link handed over, then the threads. Nothing of ours is attached after. */
+static void reaper_stop(struct probes *p)
+{
+	struct link_reaper *r = p->reaper;
+	int i;
+
+	if (!r)
+		return;
+	pthread_mutex_lock(&r->mu);
+	r->stop = true;
+	pthread_cond_broadcast(&r->cv);
+	pthread_mutex_unlock(&r->mu);
+	for (i = 0; i < r->nthr; i++)
+		pthread_join(r->thr[i], NULL);
+	while (r->n)
+		link_close(&r->q[--r->n]);
+	pthread_mutex_destroy(&r->mu);
+	pthread_cond_destroy(&r->cv);
+	free(r);
+	p->reaper = NULL;
+}
+
+/* Close l on a reaper thread, or here if there is none or it is full. */
+static void link_close_later(struct probes *p, struct coll_link *l)
+{
+	struct link_reaper *r = reaper_get(p);
+
+	if (r) {
+		pthread_mutex_lock(&r->mu);
+		if (r->n < REAPER_MAX) {
+			r->q[r->n++] = *l;
+			pthread_cond_signal(&r->cv);
+			pthread_mutex_unlock(&r->mu);
+			return;
+		}
+		pthread_mutex_unlock(&r->mu);
+	}
+	link_close(l);
+}
+
+/* Close the links [from, nlinks) of pid (every pid when pid is 0), keeping the others; later
+ * (on a reaper thread) when later is set. */
+static void links_drop(struct probes *p, size_t from, pid_t pid, bool later)
 {
 	size_t i, out = from;
 
@@ -112,7 +219,10 @@ static void links_drop(struct probes *p, size_t from, pid_t pid)
 			p->coll_links[out++] = *l;
 			continue;
 		}
-		link_close(l);
+		if (later)
+			link_close_later(p, l);
+		else
+			link_close(l);
 		if (p->fam_progs[RS_FAM_COLL] >= l->nprobes)
 			p->fam_progs[RS_FAM_COLL] -= l->nprobes;
 	}
@@ -121,18 +231,20 @@ static void links_drop(struct probes *p, size_t from, pid_t pid)
 
 void probe_collectives__detach_all(struct probes *p)
 {
-	links_drop(p, 0, 0);
+	reaper_stop(p);
+	links_drop(p, 0, 0, false);
 }
 
 void probes__detach_pid(struct probes *p, pid_t pid)
 {
 	if (pid > 0)
-		links_drop(p, 0, pid);
+		links_drop(p, 0, pid, true);
 }
 
 void probe_collectives__free(struct probes *p)
 {
-	links_drop(p, 0, 0);
+	reaper_stop(p);
+	links_drop(p, 0, 0, false);
 	free(p->coll_links);
 	p->coll_links = NULL;
 	p->coll_nlinks = p->coll_cap = 0;

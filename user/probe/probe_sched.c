@@ -64,6 +64,14 @@ int probe_sched__seed(struct probes *p, pid_t tid, bool running, uint64_t now_ns
 	return 0;
 }
 
+void probe_sched__forget(struct probes *p, pid_t tid)
+{
+	__u32 key = tid;
+
+	if (p->sched)
+		bpf_map__delete_elem(p->sched->maps.rs_threads, &key, sizeof(key), 0);
+}
+
 int probe_sched__read(struct probes *p, uint32_t slot, pid_t main_tid, uint64_t now_ns,
 		      struct slot_snapshot *snap)
 {

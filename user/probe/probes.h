@@ -49,6 +49,7 @@ struct probes {
 	struct coll_link *coll_links;	/* every collective link, with the process it serves */
 	size_t coll_nlinks;
 	size_t coll_cap;
+	struct link_reaper *reaper;	/* closes the links of exited processes off the loop */
 };
 
 /* A uprobe_multi link fd (kernels 6.6+) or a libbpf perf-event link, of one target process. */
@@ -166,6 +167,8 @@ int probe_collectives__attach(struct probes *p, pid_t pid, const char *path,
 /* Seed a thread the kernel has not seen switch yet (blocked since before attach), so its
  * open interval counts from now. Leaves a known thread alone. Returns 0 or -errno. */
 int probe_sched__seed(struct probes *p, pid_t tid, bool running, uint64_t now_ns);
+/* Delete tid's entry (a thread seeded as it exited: the kernel's exit came first). */
+void probe_sched__forget(struct probes *p, pid_t tid);
 int probe_sched__read(struct probes *p, uint32_t slot, pid_t main_tid, uint64_t now_ns,
 		      struct slot_snapshot *s);
 int probe_io__read(struct probes *p, uint32_t slot, struct slot_snapshot *s);

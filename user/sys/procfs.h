@@ -34,6 +34,7 @@ struct proc_stat {
 };
 
 #define PROCFS_PF_KTHREAD	0x00200000ULL	/* a kernel thread: never a rank */
+#define PROCFS_PF_EXITING	0x00000004ULL	/* past its exit record, not yet a zombie */
 
 /* Read /proc/PID/NAME into a NUL-terminated malloc'd buffer of at most max bytes.
  * Returns the length, or -errno (-ENOENT/-ESRCH when the process is gone). */

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "libs.h"
 #include "procfs.h"
 #include "ranks.h"
@@ -244,7 +245,8 @@ int targets__discover_new(pid_t *pids, int max, pid_t self,
 	return out;
 }
 
-int targets__children(pid_t root, pid_t *out, int max)
+/* Every pid's parent from /proc/PID/stat: the fallback without /proc/PID/task/TID/children. */
+static int children_by_scan(pid_t root, pid_t *out, int max)
 {
 	struct proc_stat st;
 	pid_t *all = NULL, *ppid;
@@ -279,6 +281,68 @@ int targets__children(pid_t root, pid_t *out, int max)
 	free(all);
 	free(ppid);
 	return nout;
+}
+
+/* Does this kernel have /proc/PID/task/TID/children (CONFIG_PROC_CHILDREN)? Our own says. */
+static bool have_children_files(void)
+{
+	static int have = -1;
+	char path[64];
+
+	if (have < 0) {
+		snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)gettid());
+		have = !access(path, R_OK);
+	}
+	return have;
+}
+
+/* Append pid's direct children (those of each of its threads) to out[*n..max), the ones not
+ * there yet. */
+static void direct_children(pid_t pid, pid_t *out, int *n, int max)
+{
+	char path[320], *text, *p, *end;
+	struct dirent *de;
+	long v;
+	int k;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return;		/* gone: no children to find */
+	while ((de = readdir(d)) && *n < max) {
+		if (!de->d_name[0] || !is_pid_name(de->d_name))
+			continue;
+		snprintf(path, sizeof(path), "task/%s/children", de->d_name);
+		if (procfs__read(pid, path, &text, 65536) < 0)
+			continue;
+		for (p = text; *n < max; p = end) {
+			v = strtol(p, &end, 10);
+			if (end == p)
+				break;
+			for (k = 0; k < *n && out[k] != v; k++)
+				;
+			if (k == *n && v > 0 && v != pid)
+				out[(*n)++] = v;
+		}
+		free(text);
+	}
+	closedir(d);
+}
+
+int targets__children(pid_t root, pid_t *out, int max)
+{
+	int n = 0, i;
+
+	/* from the root down, each process' own children files: what a process started costs
+	 * its descendants, not a read of every process on the node (the daemon looks for each
+	 * rank it adopts) */
+	if (!have_children_files())
+		return children_by_scan(root, out, max);
+	direct_children(root, out, &n, max);
+	for (i = 0; i < n && n < max; i++)
+		direct_children(out[i], out, &n, max);
+	return n;
 }
 
 /* The first and last ids of pid's "NSpid:" line and how many it has (0: none). */
