@@ -45,6 +45,15 @@ if command -v setpriv >/dev/null; then
 	expect 1 'missing CAP_BPF, CAP_PERFMON \(or CAP_SYS_ADMIN\)' setpriv --reuid=65534 \
 		--regid=65534 --clear-groups --inh-caps=-all --bounding-set=-all \
 		"$RS" attach -p $SLEEPER --duration 1
+	# kernel.perf_event_paranoid=3 (Debian's level: no perf event without CAP_PERFMON): named
+	OLD_PARANOID=$(cat /proc/sys/kernel/perf_event_paranoid)
+	if echo 3 >/proc/sys/kernel/perf_event_paranoid 2>/dev/null; then
+		trap 'echo "$OLD_PARANOID" >/proc/sys/kernel/perf_event_paranoid; cleanup' EXIT
+		expect 1 'kernel.perf_event_paranoid is 3: at 3 or more the kernel opens no perf event' \
+			setpriv --inh-caps=-sys_admin,-perfmon --bounding-set=-sys_admin,-perfmon \
+			"$RS" attach -p $SLEEPER --duration 1
+		echo "$OLD_PARANOID" >/proc/sys/kernel/perf_event_paranoid
+	fi
 	for c in bpf perfmon; do
 		C=$(echo "$c" | tr a-z A-Z)
 		expect 1 "missing CAP_$C \\(or CAP_SYS_ADMIN\\)" setpriv \

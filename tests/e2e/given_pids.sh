@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# PIDs given to -p that are not a training process are refused with the reason, exit 2, and
-# nothing attached; a launcher is attached with a warning that lists its ranks:
+# PIDs given to -p that are not a training process are refused with the reason, exit 2 (1 for
+# a PID with no process), and nothing attached; a launcher is attached with a warning that
+# lists its ranks:
 #   a kernel thread (kthreadd), a thread id (names the process), a PID with no process;
 #   a PID read inside a container (unshare -p: its ranks are 2 and 3 there, kernel threads
 #   on the host): the error names the host PID, from NSpid, and that PID is right;
@@ -10,12 +11,12 @@ need_root
 command -v mpirun >/dev/null || skip "OpenMPI not installed (make deps)"
 [ -e "$FIX/double/libnccl.so.2" ] || skip "no NCCL double (no CUDA toolkit nccl.h)"
 
-# refused NAME PID REGEX: exit 2 at once, REGEX in the error, no rank attached
+# refused NAME PID REGEX [RC]: exit RC (2) at once, REGEX in the error, no rank attached
 refused() {
-	local name=$1 pid=$2 re=$3 rc
+	local name=$1 pid=$2 re=$3 want=${4:-2} rc
 	timeout 20 "$RS" attach -p "$pid" --json >"$T/$name.out" 2>&1
 	rc=$?
-	[ $rc -eq 2 ] || fail "$name: exit $rc, want 2: $(cat "$T/$name.out")"
+	[ $rc -eq "$want" ] || fail "$name: exit $rc, want $want: $(cat "$T/$name.out")"
 	grep -qE "$re" "$T/$name.out" || fail "$name: no /$re/ in: $(cat "$T/$name.out")"
 	grep -q '"type":"rank"' "$T/$name.out" && fail "$name: a rank was attached"
 	echo "$name: $(grep -m1 attach: "$T/$name.out")"
@@ -29,7 +30,7 @@ wait_lines "$T/thr.out" '^[0-9]+ [0-9]+$' 1 10 || fail "thread workload did not 
 read -r TGID TID <"$T/thr.out"
 refused thread "$TID" "PID $TID is a thread of process $TGID \\(python3\\).*give -p $TGID"
 NOPID=$(($(cat /proc/sys/kernel/pid_max) - 1))
-[ -e /proc/$NOPID ] || refused nopid "$NOPID" "PID $NOPID: no such process"
+[ -e /proc/$NOPID ] || refused nopid "$NOPID" "no process with PID $NOPID; is it still running" 1
 
 # a job in its own PID namespace: its ranks see PIDs 2 and 3
 bg ctr unshare -p -f --mount-proc "$FIX/nccl_ranks" --go-file "$T/go" --nranks 2 --iters 5

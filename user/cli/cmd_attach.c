@@ -263,7 +263,7 @@ static int run(int argc, char **argv, enum cmd_verb verb)
 		err = targets__check_given(s.o.pids[i], msg, sizeof(msg));
 		if (err < 0) {
 			pr_warn("attach: %s", msg);
-			return 2;
+			return err == -ESRCH ? 1 : 2;	/* gone: not the user's mistake */
 		}
 		if (err > 0)
 			pr_warn("attach: %s", msg);

@@ -19,6 +19,7 @@
 #include "elfsym.h"
 #include "log.h"
 #include "probe_pysample.h"
+#include "preflight.h"
 #include "procfs.h"
 #include "ranks.h"
 #include "session.h"
@@ -1820,7 +1821,7 @@ static void attach_coll(struct session *s, struct rank_state *rs)
 	struct proc_libs todo = rs->libs;
 	struct coll_report rep;
 	enum lib_error kind;
-	char safe[PATH_MAX];
+	char safe[PATH_MAX], hint[192];
 	int lib, n;
 	bool had_mpi = rs->coll.nsites[RS_LIB_MPI] > 0;
 
@@ -1852,10 +1853,13 @@ static void attach_coll(struct session *s, struct rank_state *rs)
 			continue;
 		kind = libs__error_kind(rep.err[lib]);
 		s->lib_errors[kind]++;
-		pr_warn("%s: failed to probe %s in PID %d (%s): %s (%s)%s", verb(s),
+		hint[0] = '\0';
+		if (rep.err[lib] == -EACCES || rep.err[lib] == -EPERM)
+			preflight__paranoid_hint(hint, sizeof(hint));
+		pr_warn("%s: failed to probe %s in PID %d (%s): %s (%s)%s%s", verb(s),
 			decode__lib_name(lib), rs->pid,
 			log__safe(rs->libs.lib[lib].path, safe, sizeof(safe)),
-			strerror(-rep.err[lib]), libs__error_name(kind),
+			strerror(-rep.err[lib]), libs__error_name(kind), hint,
 			kind == LE_FD_LIMIT ? "; raise the open file limit (ulimit -n)" :
 					      "; other families keep running");
 	}

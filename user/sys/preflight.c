@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /* Preflight checks: the cheapest place to turn a cryptic libbpf error into the fix. */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <limits.h>
 #include <stdio.h>
@@ -41,10 +43,37 @@ int preflight__caps_missing(uint64_t effective, char *msg, size_t n)
 	if (!len)
 		return 0;
 	if (len < n)
-		snprintf(msg + len, n - len, " (or CAP_SYS_ADMIN) to load eBPF probes; run as root, "
-			 "or grant CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE (in Kubernetes: the "
-			 "DaemonSet in deploy/)");
+		len += snprintf(msg + len, n - len, " (or CAP_SYS_ADMIN) to load eBPF probes; run "
+				"as root, or grant CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE (in "
+				"Kubernetes: the DaemonSet in deploy/)");
+	if (len < n && !(effective & (1ULL << CAP_PERFMON)))
+		preflight__paranoid_hint(msg + len, n - len);
 	return -EPERM;
+}
+
+int preflight__paranoid(void)
+{
+	char buf[32] = "";
+	ssize_t r;
+	int fd;
+
+	fd = open("/proc/sys/kernel/perf_event_paranoid", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return INT_MIN;
+	r = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	return r > 0 ? atoi(buf) : INT_MIN;
+}
+
+size_t preflight__paranoid_hint(char *msg, size_t n)
+{
+	int level = preflight__paranoid();
+
+	if (level < 3 || level == INT_MIN || !n)
+		return 0;
+	return snprintf(msg, n, "; kernel.perf_event_paranoid is %d: at 3 or more the kernel opens "
+			"no perf event (uprobes, sampling) for a process without CAP_PERFMON, "
+			"whatever its user", level);
 }
 
 int preflight__privileges(char *msg, size_t n)

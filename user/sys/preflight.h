@@ -20,6 +20,13 @@ int preflight__privileges(char *msg, size_t n);
 /* The same for an effective capability set (bit N: capability N): msg names each one missing. */
 int preflight__caps_missing(uint64_t effective, char *msg, size_t n);
 
+/* kernel.perf_event_paranoid now (INT_MIN if unreadable). */
+int preflight__paranoid(void);
+
+/* "; kernel.perf_event_paranoid is N: ..." into msg when N >= 3 (it refuses perf events to a
+ * process without CAP_PERFMON), else nothing. Returns the length written. */
+size_t preflight__paranoid_hint(char *msg, size_t n);
+
 /* BTF present. Returns 0 or -ENOENT with msg filled. */
 int preflight__btf(const struct preflight_paths *pp, char *msg, size_t n);
 

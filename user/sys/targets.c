@@ -419,7 +419,8 @@ int targets__check_given(pid_t pid, char *msg, size_t n)
 		return -EINVAL;
 	}
 	if (gone) {
-		snprintf(msg, n, "PID %d: no such process", pid);
+		snprintf(msg, n, "no process with PID %d; is it still running? (check: ps -p %d)",
+			 pid, pid);
 		return -ESRCH;
 	}
 	if (kthread) {
