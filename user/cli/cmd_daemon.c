@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /* `rankscope daemon`: every training process on the node, as it comes and goes, over HTTP. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -147,6 +148,36 @@ static bool cgroup_exists(const char *cgroup)
 	return false;
 }
 
+/* Fds kept free for HTTP, /proc reads and captures: a rank's probes never take the last ones,
+ * so a daemon at its open file limit still serves what it watches. */
+#define FD_RESERVE	32
+
+static uint64_t fd_limit(void)
+{
+	struct rlimit rl;
+
+	return getrlimit(RLIMIT_NOFILE, &rl) ? 1024 : rl.rlim_cur;
+}
+
+/* Fds that can still be opened: the limit less those open now (a walk of /proc/self/fd). */
+static long fds_free(void)
+{
+	uint64_t lim = fd_limit();
+	struct dirent *de;
+	long open_now = 0;
+	DIR *d;
+
+	if (lim == RLIM_INFINITY || lim > (1u << 30))
+		return LONG_MAX;
+	d = opendir("/proc/self/fd");
+	if (!d)
+		return 0;	/* even that failed: as good as none */
+	while ((de = readdir(d)))
+		open_now += de->d_name[0] != '.';
+	closedir(d);
+	return (long)lim - open_now;
+}
+
 /* Adopt pid as a rank if it is new to us. worker_of: pid is tracked as a worker of that rank
  * and exec'd with a rank variable of its own. Returns true when it was attached. */
 static bool adopt(struct session *s, pid_t pid, bool started_before_ok, pid_t worker_of)
@@ -174,6 +205,15 @@ static bool adopt(struct session *s, pid_t pid, bool started_before_ok, pid_t wo
 		return false;
 	}
 	again = find_tried(pid, st.starttime) != NULL;	/* refused before: say it once */
+	if (fds_free() < FD_RESERVE) {
+		mark_tried(pid, st.starttime, true);
+		s->attach_results[AR_FD_LIMIT]++;
+		if (!again)
+			pr_warn("daemon: not attaching to PID %d: fewer than %d fds left under the "
+				"open file limit (%llu); raise it (ulimit -n, LimitNOFILE=) to watch "
+				"more ranks", pid, FD_RESERVE, (unsigned long long)fd_limit());
+		return false;
+	}
 	slot = session__free_slot(s);
 	if (slot < 0) {
 		mark_tried(pid, st.starttime, true);

@@ -32,6 +32,7 @@ static const char *const result_names[AR_MAX] = {
 	[AR_CAP_JOBS] = "job_cap",
 	[AR_DUP_RANK] = "duplicate_rank",
 	[AR_TRACK_FAILED] = "track_failed",
+	[AR_FD_LIMIT] = "fd_limit",
 };
 
 const char *session__result_name(enum attach_result r)

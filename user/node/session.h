@@ -79,6 +79,7 @@ enum attach_result {
 	AR_CAP_JOBS,		/* --max-jobs reached */
 	AR_DUP_RANK,		/* its job already has a live rank with that number */
 	AR_TRACK_FAILED,	/* the tracked-process map refused it */
+	AR_FD_LIMIT,		/* too few fds left under RLIMIT_NOFILE (the daemon keeps a reserve) */
 	AR_MAX,
 };
 
