@@ -115,7 +115,7 @@ $(OUTPUT)/fuzz/fuzz_json: tests/fuzz/fuzz_json.c user/util/json.c user/util/json
 
 fuzz: $(FUZZ_BINS)
 
-.PHONY: all deps check unit demo bench clean vmlinux fixtures fuzz fuzz-long layers sanitized
+.PHONY: soak all deps check unit demo bench clean vmlinux fixtures fuzz fuzz-long layers sanitized
 all: $(OUTPUT)/rankscope $(CUPTI_LIB)
 
 $(OBJ)/cupti/%.o: cupti/%.c | $(OBJ)/cupti
@@ -227,6 +227,14 @@ demo: deps
 bench: deps
 	$(MAKE) all fixtures bench-bin
 	tests/bench/bench.sh
+
+# SOAK_MINUTES (default 60) of a churning mix under one daemon; table and plot in build/soak.
+# Not in make check.
+soak: deps
+	@command -v gnuplot >/dev/null || { export DEBIAN_FRONTEND=noninteractive; \
+		apt-get install -y -q --no-install-recommends gnuplot-nox; }
+	$(MAKE) all fixtures
+	tests/bench/soak.sh
 
 vmlinux:
 	@mkdir -p $(OUTPUT)
