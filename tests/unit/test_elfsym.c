@@ -8,6 +8,7 @@
 #include <libelf.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -486,6 +487,148 @@ static void ident__libmpi__stat_of_file(void **state)
 	elfsym__free(e);
 }
 
+/*
+ * Crafted files, made from a real library by editing its section headers: a table past the
+ * end of the file, a 1 GiB sparse .dynstr, 10M symbols in a sparse .dynsym, overlapping
+ * sections, a section header table past the end. Each gives an error (or garbage symbols,
+ * never a crash) and the peak RSS grows by less than 64 MiB.
+ */
+enum craft { C_SHOFF_PAST_EOF, C_DYNSTR_1G, C_DYNSYM_10M, C_OVERLAP, C_DYNSYM_PAST_EOF };
+
+static Elf64_Shdr *section(char *img, const char *want)
+{
+	Elf64_Ehdr *eh = (Elf64_Ehdr *)img;
+	Elf64_Shdr *sh = (Elf64_Shdr *)(img + eh->e_shoff);
+	const char *names = img + sh[eh->e_shstrndx].sh_offset;
+	int i;
+
+	for (i = 0; i < eh->e_shnum; i++)
+		if (!strcmp(names + sh[i].sh_name, want))
+			return &sh[i];
+	return NULL;
+}
+
+/* A copy of src edited as c says, at path. */
+static void craft_file(const char *src, const char *path, enum craft c)
+{
+	Elf64_Shdr *dynsym, *dynstr;
+	Elf64_Ehdr *eh;
+	uint64_t end;
+	size_t n;
+	char *img;
+	int fd;
+
+	img = read_prefix(src, 64 << 20, &n);
+	assert_non_null(img);
+	eh = (Elf64_Ehdr *)img;
+	assert_true(eh->e_shoff + (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr) <= n);
+	dynsym = section(img, ".dynsym");
+	dynstr = section(img, ".dynstr");
+	assert_non_null(dynsym);
+	assert_non_null(dynstr);
+	end = n;
+	switch (c) {
+	case C_SHOFF_PAST_EOF:
+		eh->e_shoff = n + 4096;
+		break;
+	case C_DYNSTR_1G:		/* the file grows, sparse, to hold it */
+		dynstr->sh_offset = (n + 4095) & ~4095ULL;
+		dynstr->sh_size = 1ULL << 30;
+		end = dynstr->sh_offset + dynstr->sh_size;
+		break;
+	case C_DYNSYM_10M:
+		dynsym->sh_offset = (n + 4095) & ~4095ULL;
+		dynsym->sh_size = 10000000ULL * sizeof(Elf64_Sym);
+		end = dynsym->sh_offset + dynsym->sh_size;
+		break;
+	case C_OVERLAP:			/* the symbols read from the strings, and the other way */
+		dynsym->sh_offset = dynstr->sh_offset;
+		dynstr->sh_offset = dynsym->sh_offset + 8;
+		break;
+	case C_DYNSYM_PAST_EOF:
+		dynsym->sh_offset = n - 16;
+		dynsym->sh_size = 1 << 20;
+		break;
+	}
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	assert_true(fd >= 0);
+	assert_true(write(fd, img, n) == (ssize_t)n);
+	assert_int_equal(ftruncate(fd, end), 0);
+	close(fd);
+	free(img);
+}
+
+static void reset_hwm(void)
+{
+	int fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		if (write(fd, "5", 1) != 1)
+			print_message("clear_refs: %s\n", strerror(errno));
+		close(fd);
+	}
+}
+
+static long hwm_kib(void)
+{
+	char *st = NULL, *at;
+	long v = -1;
+
+	if (procfs__read(getpid(), "status", &st, 65536) > 0 && (at = strstr(st, "VmHWM:")))
+		v = strtol(at + 6, NULL, 10);
+	free(st);
+	return v;
+}
+
+static int tally_cb(const char *name, uint64_t vaddr, uint64_t size, bool is_func, void *ctx)
+{
+	++*(size_t *)ctx;
+	return 0;
+}
+
+static void foreach__crafted_tables__bounded_error(void **state)
+{
+	static const struct {
+		enum craft c;
+		const char *what;
+		int want;		/* from foreach; 1: any outcome but a crash */
+	} cases[] = {
+		{ C_SHOFF_PAST_EOF, "section headers past EOF", 1 },
+		{ C_DYNSTR_1G, "1 GiB sparse .dynstr", -EFBIG },
+		{ C_DYNSYM_10M, "10M symbols", -EFBIG },
+		{ C_OVERLAP, "overlapping .dynsym and .dynstr", 1 },
+		{ C_DYNSYM_PAST_EOF, ".dynsym past EOF", -ENOEXEC },
+	};
+	char path[] = "/tmp/rs_elfcraftXXXXXX";
+	struct elfsym *e;
+	long before, after;
+	size_t i, syms;
+	int fd, err;
+
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		craft_file(LIBMPI, path, cases[i].c);
+		/* the peak from here: "5" resets VmHWM (Linux 4.0+) */
+		reset_hwm();
+		before = hwm_kib();
+		syms = 0;
+		err = elfsym__open(path, &e);
+		if (!err) {
+			err = elfsym__foreach(e, tally_cb, &syms);
+			elfsym__free(e);
+		}
+		after = hwm_kib();
+		print_message("%s: %s (%zu symbols), peak RSS +%ld KiB\n", cases[i].what,
+			      err ? strerror(-err) : "ok", syms, after - before);
+		if (cases[i].want != 1)
+			assert_int_equal(err, cases[i].want);
+		assert_true(before > 0 && after - before < 64 * 1024);
+	}
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -507,6 +650,7 @@ int main(void)
 		cmocka_unit_test(probe_offset__endbr64_function__moved_past_it),
 		cmocka_unit_test(read__bounds__erange),
 		cmocka_unit_test(ident__libmpi__stat_of_file),
+		cmocka_unit_test(foreach__crafted_tables__bounded_error),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -10,6 +10,7 @@
 struct elfsym;
 
 #define ELFSYM_MAX_FILE (2ULL << 30)	/* refuse larger "libraries": hostile or not a library */
+#define ELFSYM_MAX_TABLE (24ULL << 20)	/* a symbol table or its strings: -EFBIG past this */
 
 /* Open path (already resolved through /proc/PID/root by the caller).
  * Returns 0 and *out, or -errno (-ENOEXEC for non-ELF / unsupported ELF). */
@@ -22,7 +23,10 @@ void elfsym__ident(const struct elfsym *e, uint64_t *dev, uint64_t *ino);
 typedef int (*elfsym_cb)(const char *name, uint64_t vaddr, uint64_t size, bool is_func, void *ctx);
 
 /* Call cb for every defined function and object symbol in .dynsym, then .symtab.
- * A non-zero return from cb stops and is returned. Returns 0 or -errno. */
+ * A non-zero return from cb stops and is returned. A table past the end of the file or whose
+ * strings are (-ENOEXEC), or bigger than ELFSYM_MAX_TABLE with its strings (-EFBIG), is
+ * skipped, never read; that error is returned when no table gave a symbol. Returns 0 or
+ * -errno. */
 int elfsym__foreach(struct elfsym *e, elfsym_cb cb, void *ctx);
 
 /* Find a defined symbol by exact name. Returns 0 and its vaddr/size, or -ENOENT. */
