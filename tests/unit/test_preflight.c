@@ -164,6 +164,19 @@ static void tracefs__events_is_a_file__enoent(void **state)
 	assert_int_equal(preflight__tracefs(&pp, 0, msg, sizeof(msg)), -ENOENT);
 }
 
+static void uretprobe_seccomp__kernel_window__6_11_to_6_13(void **state)
+{
+	assert_int_equal(preflight__kernel_version("6.12.3-amd64"), 6012);
+	assert_int_equal(preflight__kernel_version("junk"), -1);
+	assert_false(preflight__uretprobe_seccomp_risk("6.10.14"));
+	assert_true(preflight__uretprobe_seccomp_risk("6.11.0"));
+	assert_true(preflight__uretprobe_seccomp_risk("6.13.12-cloud"));
+	assert_false(preflight__uretprobe_seccomp_risk("6.14.0"));
+	assert_false(preflight__uretprobe_seccomp_risk("6.18.44-fc-v973"));
+	assert_false(preflight__uretprobe_seccomp_risk("5.15.0"));
+	assert_false(preflight__uretprobe_seccomp_risk("7.0"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -175,6 +188,7 @@ int main(void)
 		cmocka_unit_test(tracefs__only_debugfs_path__ok),
 		cmocka_unit_test(tracefs__events_is_a_file__enoent),
 		cmocka_unit_test(caps__each_missing__named),
+		cmocka_unit_test(uretprobe_seccomp__kernel_window__6_11_to_6_13),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -1814,6 +1814,18 @@ static void attach_marker(struct session *s, struct rank_state *rs)
 		rs->markers++;
 }
 
+/* Does pid run under a seccomp filter ("Seccomp: 2")? */
+static bool seccomp_filtered(pid_t pid)
+{
+	char *st = NULL, *at;
+	bool on = false;
+
+	if (procfs__read(pid, "status", &st, 16384) > 0 && (at = strstr(st, "\nSeccomp:")))
+		on = strtol(at + 9, NULL, 10) == 2;
+	free(st);
+	return on;
+}
+
 /* Put the collective probes on the libraries of rs not probed yet: all of them on join, the
  * ones mapped since on a later call (a rank found at exec maps its libraries after). */
 static void attach_coll(struct session *s, struct rank_state *rs)
@@ -1831,6 +1843,19 @@ static void attach_coll(struct session *s, struct rank_state *rs)
 	for (lib = 1; lib < RS_LIB_MAX; lib++)
 		if (rs->coll.nsites[lib] || rs->coll.err[lib])
 			todo.lib[lib].found = false;	/* done, or failed for good */
+	if (seccomp_filtered(rs->pid) && preflight__uretprobe_seccomp_risk(NULL)) {
+		/* never the cause of a rank's death: no probe that returns through a syscall */
+		for (lib = 1; lib < RS_LIB_MAX; lib++) {
+			if (!todo.lib[lib].found)
+				continue;
+			rs->coll.err[lib] = -ENOTSUP;
+			s->lib_errors[LE_SECCOMP]++;
+		}
+		pr_warn("%s: PID %d runs under a seccomp filter, and on this kernel (6.11 to 6.13) "
+			"a uretprobe returns through a system call such a filter may kill it for; "
+			"no collective probes on it, sched/io/net only", verb(s), rs->pid);
+		return;
+	}
 	n = probes__attach_coll(&s->probes, rs->pid, &todo, &rep);
 	if (n < 0) {
 		pr_warn("%s: failed to attach collective probes to PID %d: %s", verb(s), rs->pid,

@@ -304,6 +304,7 @@ static const char *const error_names[LE_MAX] = {
 	[LE_BAD_ELF] = "bad_elf",
 	[LE_FD_LIMIT] = "fd_limit",
 	[LE_GONE] = "gone",
+	[LE_SECCOMP] = "seccomp",
 	[LE_OTHER] = "other",
 };
 
@@ -333,6 +334,8 @@ enum lib_error libs__error_kind(int err)
 		return LE_FD_LIMIT;
 	case ESRCH:
 		return LE_GONE;
+	case ENOTSUP:
+		return LE_SECCOMP;
 	default:
 		return LE_OTHER;
 	}

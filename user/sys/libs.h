@@ -77,6 +77,7 @@ enum lib_error {
 	LE_BAD_ELF,
 	LE_FD_LIMIT,		/* EMFILE/ENFILE: raise the daemon's open file limit */
 	LE_GONE,		/* the process or its mapping went away */
+	LE_SECCOMP,		/* -ENOTSUP: a seccomp filter the kernel's uretprobes would trip */
 	LE_OTHER,
 	LE_MAX,
 };

@@ -10,6 +10,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 #include <linux/capability.h>
 #include "preflight.h"
@@ -117,4 +118,27 @@ int preflight__tracefs(const struct preflight_paths *pp, int try_mount, char *ms
 	snprintf(msg, n, "tracefs is not mounted at %s (needed for uprobes on this kernel); run: "
 		 "mount -t tracefs nodev %s", pp->tracefs, pp->tracefs);
 	return -ENOENT;
+}
+
+int preflight__kernel_version(const char *release)
+{
+	unsigned int major = 0, minor = 0;
+
+	if (sscanf(release, "%u.%u", &major, &minor) != 2)
+		return -1;
+	return (int)(major * 1000 + minor);
+}
+
+bool preflight__uretprobe_seccomp_risk(const char *release)
+{
+	struct utsname u;
+	int v;
+
+	if (!release) {
+		if (uname(&u))
+			return false;
+		release = u.release;
+	}
+	v = preflight__kernel_version(release);
+	return v >= 6011 && v < 6014;
 }

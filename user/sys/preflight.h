@@ -3,6 +3,7 @@
 #ifndef RS_PREFLIGHT_H
 #define RS_PREFLIGHT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,6 +27,14 @@ int preflight__paranoid(void);
 /* "; kernel.perf_event_paranoid is N: ..." into msg when N >= 3 (it refuses perf events to a
  * process without CAP_PERFMON), else nothing. Returns the length written. */
 size_t preflight__paranoid_hint(char *msg, size_t n);
+
+/* "6.12.3-foo" -> 6012 (major * 1000 + minor); -1 if unparsable. */
+int preflight__kernel_version(const char *release);
+
+/* Does this kernel (release; NULL: the running one) return from a uretprobe through a
+ * uretprobe() system call that seccomp filters? Linux 6.11 to 6.13 do (6.14 lets it pass): a
+ * process under a filter that does not know it is killed on its first return. */
+bool preflight__uretprobe_seccomp_risk(const char *release);
 
 /* BTF present. Returns 0 or -ENOENT with msg filled. */
 int preflight__btf(const struct preflight_paths *pp, char *msg, size_t n);
