@@ -160,6 +160,7 @@ static void per_rank_counter(struct prom *p, const char *name, const char *help,
 
 static void self_metrics(struct prom *p, const struct self_stats *s)
 {
+	static double start_time;	/* the loop's thread only */
 	struct rusage ru;
 	struct timespec ts;
 	struct dirent *de;
@@ -289,15 +290,18 @@ static void self_metrics(struct prom *p, const struct self_stats *s)
 		prom__family(p, "process_open_fds", "gauge", "Number of open file descriptors.");
 		prom__sample(p, "process_open_fds", NULL, fds - 1);	/* the DIR's own */
 	}
-	/* start time: boot time + starttime ticks */
-	if (!procfs__stat(getpid(), &st) && !clock_gettime(CLOCK_REALTIME, &ts)) {
+	/* start time: boot time + starttime ticks, read once: a clock stepped later (NTP, date
+	 * -s) must not move it, or Prometheus would take the step for a restart */
+	if (!start_time && !procfs__stat(getpid(), &st) && !clock_gettime(CLOCK_REALTIME, &ts)) {
 		struct timespec up;
 
 		clock_gettime(CLOCK_BOOTTIME, &up);
+		start_time = (double)ts.tv_sec - up.tv_sec + (double)st.starttime / ticks;
+	}
+	if (start_time) {
 		prom__family(p, "process_start_time_seconds", "gauge",
 			     "Start time of the process since unix epoch in seconds.");
-		prom__sample(p, "process_start_time_seconds", NULL,
-			     (double)ts.tv_sec - up.tv_sec + (double)st.starttime / ticks);
+		prom__sample(p, "process_start_time_seconds", NULL, start_time);
 	}
 }
 
