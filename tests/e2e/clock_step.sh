@@ -35,7 +35,8 @@ named() {
 named || fail "rank 1 not named before the step"
 S0=$(metric '^process_start_time_seconds')
 N0=$(metric '^train_step_seconds_count')
-date -s '+1 hour' >/dev/null && STEPPED=1
+date -s '+1 hour' >/dev/null || skip "cannot set the wall clock here (no CAP_SYS_TIME?)"
+STEPPED=1
 echo "clock stepped to $(date -u +%T)"
 sleep 4
 S1=$(metric '^process_start_time_seconds')
