@@ -2248,6 +2248,12 @@ int session__open(struct session *s)
 	if (!s->ranks)
 		return -ENOMEM;
 	running = probes__open(&s->probes, &s->o.pcfg);
+	if (running == -ENOMEM && s->probes.mem_limit != UINT64_MAX) {
+		pr_warn("%s: the memory limit of %.1f MiB (%s) is too low for the probes (said "
+			"above); exiting rather than meeting the OOM killer", verb(s),
+			s->probes.mem_limit / 1048576.0, s->probes.mem_where);
+		return running;
+	}
 	if (running < 0) {
 		pr_warn("%s: failed to create BPF maps: %s; is the memlock limit too low "
 			"(ulimit -l) or BPF disabled?", verb(s), strerror(-running));

@@ -87,6 +87,9 @@ int probe_collectives__load(struct probes *p)
 		bpf_program__set_expected_attach_type(s->progs.rs_coll_exit,
 						      RS_BPF_TRACE_UPROBE_MULTI);
 	}
+	err = probes__fits(p, RS_FAM_COLL, s->obj);
+	if (err)
+		return err;
 	err = collectives_bpf__load(s);
 	if (err) {
 		probes__fail(p, RS_FAM_COLL, err, "load (verifier)");

@@ -24,6 +24,9 @@ int probe_io__load(struct probes *p)
 		probes__fail(p, RS_FAM_IO, err, "reuse shared maps");
 		return err;
 	}
+	err = probes__fits(p, RS_FAM_IO, s->obj);
+	if (err)
+		return err;
 	err = io_bpf__load(s);
 	if (err) {
 		probes__fail(p, RS_FAM_IO, err, "load (verifier)");

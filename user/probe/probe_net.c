@@ -23,6 +23,9 @@ int probe_net__load(struct probes *p)
 		probes__fail(p, RS_FAM_NET, err, "reuse shared maps");
 		return err;
 	}
+	err = probes__fits(p, RS_FAM_NET, s->obj);
+	if (err)
+		return err;
 	err = net_bpf__load(s);
 	if (err) {
 		probes__fail(p, RS_FAM_NET, err, "load (verifier)");

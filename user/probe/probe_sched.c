@@ -25,6 +25,9 @@ int probe_sched__load(struct probes *p)
 		probes__fail(p, RS_FAM_SCHED, err, "reuse shared maps");
 		return err;
 	}
+	err = probes__fits(p, RS_FAM_SCHED, s->obj);
+	if (err)
+		return err;
 	err = sched_bpf__load(s);
 	if (err) {
 		probes__fail(p, RS_FAM_SCHED, err, "load (verifier)");

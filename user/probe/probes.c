@@ -11,6 +11,7 @@
 #include <bpf/libbpf.h>
 #include "decode.h"
 #include "log.h"
+#include "preflight.h"
 #include "probes.h"
 #include "sched.skel.h"
 #include "io.skel.h"
@@ -55,8 +56,103 @@ int probes__reuse_shared(struct probes *p, struct bpf_map *tracked, struct bpf_m
 	return err;
 }
 
+/* Room the process itself needs besides its maps (a daemon's heap and stacks, measured at
+ * ~20 MiB idle): a limit that leaves less is refused at start, not met by the OOM killer. */
+#define MEM_RESERVE	(24ULL << 20)
+
+static uint64_t map_estimate(enum bpf_map_type t, uint32_t key, uint32_t value, uint32_t entries,
+			     uint32_t flags)
+{
+	uint64_t k = (key + 7) & ~7u, v = (value + 7) & ~7u;
+	int ncpu = libbpf_num_possible_cpus();
+
+	switch (t) {
+	case BPF_MAP_TYPE_HASH:
+	case BPF_MAP_TYPE_LRU_HASH:
+		return flags & BPF_F_NO_PREALLOC ? 0 : (uint64_t)entries * (k + v + 48);
+	case BPF_MAP_TYPE_ARRAY:
+		return (uint64_t)entries * v;
+	case BPF_MAP_TYPE_PERCPU_ARRAY:
+		return (uint64_t)entries * v * (ncpu > 0 ? ncpu : 1);
+	case BPF_MAP_TYPE_RINGBUF:
+		return entries;
+	default:
+		return 0;	/* task storage and the like: made on use */
+	}
+}
+
+/* Do sum more bytes of maps (what, the largest named) fit under the memory limit? Counts them
+ * when they do; says why not, once, when they do not. */
+static bool mem_fits(struct probes *p, const char *what, uint64_t sum, const char *largest,
+		     uint64_t big)
+{
+	if (!p->mem_limit)
+		p->mem_limit = preflight__memcg_limit(p->mem_where, sizeof(p->mem_where));
+	if (p->mem_limit == UINT64_MAX || p->map_bytes + sum + MEM_RESERVE <= p->mem_limit) {
+		p->map_bytes += sum;
+		return true;
+	}
+	pr_warn("probes: not loading %s: their maps need about %.1f MiB (the largest, %s, %.1f "
+		"MiB), which with %.1f MiB of maps made and %llu MiB for the process passes the "
+		"memory limit of %.1f MiB (%s); raise it (memory.max; in Kubernetes "
+		"resources.limits.memory) to at least %.0f MiB", what, sum / 1048576.0, largest,
+		big / 1048576.0, p->map_bytes / 1048576.0, MEM_RESERVE >> 20,
+		p->mem_limit / 1048576.0, p->mem_where, (p->map_bytes + sum + MEM_RESERVE) / 1048576.0 + 8);
+	return false;
+}
+
+int probes__fits(struct probes *p, int fam, struct bpf_object *obj)
+{
+	const char *largest = "";
+	uint64_t sum = 0, big = 0, b;
+	struct bpf_map *m;
+	char what[64];
+
+	bpf_object__for_each_map(m, obj) {
+		if (bpf_map__fd(m) >= 0)
+			continue;	/* a shared map, made already (and counted then) */
+		b = map_estimate(bpf_map__type(m), bpf_map__key_size(m), bpf_map__value_size(m),
+				 bpf_map__max_entries(m), bpf_map__map_flags(m));
+		sum += b;
+		if (b > big) {
+			big = b;
+			largest = bpf_map__name(m);
+		}
+	}
+	snprintf(what, sizeof(what), "the %s probes", decode__family_name(fam));
+	if (mem_fits(p, what, sum, largest, big))
+		return 0;
+	probes__fail(p, fam, -ENOMEM, "fit under the memory cgroup limit");
+	p->mem_short = true;
+	return -ENOMEM;
+}
+
 static int create_shared(struct probes *p)
 {
+	static const struct { enum bpf_map_type t; uint32_t k, v, n; const char *name; } m[] = {
+		{ BPF_MAP_TYPE_HASH, sizeof(__u32), sizeof(struct rs_track), RS_MAX_TRACKED,
+		  "rs_tracked" },
+		{ BPF_MAP_TYPE_ARRAY, sizeof(__u32), sizeof(__u64), RS_TGID_WORDS, "rs_tgid_bits" },
+		{ BPF_MAP_TYPE_PERCPU_ARRAY, sizeof(__u32), sizeof(struct rs_fam_stats), RS_FAM_MAX,
+		  "rs_stats" },
+		{ BPF_MAP_TYPE_LRU_HASH, sizeof(__u64), sizeof(struct rs_track), RS_MAX_SOCKS,
+		  "rs_sock_owner" },
+	};
+	uint64_t sum = p->cfg.ringbuf_bytes, big = p->cfg.ringbuf_bytes, b;
+	const char *largest = "rs_events";
+	size_t i;
+
+	/* the maps every family shares: the first to fit under a memory limit, or nothing */
+	for (i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
+		b = map_estimate(m[i].t, m[i].k, m[i].v, m[i].n, 0);
+		sum += b;
+		if (b > big) {
+			big = b;
+			largest = m[i].name;
+		}
+	}
+	if (!mem_fits(p, "the shared maps", sum, largest, big))
+		return -ENOMEM;
 	p->tracked_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "rs_tracked", sizeof(__u32),
 				       sizeof(struct rs_track), RS_MAX_TRACKED, NULL);
 	if (p->tracked_fd < 0)
@@ -123,6 +219,9 @@ int probes__open(struct probes *p, const struct probes_cfg *cfg)
 		}
 		running++;
 	}
+	/* some maps did not fit: what did would only meet the OOM killer later */
+	if (p->mem_short)
+		return -ENOMEM;
 	return running;
 }
 

@@ -50,6 +50,10 @@ struct probes {
 	size_t coll_nlinks;
 	size_t coll_cap;
 	struct link_reaper *reaper;	/* closes the links of exited processes off the loop */
+	uint64_t mem_limit;		/* of our memory cgroup (UINT64_MAX: none) */
+	char mem_where[256];		/* the file that sets it */
+	uint64_t map_bytes;		/* kernel memory our maps take, estimated, so far */
+	bool mem_short;			/* a family's maps did not fit under mem_limit */
 };
 
 /* A uprobe_multi link fd (kernels 6.6+) or a libbpf perf-event link, of one target process. */
@@ -178,6 +182,12 @@ int probe_net__read(struct probes *p, uint32_t slot, struct slot_snapshot *s);
 
 /* Helpers for the family owners. */
 struct bpf_map;
+struct bpf_object;
+/* Will the maps of obj (family fam), with those made so far, fit under our memory cgroup's
+ * limit with room for the process itself? Estimates each map's kernel memory before it is
+ * made: past the limit the kernel would OOM-kill us, with nothing said. Returns 0, or -ENOMEM
+ * with the family failed and one line naming the largest map, its size and the limit. */
+int probes__fits(struct probes *p, int fam, struct bpf_object *obj);
 int probes__reuse_shared(struct probes *p, struct bpf_map *tracked, struct bpf_map *bits,
 			 struct bpf_map *events, struct bpf_map *stats, struct bpf_map *sock);
 void probes__fail(struct probes *p, int fam, int err, const char *step);

@@ -142,3 +142,71 @@ bool preflight__uretprobe_seccomp_risk(const char *release)
 	v = preflight__kernel_version(release);
 	return v >= 6011 && v < 6014;
 }
+
+/* The smaller of *lim and the memory limit in file (a number; "max": none). */
+static void limit_from(const char *file, uint64_t *lim, char *where, size_t n)
+{
+	char buf[64] = "";
+	unsigned long long v;
+	ssize_t r;
+	int fd;
+
+	fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	r = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (r <= 0 || sscanf(buf, "%llu", &v) != 1 || v >= (1ULL << 60) || v >= *lim)
+		return;
+	*lim = v;
+	snprintf(where, n, "%s", file);
+}
+
+uint64_t preflight__memcg_limit(char *where, size_t n)
+{
+	static const char *const v2_roots[] = { "/sys/fs/cgroup", "/sys/fs/cgroup/unified" };
+	char line[512], path[PATH_MAX], cg[400], *slash;
+	uint64_t lim = UINT64_MAX;
+	FILE *f;
+	size_t i;
+
+	if (n)
+		where[0] = '\0';
+	f = fopen("/proc/self/cgroup", "re");
+	if (!f)
+		return lim;
+	while (fgets(line, sizeof(line), f)) {
+		char *ctrl = strchr(line, ':'), *rel;
+		bool v2, v1mem;
+
+		if (!ctrl || !(rel = strchr(ctrl + 1, ':')))
+			continue;
+		*rel++ = '\0';
+		ctrl++;
+		rel[strcspn(rel, "\n")] = '\0';
+		v2 = !strcmp(line, "0") && !*ctrl;
+		v1mem = !v2 && (!strcmp(ctrl, "memory") || strstr(ctrl, ",memory") ||
+				!strncmp(ctrl, "memory,", 7));
+		if ((!v2 && !v1mem) || strstr(rel, "..") || strlen(rel) >= sizeof(cg))
+			continue;
+		/* the cgroup and every ancestor: the lowest limit holds */
+		snprintf(cg, sizeof(cg), "%s", rel);
+		for (;;) {
+			for (i = 0; v2 && i < 2; i++) {
+				snprintf(path, sizeof(path), "%s%s/memory.max", v2_roots[i], cg);
+				limit_from(path, &lim, where, n);
+			}
+			if (v1mem) {
+				snprintf(path, sizeof(path), "/sys/fs/cgroup/memory%s/memory.limit_in_bytes",
+					 cg);
+				limit_from(path, &lim, where, n);
+			}
+			slash = strrchr(cg, '/');
+			if (!slash || !cg[1])
+				break;
+			*(slash == cg ? slash + 1 : slash) = '\0';
+		}
+	}
+	fclose(f);
+	return lim;
+}

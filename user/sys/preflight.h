@@ -36,6 +36,10 @@ int preflight__kernel_version(const char *release);
  * process under a filter that does not know it is killed on its first return. */
 bool preflight__uretprobe_seccomp_risk(const char *release);
 
+/* The memory limit of this process' cgroup and its ancestors (cgroup v2 memory.max, v1
+ * memory.limit_in_bytes), the lowest; UINT64_MAX if none. where: the file that set it. */
+uint64_t preflight__memcg_limit(char *where, size_t n);
+
 /* BTF present. Returns 0 or -ENOENT with msg filled. */
 int preflight__btf(const struct preflight_paths *pp, char *msg, size_t n);
 
