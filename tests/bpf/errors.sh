@@ -9,8 +9,8 @@ expect() {	# expect WANT_RC REGEX CMD...
 	out=$("$@" 2>&1)
 	rc=$?
 	[ "$rc" = "$want" ] || fail "'$*' exited $rc, want $want: $out"
-	echo "$out" | grep -qE "$re" || fail "'$*' said '$out', want /$re/"
-	echo "ok: $* -> $(echo "$out" | grep -E "$re" | head -1)"
+	echo "$out" | grep -qE -e "$re" || fail "'$*' said '$out', want /$re/"
+	echo "ok: $* -> $(echo "$out" | grep -E -e "$re" | head -1)"
 }
 expect 1 'no process with PID 4194000; is it still running' "$RS" attach -p 4194000 --duration 1
 expect 2 "invalid PID list 'abc'" "$RS" attach -p abc
@@ -25,6 +25,15 @@ expect 2 "invalid --max-ranks '0': expected a whole number from 1 to 256" "$RS" 
 expect 2 "invalid --lock-file 'rel': give an absolute path" "$RS" daemon --lock-file rel
 expect 2 "invalid --listen 'nope'" "$RS" daemon --listen nope --lock-file "$T/l" --duration 1
 expect 1 "failed to create $T/missing/dir for the lock file" "$RS" daemon --lock-file "$T/missing/dir/lock"
+expect 2 'give -p PIDS or --all, not both' "$RS" attach -p 1 --all
+expect 2 '--planned-steps applies to what --listen serves' "$RS" attach -p 1 --planned-steps 5
+expect 2 '--max-series applies to what --listen serves' "$RS" diagnose -p 1 --max-series 10
+expect 2 '--capture-dir applies to what --listen serves' "$RS" attach -p 1 --capture-dir /tmp
+# a capture's output is checked before anything is recorded: at once, exit 2
+expect 2 "cannot write -o $T/nodir/x.json: $T/nodir: No such file or directory; nothing was recorded" \
+	timeout 5 "$RS" capture -p 1 --seconds 1 -o "$T/nodir/x.json"
+expect 2 'cannot write -o /etc/passwd/x.json: /etc/passwd: Not a directory' \
+	timeout 5 "$RS" capture -p 1 --seconds 1 -o /etc/passwd/x.json
 # a process that is not a training job: attach, say so, keep the other families
 sleep 30 &
 SLEEPER=$!

@@ -59,7 +59,7 @@ wait_lines "$T/rsd.out" 'attached to PID' 2 10 || fail "the daemon did not attac
 touch "$T/go2"
 sleep 1
 for q in "seconds=-1" "seconds=abc" "seconds=1e9" "seconds=0" "seconds=121" "ranks=x" \
-	 "ranks=1,,2" "align=now" "format=zip"; do
+	 "ranks=1,,2" "align=now" "format=zip" "bogus=1" "seconds=1&second=2"; do
 	[ "$(code "$URL/api/v1/capture?$q" POST)" = 400 ] || fail "POST capture?$q: not 400"
 done
 r=$(http_get "$URL/api/v1/capture?seconds=2" POST)

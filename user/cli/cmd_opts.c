@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
+#include <unistd.h>
 #include "capture.h"
 #include "cmd.h"
 #include "log.h"
@@ -267,6 +269,32 @@ static int parse_cgroup(const char *arg, struct session_opts *o)
 	return 0;
 }
 
+/* Can a file be made at path (its directory exists, is a directory, and is writable)? Checked
+ * before recording, so a typo in -o does not cost a whole capture. 0, or why not in err. */
+static int out_dir_unwritable(const char *path, char *err, size_t n)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	struct stat st;
+	int e = 0;
+
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == path)
+		snprintf(dir, sizeof(dir), "/");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	if (stat(dir, &st))
+		e = errno;
+	else if (!S_ISDIR(st.st_mode))
+		e = ENOTDIR;
+	else if (access(dir, W_OK))
+		e = errno;
+	if (e)
+		snprintf(err, n, "%.*s: %s", (int)(n > 64 ? n - 64 : 1), dir, strerror(e));
+	return -e;
+}
+
 int cmd__parse_opts(int argc, char **argv, struct session_opts *o, enum cmd_verb verb)
 {
 	static const struct option longopts[] = {
@@ -317,9 +345,9 @@ int cmd__parse_opts(int argc, char **argv, struct session_opts *o, enum cmd_verb
 	const char *bad;
 	long v;
 	int c, n, li = -1;
-	bool no_cupti = false;
-	const char *cap_seconds = NULL, *cap_ranks = NULL, *cap_align = NULL;
-	char cap_err[160];
+	bool no_cupti = false, cap_dir_given = false;
+	const char *cap_seconds = NULL, *cap_ranks = NULL, *cap_align = NULL, *needs_listen = NULL;
+	char cap_err[160], out_err[PATH_MAX + 64];
 	static char cupti_default[PATH_MAX];
 
 	memset(o, 0, sizeof(*o));
@@ -459,11 +487,13 @@ int cmd__parse_opts(int argc, char **argv, struct session_opts *o, enum cmd_verb
 				return -EINVAL;
 			break;
 		case OPT_MAX_SERIES:
+			needs_listen = "max-series";
 			if (parse_num("--max-series", optarg, 0, 100000000, &v))
 				return -EINVAL;
 			o->max_series = v;
 			break;
 		case OPT_PLANNED:
+			needs_listen = "planned-steps";
 			if (parse_num("--planned-steps", optarg, 1, 1L << 40, &v))
 				return -EINVAL;
 			o->planned_steps = v;
@@ -480,6 +510,7 @@ int cmd__parse_opts(int argc, char **argv, struct session_opts *o, enum cmd_verb
 			no_cupti = true;
 			break;
 		case OPT_CAP_DIR:
+			cap_dir_given = true;
 			if (optarg[0] != '/') {
 				pr_warn("%s: invalid --capture-dir '%s': give an absolute path", who, optarg);
 				return -EINVAL;
@@ -487,11 +518,13 @@ int cmd__parse_opts(int argc, char **argv, struct session_opts *o, enum cmd_verb
 			o->capture_dir = optarg;
 			break;
 		case OPT_CAP_COUNT:
+			needs_listen = "capture-max-count";
 			if (parse_num("--capture-max-count", optarg, 1, 10000, &v))
 				return -EINVAL;
 			o->capture_max_count = v;
 			break;
 		case OPT_CAP_MB:
+			needs_listen = "capture-max-mb";
 			if (parse_num("--capture-max-mb", optarg, 1, 1 << 20, &v))
 				return -EINVAL;
 			o->capture_max_bytes = (uint64_t)v << 20;
@@ -567,6 +600,18 @@ int cmd__parse_opts(int argc, char **argv, struct session_opts *o, enum cmd_verb
 		return -EINVAL;
 	}
 	o->npids = targets__dedup(o->pids, o->npids);	/* -p 1 -p 1 is one target */
+	if (!o->daemon && o->npids && o->all) {
+		pr_warn("%s: give -p PIDS or --all, not both", who);
+		return -EINVAL;
+	}
+	/* --capture-dir also serves --auto-capture */
+	if (cap_dir_given && !o->auto_capture && !needs_listen)
+		needs_listen = "capture-dir";
+	if (!o->daemon && needs_listen && !o->listen && verb != VERB_CAPTURE) {
+		pr_warn("%s: --%s applies to what --listen serves; give --listen ADDR too, or "
+			"leave it out", who, needs_listen);
+		return -EINVAL;
+	}
 	if (!o->npids && !o->all && !o->daemon && verb != VERB_CAPTURE) {
 		pr_warn("attach: no target; give -p PID[,PID...] or --all");
 		return -EINVAL;
@@ -579,6 +624,11 @@ int cmd__parse_opts(int argc, char **argv, struct session_opts *o, enum cmd_verb
 		}
 		if (!o->capture_out) {
 			pr_warn("capture: no output file; give -o FILE (FILE.json, or FILE.json.gz)");
+			return -EINVAL;
+		}
+		if (out_dir_unwritable(o->capture_out, out_err, sizeof(out_err))) {
+			pr_warn("capture: cannot write -o %s: %s; nothing was recorded",
+				o->capture_out, out_err);
 			return -EINVAL;
 		}
 		if (!cmd_capture_server == !(o->npids || o->all)) {

@@ -383,14 +383,44 @@ static const char *arg(struct MHD_Connection *c, const char *k)
 	return MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, k);
 }
 
+struct unknown_arg {
+	const char *const *known;
+	char name[40];		/* the first argument not in known ("" if none) */
+};
+
+static enum MHD_Result find_unknown(void *cls, enum MHD_ValueKind kind, const char *key,
+				    const char *value)
+{
+	struct unknown_arg *u = cls;
+	const char *const *k;
+
+	(void)kind;
+	(void)value;
+	for (k = u->known; *k; k++)
+		if (!strcmp(key, *k))
+			return MHD_YES;
+	/* printable, bounded: it goes back in the reply */
+	snprintf(u->name, sizeof(u->name), "%.*s", (int)strcspn(key, "\r\n\"<>&"), key);
+	return MHD_NO;
+}
+
 /* POST /api/v1/capture?seconds=N[&ranks=R,...][&align=step][&format=gz]: 202 and the id the
- * server made, 409 while one runs, 400 for a bad value. The loop does the work. */
+ * server made, 409 while one runs, 400 for a bad value or an argument it does not know (a
+ * typo must not start a 10 s capture the caller did not ask for). The loop does the work. */
 static enum MHD_Result post_capture(struct httpd *h, struct MHD_Connection *c)
 {
+	static const char *const known[] = { "seconds", "ranks", "align", "format", NULL };
+	struct unknown_arg u = { .known = known };
 	struct capture_req req;
 	char id[CAPTURE_ID_MAX], err[160], body[128];
 	int r;
 
+	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, find_unknown, &u);
+	if (u.name[0]) {
+		snprintf(err, sizeof(err), "bad request: unknown argument '%s'; the capture takes "
+			 "seconds, ranks, align and format\n", u.name);
+		return text(c, MHD_HTTP_BAD_REQUEST, err);
+	}
 	if (capture__parse(arg(c, "seconds"), arg(c, "ranks"), arg(c, "align"), arg(c, "format"),
 			   &req, err, sizeof(err))) {
 		strncat(err, "\n", sizeof(err) - strlen(err) - 1);
