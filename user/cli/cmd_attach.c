@@ -224,7 +224,7 @@ static int run(int argc, char **argv, enum cmd_verb verb)
 	struct rank_info *infos = NULL;
 	struct session s = {};
 	char msg[512];
-	int err, i, n, given = TARGETS_MAX;
+	int err, i, k, n, given = TARGETS_MAX;
 
 	err = cmd__parse_opts(argc, argv, &s.o, verb);
 	if (err)
@@ -317,6 +317,18 @@ static int run(int argc, char **argv, enum cmd_verb verb)
 	err = session__build_jobs(&s);
 	if (err)
 		goto out;
+	if (s.o.jcfg.mode == STEPS_MARKER && s.probes.coll) {
+		for (i = 0, k = 0; i < s.nranks; i++)
+			k += s.ranks[i].used && s.ranks[i].markers;
+		if (!k) {
+			/* said per rank above; a step rule that cannot be set is no rule at all */
+			pr_warn("attach: the step marker was set on no rank; check the name (nm -D) "
+				"or give another --steps");
+			session__close(&s);
+			free(infos);
+			return 2;
+		}
+	}
 	pr_info("attach: attached to %d rank%s, %u probes; Ctrl-C to detach", n, n == 1 ? "" : "s",
 		probes__count(&s.probes));
 	/* the first stats interval starts now */
