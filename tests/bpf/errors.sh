@@ -34,6 +34,11 @@ expect 2 "cannot write -o $T/nodir/x.json: $T/nodir: No such file or directory; 
 	timeout 5 "$RS" capture -p 1 --seconds 1 -o "$T/nodir/x.json"
 expect 2 'cannot write -o /etc/passwd/x.json: /etc/passwd: Not a directory' \
 	timeout 5 "$RS" capture -p 1 --seconds 1 -o /etc/passwd/x.json
+expect 1 'every probe family was turned off \(--no-sched, --no-io, --no-net, --no-collectives\)' \
+	"$RS" attach -p $$ --no-sched --no-io --no-net --no-collectives --duration 1
+# help VERB is that verb's help
+expect 0 '^Usage: rankscope attach ' "$RS" help attach
+expect 0 '^Usage: rankscope daemon ' "$RS" help daemon
 # a process that is not a training job: attach, say so, keep the other families
 sleep 30 &
 SLEEPER=$!
@@ -54,6 +59,9 @@ if command -v setpriv >/dev/null; then
 	expect 1 'missing CAP_BPF, CAP_PERFMON \(or CAP_SYS_ADMIN\)' setpriv --reuid=65534 \
 		--regid=65534 --clear-groups --inh-caps=-all --bounding-set=-all \
 		"$RS" attach -p $SLEEPER --duration 1
+	expect 1 'missing CAP_BPF, CAP_PERFMON \(or CAP_SYS_ADMIN\)' setpriv --reuid=65534 \
+		--regid=65534 --clear-groups --inh-caps=-all --bounding-set=-all \
+		"$RS" attach --all --duration 1
 	# kernel.perf_event_paranoid=3 (Debian's level: no perf event without CAP_PERFMON): named
 	OLD_PARANOID=$(cat /proc/sys/kernel/perf_event_paranoid)
 	if echo 3 >/proc/sys/kernel/perf_event_paranoid 2>/dev/null; then

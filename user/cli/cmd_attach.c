@@ -238,6 +238,14 @@ static int run(int argc, char **argv, enum cmd_verb verb)
 	s.out = stdout;
 	s.tty = isatty(STDOUT_FILENO);
 
+	/* before --all reads /proc: unprivileged, it would find nothing and blame the job */
+	if (preflight__privileges(msg, sizeof(msg)) ||
+	    preflight__btf(&preflight_default, msg, sizeof(msg)) ||
+	    (access("/sys/bus/event_source/devices/uprobe/type", R_OK) &&
+	     preflight__tracefs(&preflight_default, 1, msg, sizeof(msg)))) {
+		pr_warn("attach: %s", msg);
+		return 1;
+	}
 	if (s.o.all) {
 		given = s.o.npids;
 		i = targets__discover(s.o.pids + s.o.npids, TARGETS_MAX - s.o.npids, getpid());
@@ -248,7 +256,8 @@ static int run(int argc, char **argv, enum cmd_verb verb)
 		s.o.npids = targets__dedup(s.o.pids, s.o.npids + i);
 		if (!s.o.npids) {
 			pr_warn("attach: --all found no training process (none maps NCCL, MPI or gloo "
-				"or has RANK/OMPI_COMM_WORLD_RANK/PMI_RANK/SLURM_PROCID); start the job first");
+				"or has RANK/OMPI_COMM_WORLD_RANK/PMI_RANK/PMIX_RANK/SLURM_PROCID); start "
+				"the job first");
 			return 1;
 		}
 	}
@@ -267,13 +276,6 @@ static int run(int argc, char **argv, enum cmd_verb verb)
 		}
 		if (err > 0)
 			pr_warn("attach: %s", msg);
-	}
-	if (preflight__privileges(msg, sizeof(msg)) ||
-	    preflight__btf(&preflight_default, msg, sizeof(msg)) ||
-	    (access("/sys/bus/event_source/devices/uprobe/type", R_OK) &&
-	     preflight__tracefs(&preflight_default, 1, msg, sizeof(msg)))) {
-		pr_warn("attach: %s", msg);
-		return 1;
 	}
 	s.o.max_ranks = s.o.npids;
 	s.o.max_jobs = 1;

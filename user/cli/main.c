@@ -70,6 +70,13 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		/* help VERB: that verb's own help */
+		if (argc > 2 && strcmp(argv[2], "help") && strcmp(argv[2], "version") &&
+		    argv[2][0] != '-') {
+			char *hv[] = { argv[0], argv[2], "--help", NULL };
+
+			return main(3, hv);
+		}
 		usage(stdout);
 		return 0;
 	}

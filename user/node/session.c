@@ -2264,8 +2264,14 @@ int session__open(struct session *s)
 			pr_warn("%s: probe family %s skipped: %s", verb(s), decode__family_name(f),
 				s->probes.fam_why[f]);
 	if (!running) {
-		pr_warn("%s: no probe family could be loaded; run with -v for the verifier log",
-			verb(s));
+		for (f = 0; f < RS_FAM_MAX && s->probes.fam_err[f] == -ECANCELED; f++)
+			;
+		if (f == RS_FAM_MAX)
+			pr_warn("%s: every probe family was turned off (--no-sched, --no-io, --no-net, "
+				"--no-collectives); leave at least one on", verb(s));
+		else
+			pr_warn("%s: no probe family could be loaded; run with -v for the verifier log",
+				verb(s));
 		return -ENOENT;
 	}
 	s->rb = ring_buffer__new(s->probes.events_fd, handle_event, s, NULL);
