@@ -18,7 +18,8 @@ static void usage(FILE *f, enum cmd_verb v)
 {
 	if (v == VERB_CAPTURE) {
 		fprintf(f,
-"Usage: rankscope capture (--server URL | -p PID[,PID...] | --all) [--seconds N] -o FILE\n"
+"Usage: rankscope capture (--server URL | -p PID[,PID...] | --all) [--seconds N]\n"
+"                         [--ranks R,...] [--align step] -o FILE\n"
 "\n"
 "Record every rank in full detail for N seconds (1 to 120, default 10): steps and phases,\n"
 "collectives joined across ranks by flow arrows, every blocking syscall and off-CPU\n"
