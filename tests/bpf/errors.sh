@@ -36,6 +36,19 @@ expect 2 'cannot write -o /etc/passwd/x.json: /etc/passwd: Not a directory' \
 	timeout 5 "$RS" capture -p 1 --seconds 1 -o /etc/passwd/x.json
 expect 1 'every probe family was turned off \(--no-sched, --no-io, --no-net, --no-collectives\)' \
 	"$RS" attach -p $$ --no-sched --no-io --no-net --no-collectives --duration 1
+# a port in use: one line, with the address given (libmicrohttpd's own says port 0)
+$PY -c 'import socket, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen()
+print(s.getsockname()[1], flush=True); time.sleep(60)' >"$T/busy" &
+BG_PIDS+=($!)
+wait_lines "$T/busy" '^[0-9]+$' 1 10 || fail "no busy port"
+BUSY=$(cat "$T/busy")
+expect 1 "failed to listen on 127.0.0.1:$BUSY \\(port in use" "$RS" attach -p $$ --listen 127.0.0.1:$BUSY --duration 1
+n=$("$RS" attach -p $$ --listen "127.0.0.1:$BUSY" --duration 1 2>&1 | grep -ciE 'bind|listen')
+[ "$n" = 1 ] || fail "a busy port gave $n lines about it, want 1"
+# host names resolve: --server and --listen take localhost
+expect 1 'cannot connect to localhost:1: Connection refused' "$RS" capture --server http://localhost:1 -o "$T/x.json"
+expect 1 "failed to listen on localhost:$BUSY" "$RS" attach -p $$ --listen localhost:$BUSY --duration 1
 # help VERB is that verb's help
 expect 0 '^Usage: rankscope attach ' "$RS" help attach
 expect 0 '^Usage: rankscope daemon ' "$RS" help daemon

@@ -47,8 +47,8 @@ static int http_connect(const char *url, char *host, size_t hn, char *err, size_
 	if (!strncmp(hp, "http://", 7))
 		hp += 7;
 	snprintf(host, hn, "%.*s", (int)strcspn(hp, "/"), hp);
-	if (httpd__parse_listen(host, &sa, &salen)) {
-		snprintf(err, n, "invalid --server '%s': expected http://HOST:PORT (an address, "
+	if (httpd__resolve_listen(host, &sa, &salen)) {
+		snprintf(err, n, "invalid --server '%s': expected http://HOST:PORT (an address or a name, "
 			 "e.g. http://127.0.0.1:9464)", url);
 		return -EINVAL;
 	}

@@ -662,7 +662,7 @@ int cmd__parse_opts(int argc, char **argv, struct session_opts *o, enum cmd_verb
 		struct sockaddr_storage sa;
 		unsigned int salen;
 
-		if (httpd__parse_listen(o->listen, &sa, &salen)) {
+		if (httpd__resolve_listen(o->listen, &sa, &salen)) {
 			pr_warn("%s: invalid --listen '%s': expected HOST:PORT, e.g. 127.0.0.1:9464 "
 				"or [::1]:9464", who, o->listen);
 			return -EINVAL;

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /* HTTP on libmicrohttpd: GET-only, loopback by default, bounded connections, one-line errors. */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +24,7 @@
 #include "httpd.h"
 #include "job.h"
 #include "json.h"
+#include "log.h"
 #include "procfs.h"
 #include "report.h"
 
@@ -136,6 +140,40 @@ int httpd__parse_listen(const char *s, void *sa, unsigned int *len)
 		return 0;
 	}
 	return -EINVAL;
+}
+
+int httpd__resolve_listen(const char *s, void *sa, unsigned int *len)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV };
+	struct addrinfo *res = NULL;
+	const char *colon = strrchr(s, ':');
+	char host[64], port[8];
+	size_t hl, i;
+	long p;
+
+	if (!httpd__parse_listen(s, sa, len))
+		return 0;
+	/* a host name: letters, digits, '-' and '.', as the resolver takes them */
+	if (!colon || s[0] == '[' || (hl = colon - s) == 0 || hl >= sizeof(host) ||
+	    parse_long(colon + 1, 1, 65535, &p))
+		return -EINVAL;
+	for (i = 0; i < hl; i++)
+		if (!isalnum((unsigned char)s[i]) && s[i] != '-' && s[i] != '.')
+			return -EINVAL;
+	memcpy(host, s, hl);
+	host[hl] = '\0';
+	snprintf(port, sizeof(port), "%ld", p);
+	if (getaddrinfo(host, port, &hints, &res) || !res)
+		return -EINVAL;
+	if (res->ai_addrlen > sizeof(struct sockaddr_in6)) {
+		freeaddrinfo(res);
+		return -EINVAL;
+	}
+	memset(sa, 0, sizeof(struct sockaddr_in6));
+	memcpy(sa, res->ai_addr, res->ai_addrlen);
+	*len = res->ai_addrlen;
+	freeaddrinfo(res);
+	return 0;
 }
 
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned int code, const char *type,
@@ -625,13 +663,22 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		    "/api/v1/diagnosis, /api/v1/stacks, /api/v1/capture, /api/v1/captures/ID\n");
 }
 
+/* libmicrohttpd's own messages: with -v only. Its bind failure names port 0 (it never saw
+ * ours, given as a sockaddr); the caller's line names the real address. */
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	(void)cls;
+	if (log_verbosity >= LOG_DEBUG)
+		vfprintf(stderr, fmt, ap);
+}
+
 int httpd__start(const char *addr, const char *token, struct httpd **out, char *err, size_t n)
 {
 	struct sockaddr_in6 sa;
 	unsigned int salen;
 	struct httpd *h;
 
-	if (httpd__parse_listen(addr, &sa, &salen)) {
+	if (httpd__resolve_listen(addr, &sa, &salen)) {
 		snprintf(err, n, "invalid --listen '%s': expected HOST:PORT, e.g. 127.0.0.1:9464", addr);
 		return -EINVAL;
 	}
@@ -676,6 +723,7 @@ int httpd__start(const char *addr, const char *token, struct httpd **out, char *
 				  MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)HTTPD_MAX_PER_IP,
 				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)HTTPD_TIMEOUT_S,
 				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTPD_MEM_LIMIT,
+				  MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 				  MHD_OPTION_END);
 	if (!h->mhd) {
 		snprintf(err, n, "failed to listen on %s (port in use, or not an address of this "

@@ -54,6 +54,9 @@ bool httpd__bearer_ok(const char *header, const char *token);
 /* Parse "HOST:PORT" (IPv4, or [IPv6]). Returns 0 or -EINVAL. */
 int httpd__parse_listen(const char *s, void *sockaddr, unsigned int *len);
 
+/* httpd__parse_listen, or HOST a name to resolve ("localhost:9464"): the first address. */
+int httpd__resolve_listen(const char *s, void *sa, unsigned int *len);
+
 /*
  * Listen on addr ("127.0.0.1:9464") in its own thread. Returns 0, or -errno with err filled.
  * Requests from beyond loopback for per-rank data or to change state (the API, captures, the
