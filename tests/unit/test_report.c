@@ -55,12 +55,33 @@ static void bar__nothing__empty(void **state)
 	assert_string_equal(report__phase_bar(&ph, 0, buf, 7), "");
 }
 
+/* evidence.detail is a stable field: present on every verdict, "" when there is nothing. */
+static void verdict__no_detail__empty_string(void **state)
+{
+	static const enum vclass classes[] = { V_NONE, V_COMPUTE, V_INPUT };
+	struct job_verdict v;
+	struct json j;
+	size_t i;
+
+	for (i = 0; i < sizeof(classes) / sizeof(classes[0]); i++) {
+		memset(&v, 0, sizeof(v));
+		v.v.cls = classes[i];
+		json__init(&j);
+		report__verdict(&j, &v, "job", 1, 42);
+		assert_false(j.err);
+		assert_non_null(strstr(j.buf, "\"evidence\":{"));
+		assert_non_null(strstr(j.buf, "\"detail\":\"\""));
+		json__free(&j);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(bar__proportional__width_exact),
 		cmocka_unit_test(bar__small_phase__still_one_letter),
 		cmocka_unit_test(bar__nothing__empty),
+		cmocka_unit_test(verdict__no_detail__empty_string),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

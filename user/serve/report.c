@@ -200,8 +200,7 @@ void report__verdict(struct json *j, const struct job_verdict *v, const char *jo
 	json__kuint(j, "peer_median_phase_ns", v->v.peer_phase_ns);
 	json__kuint(j, "median_step_ns", v->v.step_ns);
 	json__kint(j, "steps", v->v.nsteps);
-	if (v->detail[0])
-		json__kstr(j, "detail", v->detail);
+	json__kstr(j, "detail", v->detail);	/* stable: "" when there is nothing to add */
 	if (v->stacks[0].text[0] || v->stacks[1].text[0]) {
 		json__key(j, "stacks");
 		json__arr_begin(j);
