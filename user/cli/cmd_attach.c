@@ -399,7 +399,7 @@ static void print_report(struct session *s)
 	else
 		printf("; no step boundary found (too few collectives?)\n");
 	if (j->steps_seen) {
-		printf("\nlast step per rank:\n  %-5s %-9s", "RANK", "STEP");
+		printf("\nlast step per rank:\n  %-5s %-9s", "RANK", "DURATION");
 		for (p = 0; p < PH_MAX; p++)
 			printf(" %-11s", steps__phase_name(p));
 		printf("\n");

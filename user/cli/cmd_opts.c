@@ -109,7 +109,9 @@ static void usage(FILE *f, enum cmd_verb v)
 "\n"
 "Attach to running training ranks and show, per rank, collectives, blocking I/O,\n"
 "run-queue delay, off-CPU time and TCP health, then per-step phases and straggler\n"
-"verdicts. Exits once every rank has exited.\n"
+"verdicts. Exits once every rank has exited. On a terminal: a table redrawn each\n"
+"second, with each rank's last step as a phase bar, a progress line and the verdict;\n"
+"to a pipe or a file, the table alone each second: --json gives steps and verdicts.\n"
 "\n");
 	fprintf(f,
 "  -p, --pid PIDS         comma-separated rank PIDs (rank order = order given,\n"

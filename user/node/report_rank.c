@@ -144,13 +144,17 @@ void report__coll(struct json *j, const struct rank_state *rs, const struct rs_e
 		json__kuint(j, "seq", e->seq);
 	json__kuint(j, "count", e->count);
 	json__kuint(j, "bytes", bytes);
-	json__kuint(j, "dtype", e->dtype);
+	/* NCCL's datatype and reduction are enums; MPI's are handles (pointers): no meaning
+	 * outside the process, so left out */
+	if (e->lib == RS_LIB_NCCL)
+		json__kuint(j, "dtype", e->dtype);
 	json__kuint(j, "comm_handle", e->comm);
 	json__kuint(j, "stream", e->stream);
 	json__kint(j, "peer", e->peer);
 	json__kuint(j, "sendbuf", e->sendbuf);
 	json__kuint(j, "recvbuf", e->recvbuf);
-	json__kint(j, "redop", e->redop);
+	if (e->lib == RS_LIB_NCCL)
+		json__kint(j, "redop", e->redop);
 	json__kint(j, "ret", e->ret);
 	json__kint(j, "depth", e->depth);
 	json__kuint(j, "enter_ns", e->enter_ns);
