@@ -385,6 +385,7 @@ static void print_report(struct session *s)
 	double conf = 0;
 	int period = 0, i, p, rank = -1, world = -1;
 	const char *rule = j->model ? job__rule(j->model, &conf, &period) : "";
+	uint64_t att, drop;
 
 	for (i = 0; i < j->ncols; i++)
 		if (s->ranks[j->slots[i]].info.world_size > world)
@@ -416,6 +417,17 @@ static void print_report(struct session *s)
 		}
 	}
 	printf("\n");
+	for (p = 0, att = 0, drop = 0; p < RS_FAM_MAX; p++) {
+		att += s->self.attempted[p];
+		drop += s->self.dropped[p];
+	}
+	/* what was lost makes every line below less sure: said before them */
+	if (drop)
+		printf("events lost: %llu of %llu (%.1f%%; the ring buffer was full: raise "
+		       "--ringbuf-kb or lower --drain-ms); steps and the verdict below are built "
+		       "from what remained and may miss or merge steps\n\n",
+		       (unsigned long long)drop, (unsigned long long)att,
+		       att ? 100.0 * drop / att : 0.0);
 	if (!j->have_worst) {
 		printf("verdict: none yet (fewer than %d steps seen on every rank)\n", s->o.jcfg.window);
 		return;
