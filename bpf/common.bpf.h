@@ -101,6 +101,15 @@ static __always_inline struct rs_track *rs_current(void)
 	return rs_lookup(bpf_get_current_task_btf()->tgid);
 }
 
+/* A hash map refused an update for want of room: counted per family, never silent. */
+static __always_inline void rs_count_full(__u32 family)
+{
+	struct rs_fam_stats *st = bpf_map_lookup_elem(&rs_stats, &family);
+
+	if (st)
+		__sync_fetch_and_add(&st->map_full, 1);
+}
+
 /* Reserve a record stamped ts and count the attempt; a failed reserve is counted, never
  * silent. ts: a clock read the caller made already (saves a helper call on a hot path). */
 static __always_inline void *rs_reserve_at(__u32 family, __u32 size, __u32 kind,

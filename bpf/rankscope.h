@@ -75,8 +75,9 @@ _Static_assert(sizeof(struct rs_track) == 16, "rs_track wire size");
 struct rs_fam_stats {
 	__u64 attempted;
 	__u64 dropped;
+	__u64 map_full;		/* updates a full hash map refused (a worker left untracked) */
 };
-_Static_assert(sizeof(struct rs_fam_stats) == 16, "rs_fam_stats wire size");
+_Static_assert(sizeof(struct rs_fam_stats) == 24, "rs_fam_stats wire size");
 
 /* Cumulative log2 histogram; never reset, readers diff two snapshots. */
 struct rs_hist {

@@ -211,7 +211,8 @@ int BPF_PROG(rs_sched_fork, struct task_struct *parent, struct task_struct *chil
 	ctr.flags &= ~RS_TRACK_ROOT;
 	ctr.exited = 0;
 	rs_bit_set(ctgid);	/* before the entry: a set bit may only ever over-approximate */
-	bpf_map_update_elem(&rs_tracked, &ctgid, &ctr, BPF_ANY);
+	if (bpf_map_update_elem(&rs_tracked, &ctgid, &ctr, BPF_ANY))
+		rs_count_full(RS_FAM_SCHED);	/* RS_MAX_TRACKED processes tracked already */
 	ss = bpf_map_lookup_elem(&rs_sched_slots, &tr->slot);
 	if (ss)
 		__sync_fetch_and_add(&ss->forks, 1);

@@ -188,6 +188,12 @@ static void self_metrics(struct prom *p, const struct self_stats *s)
 			prom__sample(p, names[k], LABELS("family", decode__family_name(f)),
 				     vals[k][f]);
 	}
+	prom__family(p, "rankscope_map_full_total", "counter",
+		     "Updates a full BPF hash map refused (past 8192 tracked processes, a forked "
+		     "worker is not tracked), by family.");
+	for (f = 0; f < RS_FAM_MAX; f++)
+		prom__sample(p, "rankscope_map_full_total", LABELS("family", decode__family_name(f)),
+			     s->map_full[f]);
 	prom__family(p, "rankscope_events_invalid_total", "counter",
 		     "Records that failed to decode.");
 	prom__sample(p, "rankscope_events_invalid_total", NULL, s->invalid);

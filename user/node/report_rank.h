@@ -14,6 +14,7 @@ struct self_stats {
 	uint64_t attempted[RS_FAM_MAX];
 	uint64_t received[RS_FAM_MAX];
 	uint64_t dropped[RS_FAM_MAX];
+	uint64_t map_full[RS_FAM_MAX];	/* hash map updates refused for want of room */
 	uint64_t invalid;		/* records that failed to decode */
 	unsigned int probes_attached;
 	/* for /metrics */

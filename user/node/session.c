@@ -943,6 +943,7 @@ static void read_self(struct session *s)
 	for (f = 0; f < RS_FAM_MAX; f++) {
 		s->self.attempted[f] = fs[f].attempted;
 		s->self.dropped[f] = fs[f].dropped;
+		s->self.map_full[f] = fs[f].map_full;
 	}
 	s->self.probes_attached = probes__count(&s->probes);
 }

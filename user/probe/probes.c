@@ -368,6 +368,7 @@ int probes__fam_stats(struct probes *p, struct rs_fam_stats out[RS_FAM_MAX])
 		for (c = 0; c < ncpu; c++) {
 			out[fam].attempted += per[c].attempted;
 			out[fam].dropped += per[c].dropped;
+			out[fam].map_full += per[c].map_full;
 		}
 	}
 	free(per);
