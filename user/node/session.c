@@ -2218,6 +2218,14 @@ void session__finish(struct session *s)
 	if (s->cap_open)
 		capture__abandon(&s->cap);
 	if (s->cap_active) {	/* what was recorded is kept */
+		uint64_t now = session__now();
+
+		/* a shorter file than asked for is said, with why */
+		if (now < s->cap.t_end)
+			pr_warn("%s: capture %s: %.1f s recorded of the %d s asked: %s", verb(s),
+				s->cap.id, (now - s->cap.t_start) / 1e9, s->cap.req.seconds,
+				all_exited(s) ? "every rank exited" :
+						"stopped early (--duration, or a signal)");
 		probes__detach(&s->probes);
 		while (ring_buffer__consume(s->rb) > 0)
 			;
