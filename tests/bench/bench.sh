@@ -714,6 +714,7 @@ ELAPSED=$(( $(date +%s) - START ))
 log "part 2 took $((ELAPSED - P1_S))s"
 
 CPU=$(sed -n 's/^model name[[:space:]]*:[[:space:]]*//p' /proc/cpuinfo | head -1)
+sed -n '/^## 13\. Soak/,$p' "$RESULTS" >"$T/soak_keep.md" 2>/dev/null
 REV=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 git diff --quiet HEAD 2>/dev/null || REV="$REV+dirty"
 "$PY" tests/bench/summarize.py "$SAMPLES" \
@@ -815,5 +816,7 @@ fi
 [ -s "$T/untracked.md" ] && cat "$T/untracked.md" >>"$RESULTS"
 [ -s "$T/userspace.md" ] && cat "$T/userspace.md" >>"$RESULTS"
 [ -s "$T/storm.md" ] && cat "$T/storm.md" >>"$RESULTS"
+# the last make soak run (part 13) is not bench's: kept as it was
+[ -s "$T/soak_keep.md" ] && { echo; cat "$T/soak_keep.md"; } >>"$RESULTS"
 cat "$RESULTS"
 log "wrote $RESULTS in ${ELAPSED}s"
