@@ -74,6 +74,7 @@ if [ $DAEMON = 1 ]; then
 	wait_lines "$T/rsd.out" "PID $P \(not a rank\): GPU timing: dormant: no CUDA driver" 1 15 ||
 		fail "the daemon heard no 'dormant: no CUDA driver' from PID $P"
 	echo "1: $(grep "PID $P (not a rank)" "$T/rsd.out")"
+	grep -q 'nothing listens' "$T/t1.inj" && fail "a warning with the daemon listening: $(cat "$T/t1.inj")"
 fi
 
 # 2 (same target, still running)
@@ -83,6 +84,16 @@ grep -q "PID $P already has librankscope_cupti.so loaded; nothing to do" "$T/t1a
 	fail "second inject: $(cat "$T/t1again.inj")"
 finish t1 "$REF1"
 echo "1: $REF1 with and without; 2: $(cat "$T/t1again.inj")"
+
+# 2b: the target's socket variable names a path where nothing listens: loaded, and said
+RANKSCOPE_CUPTI_SOCKET=$T/nobody.sock start lonely --iters 1500
+sleep 0.2
+inject lonely -p "$P"
+[ "$RC" = 0 ] || fail "inject (no listener) exited $RC: $(cat "$T/lonely.inj")"
+grep -q "nothing listens on $T/nobody.sock as PID $P sees it (No such file or directory)" \
+	"$T/lonely.inj" || fail "no word on the missing listener: $(cat "$T/lonely.inj")"
+echo "2b: $(grep 'nothing listens' "$T/lonely.inj" | cut -c1-120)"
+wait_exit "$PID_lonely" 30 || fail "the lonely target failed"
 
 start regs --spin-regs 2500
 grep -q '^skip: no AVX' "$T/regs.out" && skip "no AVX for the register check"

@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <linux/openat2.h>
@@ -18,6 +20,7 @@
 #include "log.h"
 #include "procfs.h"
 #include "ptrace_inject.h"
+#include "rs_cupti_wire.h"
 
 #define INJECT_LIB	"librankscope_cupti.so"
 #define INJECT_INIT	"InitializeInjection"
@@ -292,6 +295,52 @@ static int parse_timeout(const char *arg, int *ms)
 	return 0;
 }
 
+/* Does something listen where the library will connect (the target's RANKSCOPE_CUPTI_SOCKET,
+ * else the default), as the target sees its file system? Says so when not: the library then
+ * stays dormant, retrying, and inject's "loaded" alone would hide that. */
+static void check_listener(pid_t pid)
+{
+	struct open_how how = { .flags = O_PATH | O_CLOEXEC,
+				.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char root[64], *env = NULL, safe[PATH_MAX];
+	const char *path = RSC_SOCKET_DEFAULT, *v;
+	struct stat st;
+	int rfd, fd = -1, sk = -1, why = 0;
+	ssize_t n;
+
+	n = procfs__read(pid, "environ", &env, PROC_ENVIRON_MAX);
+	if (n > 0 && (v = procfs__environ_get(env, n, RSC_SOCKET_ENV)) && v[0] == '/')
+		path = v;
+	snprintf(root, sizeof(root), "/proc/%d/root", (int)pid);
+	rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rfd >= 0)
+		fd = syscall(SYS_openat2, rfd, path, &how, sizeof(how));
+	if (fd < 0)
+		why = errno;
+	else if (fstat(fd, &st) || !S_ISSOCK(st.st_mode))
+		why = ENOTSOCK;
+	if (!why) {
+		/* through our fd of it: the path is the target's, not ours */
+		snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d", fd);
+		sk = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (sk < 0 || connect(sk, (struct sockaddr *)&sa, sizeof(sa)))
+			why = errno;
+	}
+	if (why)
+		pr_warn("inject: nothing listens on %s as PID %d sees it (%s): the library waits, "
+			"dormant, until a daemon does (rankscope daemon --cupti-socket, or "
+			"RANKSCOPE_CUPTI_SOCKET in the process' environment)",
+			log__safe(path, safe, sizeof(safe)), pid, strerror(why));
+	if (sk >= 0)
+		close(sk);
+	if (fd >= 0)
+		close(fd);
+	if (rfd >= 0)
+		close(rfd);
+	free(env);
+}
+
 int cmd_inject(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -422,5 +471,6 @@ int cmd_inject(int argc, char **argv)
 		return report_error(pid, err, &r, &o, safe);
 	printf("rankscope: inject: loaded %s into PID %d (handle 0x%llx, %s returned %d)\n", safe,
 	       pid, (unsigned long long)r.handle, o.init_sym, r.init_ret);
+	check_listener(pid);
 	return 0;
 }
