@@ -159,8 +159,9 @@ static uint64_t fd_limit(void)
 	return getrlimit(RLIMIT_NOFILE, &rl) ? 1024 : rl.rlim_cur;
 }
 
-/* Fds that can still be opened: the limit less those open now (a walk of /proc/self/fd). */
-static long fds_free(void)
+/* Fds that can still be opened: the limit less those open now (a walk of /proc/self/fd),
+ * counting the link fds the closing threads have not closed yet as free: they soon are. */
+static long fds_free(struct session *s)
 {
 	uint64_t lim = fd_limit();
 	struct dirent *de;
@@ -175,7 +176,7 @@ static long fds_free(void)
 	while ((de = readdir(d)))
 		open_now += de->d_name[0] != '.';
 	closedir(d);
-	return (long)lim - open_now;
+	return (long)lim - open_now + probes__links_closing(&s->probes);
 }
 
 /* Adopt pid as a rank if it is new to us. worker_of: pid is tracked as a worker of that rank
@@ -205,7 +206,7 @@ static bool adopt(struct session *s, pid_t pid, bool started_before_ok, pid_t wo
 		return false;
 	}
 	again = find_tried(pid, st.starttime) != NULL;	/* refused before: say it once */
-	if (fds_free() < FD_RESERVE) {
+	if (fds_free(s) < FD_RESERVE) {
 		mark_tried(pid, st.starttime, true);
 		s->attach_results[AR_FD_LIMIT]++;
 		if (!again)

@@ -454,7 +454,7 @@ void session__rank_gone(struct session *s, struct rank_state *rs, uint64_t t, in
 	job__on_exit(j->model, rs->col, t, status);
 	/* the pid may be reused by anyone: nothing of it may stick to the newcomer */
 	probes__untrack(&s->probes, rs->pid);
-	probes__detach_pid(&s->probes, rs->pid);
+	probes__detach_pid(&s->probes, rs->pid, true);
 	comms__forget(&s->comms, rs->pid);
 	for (c = 0; c < j->ncols; c++) {
 		struct rank_state *o = col_rank(j, c);
@@ -475,7 +475,7 @@ void session__drop_rank(struct session *s, int slot)
 		return;
 	if (!rs->exited) {
 		probes__untrack(&s->probes, rs->pid);
-		probes__detach_pid(&s->probes, rs->pid);
+		probes__detach_pid(&s->probes, rs->pid, false);
 		comms__forget(&s->comms, rs->pid);
 	}
 	probes__release_slot(&s->probes, slot);
@@ -869,6 +869,8 @@ static int handle_event(void *ctx, void *data, size_t len)
 		if (was_rank) {
 			pr_info("%s: PID %d (rank %d of job '%s') exec'd another program; detached",
 				verb(s), rs->pid, rs->info.rank, rs->info.job);
+			/* alive: its links would match its new program until closed */
+			probes__detach_pid(&s->probes, rs->pid, false);
 			session__rank_gone(s, rs, ev.h.ts_ns, 0);
 			if (s->o.daemon)
 				session__drop_rank(s, rs->slot);

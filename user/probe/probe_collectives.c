@@ -191,10 +191,12 @@ static void reaper_stop(struct probes *p)
 	p->reaper = NULL;
 }
 
-/* Close l on a reaper thread, or here if there is none or it is full. */
+/* Close l on a reaper thread, or here if there is none or it is full. Only a raw
+ * uprobe_multi fd goes (a plain close()): a libbpf link's destroy touches state the object
+ * shares (a USDT link gives back its spec ids), which only this thread may. */
 static void link_close_later(struct probes *p, struct coll_link *l)
 {
-	struct link_reaper *r = reaper_get(p);
+	struct link_reaper *r = l->link ? NULL : reaper_get(p);
 
 	if (r) {
 		pthread_mutex_lock(&r->mu);
@@ -238,10 +240,24 @@ void probe_collectives__detach_all(struct probes *p)
 	links_drop(p, 0, 0, false);
 }
 
-void probes__detach_pid(struct probes *p, pid_t pid)
+void probes__detach_pid(struct probes *p, pid_t pid, bool dead)
 {
+	/* a live process (exec'd, or dropped) would still match its links until they close:
+	 * those close now, so that a new attach to it does not count everything twice */
 	if (pid > 0)
-		links_drop(p, 0, pid, true);
+		links_drop(p, 0, pid, dead);
+}
+
+unsigned int probes__links_closing(struct probes *p)
+{
+	unsigned int n = 0;
+
+	if (p->reaper) {
+		pthread_mutex_lock(&p->reaper->mu);
+		n = p->reaper->n;
+		pthread_mutex_unlock(&p->reaper->mu);
+	}
+	return n;
 }
 
 void probe_collectives__free(struct probes *p)
@@ -376,7 +392,7 @@ out:
 void probe_collectives__forget(struct probes *p, const __u32 *tgids, size_t ntgids)
 {
 	const struct bpf_map *m;
-	size_t ks, n = 0, cap = 0, i, k;
+	size_t ks, n = 0, cap = 0, i, k, steps = 0;
 	char *keys = NULL, *cur = NULL, *next, *grown;
 	__u32 tgid;
 
@@ -385,8 +401,10 @@ void probe_collectives__forget(struct probes *p, const __u32 *tgids, size_t ntgi
 	m = p->coll->maps.rs_coll_seq;
 	ks = bpf_map__key_size(m);
 	next = malloc(ks);
-	/* one walk to find them, then the deletes: deleting while walking restarts the walk */
-	while (next && !bpf_map__get_next_key(m, cur, next, ks)) {
+	/* one walk to find them, then the deletes: deleting while walking restarts the walk,
+	 * and so may an eviction the programs cause meanwhile: bounded at twice the map */
+	while (next && steps++ < 2 * (size_t)bpf_map__max_entries(m) &&
+	       !bpf_map__get_next_key(m, cur, next, ks)) {
 		memcpy(&tgid, next, sizeof(tgid));	/* struct rs_seq_key starts with it */
 		for (k = 0; k < ntgids && tgids[k] != tgid; k++)
 			;

@@ -107,8 +107,11 @@ int probes__untrack(struct probes *p, pid_t tgid);
 void probes__release_slot(struct probes *p, uint32_t slot);
 /* Is tgid tracked (a rank or a worker of one)? Fills *tr when it is. */
 bool probes__tracked(struct probes *p, pid_t tgid, struct rs_track *tr);
-/* Remove the collective probes of one process (it exited or exec'd). */
-void probes__detach_pid(struct probes *p, pid_t pid);
+/* Remove the collective probes of one process: dead (exited), their uprobe links close on
+ * the closing threads; alive (exec'd, dropped), here, before anything attaches to it again. */
+void probes__detach_pid(struct probes *p, pid_t pid, bool dead);
+/* Link fds handed to the closing threads and not closed yet (they will be, soon). */
+unsigned int probes__links_closing(struct probes *p);
 /* Stream every syscall and off-CPU interval (a capture), or only those over the configured
  * thresholds again. */
 void probes__set_detail(struct probes *p, bool full);

@@ -145,7 +145,7 @@ int httpd__parse_listen(const char *s, void *sa, unsigned int *len)
 int httpd__resolve_listen(const char *s, void *sa, unsigned int *len)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV };
-	struct addrinfo *res = NULL;
+	struct addrinfo *res = NULL, *ai;
 	const char *colon = strrchr(s, ':');
 	char host[64], port[8];
 	size_t hl, i;
@@ -165,13 +165,19 @@ int httpd__resolve_listen(const char *s, void *sa, unsigned int *len)
 	snprintf(port, sizeof(port), "%ld", p);
 	if (getaddrinfo(host, port, &hints, &res) || !res)
 		return -EINVAL;
-	if (res->ai_addrlen > sizeof(struct sockaddr_in6)) {
+	/* IPv4 first: "localhost" is ::1 before 127.0.0.1 here, and the default --listen is
+	 * 127.0.0.1 */
+	for (ai = res; ai && ai->ai_family != AF_INET; ai = ai->ai_next)
+		;
+	if (!ai)
+		ai = res;
+	if (ai->ai_addrlen > sizeof(struct sockaddr_in6)) {
 		freeaddrinfo(res);
 		return -EINVAL;
 	}
 	memset(sa, 0, sizeof(struct sockaddr_in6));
-	memcpy(sa, res->ai_addr, res->ai_addrlen);
-	*len = res->ai_addrlen;
+	memcpy(sa, ai->ai_addr, ai->ai_addrlen);
+	*len = ai->ai_addrlen;
 	freeaddrinfo(res);
 	return 0;
 }
@@ -423,7 +429,8 @@ static const char *arg(struct MHD_Connection *c, const char *k)
 
 struct unknown_arg {
 	const char *const *known;
-	char name[40];		/* the first argument not in known ("" if none) */
+	bool found;		/* an argument not in known */
+	char name[40];		/* the first such, printable (may be "") */
 };
 
 static enum MHD_Result find_unknown(void *cls, enum MHD_ValueKind kind, const char *key,
@@ -438,6 +445,7 @@ static enum MHD_Result find_unknown(void *cls, enum MHD_ValueKind kind, const ch
 		if (!strcmp(key, *k))
 			return MHD_YES;
 	/* printable, bounded: it goes back in the reply */
+	u->found = true;
 	snprintf(u->name, sizeof(u->name), "%.*s", (int)strcspn(key, "\r\n\"<>&"), key);
 	return MHD_NO;
 }
@@ -454,7 +462,7 @@ static enum MHD_Result post_capture(struct httpd *h, struct MHD_Connection *c)
 	int r;
 
 	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, find_unknown, &u);
-	if (u.name[0]) {
+	if (u.found) {
 		snprintf(err, sizeof(err), "bad request: unknown argument '%s'; the capture takes "
 			 "seconds, ranks, align and format\n", u.name);
 		return text(c, MHD_HTTP_BAD_REQUEST, err);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "libs.h"
+#include "log.h"
 #include "procfs.h"
 #include "ranks.h"
 #include "targets.h"
@@ -298,21 +299,25 @@ static bool have_children_files(void)
 
 /* Append pid's direct children (those of each of its threads) to out[*n..max), the ones not
  * there yet. */
+#define THREADS_READ_MAX	1024
+
 static void direct_children(pid_t pid, pid_t *out, int *n, int max)
 {
 	char path[320], *text, *p, *end;
 	struct dirent *de;
+	int k, threads = 0;
 	long v;
-	int k;
 	DIR *d;
 
 	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
 	d = opendir(path);
 	if (!d)
 		return;		/* gone: no children to find */
-	while ((de = readdir(d)) && *n < max) {
+	/* a process of 100,000 threads must not hold the loop: the first THREADS_READ_MAX */
+	while ((de = readdir(d)) && *n < max && threads < THREADS_READ_MAX) {
 		if (!de->d_name[0] || !is_pid_name(de->d_name))
 			continue;
+		threads++;
 		snprintf(path, sizeof(path), "task/%s/children", de->d_name);
 		if (procfs__read(pid, path, &text, 65536) < 0)
 			continue;
@@ -385,9 +390,15 @@ static pid_t in_container(pid_t pid)
 	return found;
 }
 
+/* pid's name, printable: a process names itself (PR_SET_NAME), escapes and all */
 static const char *comm_of(pid_t pid, struct proc_stat *st)
 {
-	return procfs__stat(pid, st) ? "?" : st->comm;
+	static char safe[4][80];
+	static unsigned int k;
+
+	if (procfs__stat(pid, st))
+		return "?";
+	return log__safe(st->comm, safe[k++ % 4], sizeof(safe[0]));
 }
 
 int targets__check_given(pid_t pid, char *msg, size_t n)
@@ -425,7 +436,7 @@ int targets__check_given(pid_t pid, char *msg, size_t n)
 	}
 	if (kthread) {
 		snprintf(msg, n, "PID %d (%s) is a kernel thread, not a training process", pid,
-			 st.comm);
+			 comm_of(pid, &cst));
 		return -EINVAL;
 	}
 	if (tgid > 0 && tgid != pid) {
@@ -441,7 +452,7 @@ int targets__check_given(pid_t pid, char *msg, size_t n)
 		if (!k++)
 			len = snprintf(msg, n, "PID %d (%s) maps no collective library and has no "
 				       "rank variable, but processes it started do: give their PIDs "
-				       "(-p %d", pid, st.comm, kids[i]);
+				       "(-p %d", pid, comm_of(pid, &cst), kids[i]);
 		else if (len < n)
 			len += snprintf(msg + len, n - len, ",%d", kids[i]);
 	}
