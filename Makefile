@@ -101,7 +101,8 @@ $(OUTPUT)/fuzz/fuzz_procfs: tests/fuzz/fuzz_procfs.c user/sys/procfs.c user/sys/
 $(OUTPUT)/fuzz/fuzz_http: tests/fuzz/fuzz_http.c user/capture/capture.c user/sys/procfs.c \
 		user/serve/httpd.c user/serve/view.c user/serve/report.c user/capture/trace.c \
 		user/util/json.c user/util/utf8.c user/model/detect.c user/model/steps.c \
-		user/util/decode.c user/sys/comms.c user/sys/elfsym.c user/serve/view.html \
+		user/util/decode.c user/util/log.c user/sys/comms.c user/sys/elfsym.c \
+		user/serve/view.html \
 		| $(OUTPUT)/fuzz
 	$(FUZZ_CC) $(filter %.c,$^) -lmicrohttpd -lelf -lz -lm -lpthread -o $@
 
