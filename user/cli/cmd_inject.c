@@ -323,7 +323,7 @@ static void check_listener(pid_t pid)
 	if (!why) {
 		/* through our fd of it: the path is the target's, not ours */
 		snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d", fd);
-		sk = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		sk = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);	/* as the library */
 		if (sk < 0 || connect(sk, (struct sockaddr *)&sa, sizeof(sa)))
 			why = errno;
 	}
