@@ -418,6 +418,27 @@ static void zero_elem(struct bpf_map *m, __u32 key)
 		bpf_map__update_elem(m, &key, sizeof(key), zero, vs, BPF_ANY);
 }
 
+/* The sockets slot's processes used: only TCP ones are deleted by the programs (at close),
+ * a UNIX one would stay until the LRU pushed it out, its owner long gone. */
+static void forget_socks(struct probes *p, uint32_t slot)
+{
+	__u64 key, cur, *prev = NULL, *del;
+	struct rs_track tr;
+	size_t n = 0, i, steps = 0;
+
+	del = calloc(RS_MAX_SOCKS, sizeof(*del));
+	while (del && n < RS_MAX_SOCKS && steps++ < 2 * RS_MAX_SOCKS &&
+	       !bpf_map_get_next_key(p->sock_fd, prev, &key)) {
+		if (!bpf_map_lookup_elem(p->sock_fd, &key, &tr) && tr.slot == slot)
+			del[n++] = key;
+		cur = key;
+		prev = &cur;
+	}
+	for (i = 0; i < n; i++)
+		bpf_map_delete_elem(p->sock_fd, &del[i]);
+	free(del);
+}
+
 void probes__release_slot(struct probes *p, uint32_t slot)
 {
 	struct rs_track tr;
@@ -441,6 +462,7 @@ void probes__release_slot(struct probes *p, uint32_t slot)
 	if (del)
 		probe_collectives__forget(p, del, n);
 	free(del);
+	forget_socks(p, slot);
 	if (p->sched) {
 		zero_elem(p->sched->maps.rs_sched_slots, slot);
 		zero_elem(p->sched->maps.rs_runq_hist, slot);
