@@ -9,7 +9,7 @@
 #     /api/v1/diagnosis and /healthz, ~20 requests a second.
 # Each minute: the daemon's RSS, fds, entries of its hash maps, /metrics series, and its
 # counters. Writes soak.tsv, soak.md (the table) and soak.png (gnuplot) under SOAK_OUT
-# (default build/soak). Pass: after a 10-minute warm-up (5 when shorter than 30), the median of
+# (default build/soak), and part 13 of tests/bench/results.md (SOAK_RESULTS). Pass: after a 10-minute warm-up (5 when shorter than 30), the median of
 # each resource over the last third is within 10% (plus a small absolute slack) of its median
 # over the first third after warm-up, and no counter ever goes backwards.
 . "$(dirname "$0")/../lib.sh"
@@ -203,6 +203,10 @@ EOF
 else
 	echo "no gnuplot (make soak installs it): no plot"
 fi
+REV=$(git -C "$TOP" rev-parse --short HEAD 2>/dev/null || echo unknown)
+git -C "$TOP" diff --quiet HEAD 2>/dev/null || REV="$REV+dirty"
+$PY "$TOP/tests/bench/soak_record.py" "$OUT" "${SOAK_RESULTS:-$TOP/tests/bench/results.md}" "$REV" &&
+	echo "recorded in ${SOAK_RESULTS:-tests/bench/results.md} (part 13)"
 kill -TERM "$PID_rsd"
 wait_exit "$PID_rsd" 60 || fail "the daemon did not exit on SIGTERM"
 [ "$(rs_progs_left)" = 0 ] || fail "rs_ programs left after the daemon exited"
