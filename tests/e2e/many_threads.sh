@@ -16,12 +16,16 @@ P=$(sed -n 's/^ready rank=0 pid=//p' "$T/job.out")
 [ "$(ls /proc/$P/task | wc -l)" -gt $N ] || fail "the rank has $(ls /proc/$P/task | wc -l) threads"
 rs_attach rs -p "$P" --json --events
 touch "$T/go"
-sleep 2
-ENTRIES=$(bpftool -j map dump name rs_threads 2>/dev/null | $PY -c '
+# each thread gets its entry when it first wakes or runs after the attach
+for i in $(seq 30); do
+	sleep 0.5
+	ENTRIES=$(bpftool -j map dump name rs_threads 2>/dev/null | $PY -c '
 import json, sys
 print(len(json.load(sys.stdin)))')
-echo "rs_threads holds $ENTRIES entries with $N threads running"
-[ "$ENTRIES" -ge "$N" ] || fail "only $ENTRIES of $N threads in rs_threads"
+	[ "$ENTRIES" -ge "$N" ] && break
+done
+echo "rs_threads holds $ENTRIES entries with $N threads running ($((i / 2)) s after the go)"
+[ "$ENTRIES" -ge "$N" ] || fail "only $ENTRIES of $N threads in rs_threads after 15 s"
 wait_exit "$PID_job" 120 || fail "job failed"
 grep -q "^done calls=$CALLS threads=$N" "$T/job.out" || fail "job: $(cat "$T/job.out")"
 wait_exit "$PID_rs" 30 || fail "rankscope did not exit after the rank"
