@@ -223,19 +223,22 @@ static void scan_mpi__libmpi__predefined_handles(void **state)
 	struct comms *c = *state;
 	struct proc_lib pl = { .found = true, .start = 0x7f3000000000ULL, .pgoff = 0 };
 	struct elfsym *e;
-	uint64_t bias, world, dbl, i8;
+	uint64_t bias, world, dbl, i8, mstate, at = 0;
 	int n;
 
 	if (access(LIBMPI, R_OK))
 		skip();
-	n = comms__scan_mpi(c, 42, LIBMPI, &pl);
+	n = comms__scan_mpi(c, 42, LIBMPI, &pl, &at);
 	assert_true(n >= 20);
 	assert_int_equal(elfsym__open(LIBMPI, &e), 0);
 	assert_int_equal(elfsym__load_bias(e, pl.start, pl.pgoff, &bias), 0);
 	assert_int_equal(elfsym__find(e, "ompi_mpi_comm_world", &world, NULL), 0);
 	assert_int_equal(elfsym__find(e, "ompi_mpi_double", &dbl, NULL), 0);
 	assert_int_equal(elfsym__find(e, "ompi_mpi_int8_t", &i8, NULL), 0);
+	assert_int_equal(elfsym__find(e, "ompi_mpi_state", &mstate, NULL), 0);
 	elfsym__free(e);
+	/* where the daemon reads whether MPI_Init is done, at its runtime address */
+	assert_true(at == mstate + bias);
 	/* MPI_COMM_WORLD in the process is &ompi_mpi_comm_world at its runtime address */
 	assert_string_equal(name_of(c, 42, RS_LIB_MPI, world + bias), "MPI_COMM_WORLD");
 	assert_int_equal(comms__dtype_size(c, 42, dbl + bias), 8);
@@ -249,7 +252,7 @@ static void scan_mpi__not_elf__error(void **state)
 	struct comms *c = *state;
 	struct proc_lib pl = { .found = true };
 
-	assert_true(comms__scan_mpi(c, 1, "/nonexistent/libmpi.so.40", &pl) < 0);
+	assert_true(comms__scan_mpi(c, 1, "/nonexistent/libmpi.so.40", &pl, NULL) < 0);
 	assert_int_equal(c->n, 0);
 }
 

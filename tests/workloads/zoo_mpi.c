@@ -15,6 +15,8 @@
  *
  * Options (N, US, KB, B, R, S are decimal integers; bad input: one line on stderr, exit 2):
  *   --steps N (100)  --warmup N (3)  --go-file PATH  --data-dir DIR (/tmp/rankscope-zoo)
+ *   --init-file PATH  print "pre-init pid=" and wait for PATH before MPI_Init (a test attaches
+ *                 before the communicators are made)
  *   --compute-us US (2300) busy "forward+backward" per step; --opt-us US (300) busy "optimizer"
  *   --input-kb KB (4) input read at the start of each step (each micro-batch with --accum)
  *   --buckets N (1) --bucket-bytes B (65536) --last-bytes B: N MPI_Allreduce of floats
@@ -155,7 +157,7 @@ static struct zoo {
 	long steps, warmup, compute_us, opt_us, input_kb, buckets, bucket_bytes, last_bytes;
 	long fsdp, tp, pp, act_bytes, accum, eval_every, change_at, loader_us, fault_from;
 	bool overlap, len_skew, loader;
-	const char *go_file, *data_dir;
+	const char *go_file, *init_file, *data_dir;
 	struct fault faults[MAX_FAULTS];
 	int nfaults;
 	/* run time */
@@ -273,7 +275,8 @@ static void parse_opts(int argc, char **argv)
 		{ "eval-every", 1, NULL, 'e' }, { "len-skew", 0, NULL, 'k' },
 		{ "change-at", 1, NULL, 'C' }, { "loader", 0, NULL, 'l' },
 		{ "loader-us", 1, NULL, 'u' }, { "fault", 1, NULL, 'F' },
-		{ "fault-from", 1, NULL, 'S' }, { NULL, 0, NULL, 0 },
+		{ "fault-from", 1, NULL, 'S' }, { "init-file", 1, NULL, 'I' },
+		{ NULL, 0, NULL, 0 },
 	};
 	long big = INT_MAX / 4 * 4;
 	int c, i;
@@ -284,6 +287,7 @@ static void parse_opts(int argc, char **argv)
 		case 's': z.steps = parse_num(optarg, "--steps", 1, INT_MAX); break;
 		case 'w': z.warmup = parse_num(optarg, "--warmup", 0, INT_MAX); break;
 		case 'g': z.go_file = optarg; break;
+		case 'I': z.init_file = optarg; break;
 		case 'D': z.data_dir = optarg; break;
 		case 'c': z.compute_us = parse_num(optarg, "--compute-us", 0, INT_MAX); break;
 		case 'o': z.opt_us = parse_num(optarg, "--opt-us", 0, INT_MAX); break;
@@ -1032,6 +1036,11 @@ int main(int argc, char **argv)
 	if (z.loader)
 		loader_fork();
 
+	if (z.init_file) {
+		printf("pre-init pid=%d\n", z.pid);
+		fflush(stdout);
+		fix_wait_go(z.init_file, -1);
+	}
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &z.rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &z.size);

@@ -116,6 +116,8 @@ void report__rank(struct json *j, const struct rank_state *rs, const char *const
 	json__arr_begin(j);
 	if (!rs->coll_probes)
 		json__str(j, "no collective library (NCCL, MPI, gloo) mapped: sched/io/net only");
+	if (rs->mpi_late)
+		json__str(j, "attached after MPI_Init: MPI sub-communicators are named by handle");
 	json__arr_end(j);
 	json__obj_end(j);
 }

@@ -11,6 +11,7 @@
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
@@ -344,6 +345,8 @@ static void name_mpi_comm(struct session *s, struct rank_state *rs,
 	char parent[COMM_NAME_MAX + 24], key[COMM_NAME_MAX + 64], name[COMM_NAME_MAX];
 	uint64_t ph;
 
+	if (rs->mpi_late)
+		return;	/* it may have made some before the attach: the count names nothing */
 	memcpy(&ph, e->unique_id, sizeof(ph));
 	comms__name(&s->comms, rs->pid, RS_LIB_MPI, ph, parent, sizeof(parent));
 	snprintf(key, sizeof(key), "%s|%d|%u", parent, e->rank, rs->mpi_comms++);
@@ -1752,8 +1755,9 @@ int session__prepare(struct session *s, int i, pid_t pid)
 	return 0;
 }
 
-/* Learn OpenMPI's predefined handles from the file pid mapped at pl. */
-static void scan_mpi(struct session *s, pid_t pid, const struct proc_lib *pl)
+/* Learn OpenMPI's predefined handles from the file pid mapped at pl, and where it keeps
+ * ompi_mpi_state (*state, when that file defines it). */
+static void scan_mpi(struct session *s, pid_t pid, const struct proc_lib *pl, uint64_t *state)
 {
 	const char *via;
 	char path[64];
@@ -1763,8 +1767,37 @@ static void scan_mpi(struct session *s, pid_t pid, const struct proc_lib *pl)
 	if (fd < 0)
 		return;
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	comms__scan_mpi(&s->comms, pid, path, pl);
+	comms__scan_mpi(&s->comms, pid, path, pl, state);
 	close(fd);
+}
+
+/* OpenMPI's ompi_mpi_state: 0 not initialized, 1 MPI_Init running, 2 and up initialized (no
+ * communicator can be made before 2). */
+#define OMPI_STATE_INIT_COMPLETED	2
+
+/*
+ * Sub-communicator names count the ones the rank made (see name_mpi_comm), so they hold only
+ * if the probes were on before the first. MPI_Comm_split & co. need MPI initialized: read
+ * ompi_mpi_state now that the probes are on. A rank past MPI_Init may have made some already,
+ * so its sub-communicators keep their handles as names (the job model groups them by who is
+ * inside a collective together). Without the symbol (not OpenMPI) nothing is known.
+ */
+static void check_mpi_state(struct session *s, struct rank_state *rs, uint64_t addr)
+{
+	struct iovec local, remote;
+	int32_t state = -1;
+
+	if (!addr)
+		return;
+	local = (struct iovec){ .iov_base = &state, .iov_len = sizeof(state) };
+	remote = (struct iovec){ .iov_base = (void *)(uintptr_t)addr, .iov_len = sizeof(state) };
+	if (process_vm_readv(rs->pid, &local, 1, &remote, 1, 0) != (ssize_t)sizeof(state))
+		state = -1;	/* unreadable: assume the worst */
+	if (state >= 0 && state < OMPI_STATE_INIT_COMPLETED)
+		return;
+	rs->mpi_late = true;
+	pr_info("%s: PID %d was attached after MPI_Init (ompi_mpi_state %d): its MPI "
+		"sub-communicators are named by their handles", verb(s), rs->pid, state);
 }
 
 /* --steps marker:/usdt: on one rank: find the file (a library by name, else the executable),
@@ -1894,11 +1927,13 @@ static void attach_coll(struct session *s, struct rank_state *rs)
 	}
 	if (mpi->found && !had_mpi && rs->coll.nsites[RS_LIB_MPI]) {
 		struct proc_lib exe;
+		uint64_t state = 0;
 
-		scan_mpi(s, rs->pid, mpi);
+		scan_mpi(s, rs->pid, mpi, &state);
 		/* copy relocations move MPI_COMM_WORLD & co. into the executable */
 		if (!libs__exe(rs->pid, &exe))
-			scan_mpi(s, rs->pid, &exe);
+			scan_mpi(s, rs->pid, &exe, NULL);
+		check_mpi_state(s, rs, state);
 	}
 }
 

@@ -82,6 +82,7 @@ struct rank_state {
 	struct coll_name names[RANK_NAME_CACHE];	/* on_coll's, by (comm, dtype) */
 	uint64_t comms_other;		/* collectives on communicators past RANK_COMMS_MAX */
 	uint32_t mpi_comms;		/* MPI sub-communicators it made since attach */
+	bool mpi_late;			/* attached after MPI_Init: mpi_comms is not its count */
 	struct op_acc ops[RS_OP_MAX];	/* cumulative, from collective events */
 	struct op_acc prev_ops[RS_OP_MAX];
 	struct slot_snapshot prev;

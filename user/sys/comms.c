@@ -151,6 +151,7 @@ struct mpi_ctx {
 	struct comms *c;
 	pid_t pid;
 	uint64_t bias;
+	uint64_t state;		/* &ompi_mpi_state in pid, or 0 */
 	int n;
 };
 
@@ -161,6 +162,10 @@ static int mpi_cb(const char *name, uint64_t vaddr, uint64_t size, bool is_func,
 
 	if (is_func || strncmp(name, "ompi_mpi_", 9))
 		return 0;
+	if (!strcmp(name, "ompi_mpi_state") && size == sizeof(int32_t)) {
+		m->state = vaddr + m->bias;
+		return 0;
+	}
 	for (i = 0; i < sizeof(mpi_handles) / sizeof(mpi_handles[0]); i++) {
 		if (strcmp(name, mpi_handles[i].sym))
 			continue;
@@ -171,7 +176,8 @@ static int mpi_cb(const char *name, uint64_t vaddr, uint64_t size, bool is_func,
 	return 0;
 }
 
-int comms__scan_mpi(struct comms *c, pid_t pid, const char *host_path, const struct proc_lib *pl)
+int comms__scan_mpi(struct comms *c, pid_t pid, const char *host_path, const struct proc_lib *pl,
+		    uint64_t *state_addr)
 {
 	struct mpi_ctx m = { .c = c, .pid = pid };
 	struct elfsym *e;
@@ -184,5 +190,7 @@ int comms__scan_mpi(struct comms *c, pid_t pid, const char *host_path, const str
 	if (!err)
 		err = elfsym__foreach(e, mpi_cb, &m);
 	elfsym__free(e);
+	if (state_addr && m.state)
+		*state_addr = m.state;
 	return err ? err : m.n;
 }

@@ -46,9 +46,11 @@ uint32_t comms__dtype_size(const struct comms *c, pid_t pid, uint64_t handle);
 /* Forget every handle of pid (exit or PID reuse). */
 void comms__forget(struct comms *c, pid_t pid);
 
-/* Register OpenMPI's predefined communicators and datatypes of pid from libmpi at host_path.
- * Returns the number registered or -errno. */
-int comms__scan_mpi(struct comms *c, pid_t pid, const char *host_path, const struct proc_lib *pl);
+/* Register OpenMPI's predefined communicators and datatypes of pid from libmpi at host_path,
+ * and set *state_addr (when not NULL) to the address of ompi_mpi_state in pid where the file
+ * defines it (left alone otherwise). Returns the number registered or -errno. */
+int comms__scan_mpi(struct comms *c, pid_t pid, const char *host_path, const struct proc_lib *pl,
+		    uint64_t *state_addr);
 
 uint64_t comms__fnv1a(const uint8_t *p, size_t n);
 
