@@ -2,8 +2,9 @@
 /*
  * libFuzzer harness: the daemon's readers of /proc text that a container controls, on any
  * bytes. The first byte picks the file: maps (each line, then the library scan of the whole),
- * stat (a comm may hold spaces and parentheses), environ (the rank variables), cgroup (with
- * the scope path after the first NUL). Built with ASan and UBSan.
+ * stat (a comm may hold spaces and parentheses; the same bytes as status text too), environ
+ * (the rank variables), cgroup (with the scope path after the first NUL). Built with ASan and
+ * UBSan.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -53,6 +54,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct rank_info ri;
 	struct proc_stat st;
 	char *copy;
+	int k;
 
 	if (!size)
 		return 0;
@@ -67,6 +69,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!procfs__parse_stat(copy, len, &st) &&
 		    strnlen(st.comm, sizeof(st.comm)) == sizeof(st.comm))
 			abort();
+		for (k = 0; k < 3; k++) {
+			static const char *const keys[] = { "NSpid", "Tgid", "Seccomp" };
+			long ids[PROCFS_NS_LEVELS];
+
+			if (procfs__status_ids(copy, len, keys[k], ids, PROCFS_NS_LEVELS) < 0)
+				abort();
+		}
 		free(copy);
 		break;
 	case 2:

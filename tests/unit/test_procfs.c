@@ -505,6 +505,69 @@ static void read__nonexistent_pid__enoent(void **state)
 	assert_int_equal(procfs__read(getpid(), "no_such_file", &buf, 4096), -ENOENT);
 }
 
+static const char status_text[] =
+	"Name:\tpython3\nTgid:\t4242\nNgid:\t0\nPid:\t4243\nTracerPid:\t0\n"
+	"NSpid:\t4243\t17\t1\nSeccomp:\t2\nSeccomp_filters:\t1\n";
+
+static void status_ids__nspid__outermost_first(void **state)
+{
+	long ids[8];
+
+	(void)state;
+	assert_int_equal(procfs__status_ids(status_text, sizeof(status_text) - 1, "NSpid", ids, 8),
+			 3);
+	assert_int_equal(ids[0], 4243);
+	assert_int_equal(ids[1], 17);
+	assert_int_equal(ids[2], 1);
+}
+
+static void status_ids__key_prefix__exact_key_only(void **state)
+{
+	long v = -1;
+
+	(void)state;
+	/* "Tgid" is not "Ngid"'s or "TracerPid"'s, "Seccomp" not "Seccomp_filters" */
+	assert_int_equal(procfs__status_ids(status_text, sizeof(status_text) - 1, "Tgid", &v, 1),
+			 1);
+	assert_int_equal(v, 4242);
+	assert_int_equal(procfs__status_ids(status_text, sizeof(status_text) - 1, "Seccomp", &v, 1),
+			 1);
+	assert_int_equal(v, 2);
+	assert_int_equal(procfs__status_ids(status_text, sizeof(status_text) - 1, "gid", &v, 1), 0);
+	assert_int_equal(procfs__status_ids(status_text, sizeof(status_text) - 1, "Umask", &v, 1),
+			 0);
+}
+
+static void status_ids__first_line_and_len__bounded(void **state)
+{
+	long ids[2] = { 0, 0 };
+
+	(void)state;
+	assert_int_equal(procfs__status_ids("Name:\t12 34", 12, "Name", ids, 2), 2);
+	assert_int_equal(ids[1], 34);
+	/* len ends inside the number: what is past it is not read */
+	assert_int_equal(procfs__status_ids("Tgid:\t4242", 8, "Tgid", ids, 2), 1);
+	assert_int_equal(ids[0], 42);
+	/* more than max: counted, not stored */
+	assert_int_equal(procfs__status_ids("NSpid:\t1\t2\t3\n", 14, "NSpid", ids, 2), 3);
+	/* no digits, huge numbers */
+	assert_int_equal(procfs__status_ids("Tgid:\tx\n", 8, "Tgid", ids, 2), 0);
+	assert_int_equal(procfs__status_ids("Tgid:\t99999999999999999999999\n", 30, "Tgid", ids, 1),
+			 1);
+	assert_true(ids[0] > 0);
+}
+
+static void status_field__self__tgid_is_pid(void **state)
+{
+	long v = 0, ns[PROCFS_NS_LEVELS];
+
+	(void)state;
+	assert_int_equal(procfs__status_field(getpid(), "status", "Tgid", &v, 1), 1);
+	assert_int_equal(v, getpid());
+	assert_true(procfs__status_field(getpid(), "status", "NSpid", ns, PROCFS_NS_LEVELS) >= 1);
+	assert_int_equal(procfs__status_field(-1, "status", "Tgid", &v, 1), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -543,6 +606,10 @@ int main(void)
 		cmocka_unit_test(read__max__truncated_and_terminated),
 		cmocka_unit_test(read__large_file__grows_past_first_chunk),
 		cmocka_unit_test(read__nonexistent_pid__enoent),
+		cmocka_unit_test(status_ids__nspid__outermost_first),
+		cmocka_unit_test(status_ids__key_prefix__exact_key_only),
+		cmocka_unit_test(status_ids__first_line_and_len__bounded),
+		cmocka_unit_test(status_field__self__tgid_is_pid),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

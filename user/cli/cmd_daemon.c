@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /* `rankscope daemon`: every training process on the node, as it comes and goes, over HTTP. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -164,18 +163,13 @@ static uint64_t fd_limit(void)
 static long fds_free(struct session *s)
 {
 	uint64_t lim = fd_limit();
-	struct dirent *de;
-	long open_now = 0;
-	DIR *d;
+	long open_now;
 
 	if (lim == RLIM_INFINITY || lim > (1u << 30))
 		return LONG_MAX;
-	d = opendir("/proc/self/fd");
-	if (!d)
+	open_now = procfs__self_fds();
+	if (open_now < 0)
 		return 0;	/* even that failed: as good as none */
-	while ((de = readdir(d)))
-		open_now += de->d_name[0] != '.';
-	closedir(d);
 	return (long)lim - open_now + probes__links_closing(&s->probes);
 }
 

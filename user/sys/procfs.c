@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /* /proc readers and parsers; pure helpers return -errno and never log. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -273,4 +274,72 @@ int parse_long(const char *s, long lo, long hi, long *out)
 		return -ERANGE;
 	*out = v;
 	return 0;
+}
+
+int procfs__status_ids(const char *text, size_t len, const char *key, long *ids, int max)
+{
+	size_t klen = strlen(key), i = 0;
+	const char *at, *end = text + len, *e;
+	int n = 0;
+
+	/* a line that starts with "KEY:" */
+	while (i + klen < len) {
+		at = text + i;
+		if (!memcmp(at, key, klen) && at[klen] == ':')
+			break;
+		e = memchr(at, '\n', len - i);
+		if (!e)
+			return 0;
+		i = (size_t)(e - text) + 1;
+	}
+	if (i + klen >= len)
+		return 0;
+	for (at = text + i + klen + 1; at < end && *at != '\n';) {
+		long v = 0;
+		bool digits = false;
+
+		if (*at == ' ' || *at == '\t') {
+			at++;
+			continue;
+		}
+		for (; at < end && *at >= '0' && *at <= '9'; at++) {
+			digits = true;
+			if (v < LONG_MAX / 10)
+				v = v * 10 + (*at - '0');
+		}
+		if (!digits)
+			break;
+		if (n < max)
+			ids[n] = v;
+		n++;
+	}
+	return n;
+}
+
+int procfs__status_field(pid_t pid, const char *name, const char *key, long *ids, int max)
+{
+	char *buf = NULL;
+	ssize_t len;
+	int n = 0;
+
+	len = procfs__read(pid, name, &buf, 16384);
+	if (len > 0)
+		n = procfs__status_ids(buf, (size_t)len, key, ids, max);
+	free(buf);
+	return n;
+}
+
+long procfs__self_fds(void)
+{
+	struct dirent *de;
+	long n = 0;
+	DIR *d;
+
+	d = opendir("/proc/self/fd");
+	if (!d)
+		return -errno;
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n - 1;	/* the DIR's own */
 }

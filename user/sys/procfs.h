@@ -52,6 +52,20 @@ const char *procfs__environ_get(const char *env, size_t len, const char *key);
  * in any hierarchy? path is absolute, without a trailing slash ("/" matches every one). */
 bool procfs__cgroup_under(const char *text, size_t len, const char *path);
 
+/* The numbers of the "KEY:" line of /proc status text (len bytes, NUL or not), at most max
+ * of them into ids (NSpid: one per PID namespace, outermost first; Tgid, Seccomp: one).
+ * Returns how many the line has (past max too), 0 without the line. */
+int procfs__status_ids(const char *text, size_t len, const char *key, long *ids, int max);
+
+#define PROCFS_NS_LEVELS	40	/* ids an NSpid line can have (the kernel nests 32 deep) */
+
+/* The same of /proc/PID/NAME ("status", "task/TID/status"); 0 when unreadable. */
+int procfs__status_field(pid_t pid, const char *name, const char *key, long *ids, int max);
+
+/* How many fds this process has open (not counting the one the count itself takes), or
+ * -errno. */
+long procfs__self_fds(void);
+
 /* Parse /proc/PID/stat text. Returns 0 or -EINVAL. */
 int procfs__parse_stat(const char *buf, size_t len, struct proc_stat *st);
 

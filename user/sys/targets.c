@@ -353,22 +353,14 @@ int targets__children(pid_t root, pid_t *out, int max)
 /* The first and last ids of pid's "NSpid:" line and how many it has (0: none). */
 static int nspid(pid_t pid, long *outer, long *inner)
 {
-	char *buf = NULL, *at, *end;
-	int levels = 0;
+	long ids[PROCFS_NS_LEVELS];
+	int n = procfs__status_field(pid, "status", "NSpid", ids, PROCFS_NS_LEVELS);
 
-	if (procfs__read(pid, "status", &buf, 16384) > 0 && (at = strstr(buf, "\nNSpid:"))) {
-		for (at += 7; *at && *at != '\n'; at = end) {
-			long v = strtol(at, &end, 10);
-
-			if (end == at)
-				break;
-			if (!levels++)
-				*outer = v;
-			*inner = v;
-		}
-	}
-	free(buf);
-	return levels;
+	if (n <= 0 || n > PROCFS_NS_LEVELS)
+		return 0;
+	*outer = ids[0];
+	*inner = ids[n - 1];
+	return n;
 }
 
 /* A rank-like process in a nested PID namespace whose id there is pid; 0 if none. */
@@ -405,7 +397,6 @@ int targets__check_given(pid_t pid, char *msg, size_t n)
 {
 	struct proc_stat st, cst;
 	pid_t kids[16], ctr;
-	char *status = NULL, *at;
 	bool gone, kthread;
 	long tgid = 0;
 	size_t len = 0;
@@ -414,10 +405,8 @@ int targets__check_given(pid_t pid, char *msg, size_t n)
 
 	gone = procfs__stat(pid, &st) != 0;
 	kthread = !gone && (st.flags & PROCFS_PF_KTHREAD);
-	if (!gone && !kthread && procfs__read(pid, "status", &status, 16384) > 0 &&
-	    (at = strstr(status, "\nTgid:")))
-		tgid = strtol(at + 6, NULL, 10);
-	free(status);
+	if (!gone && !kthread)
+		procfs__status_field(pid, "status", "Tgid", &tgid, 1);
 	if (!gone && !kthread && (tgid <= 0 || tgid == pid) && looks_like_rank(pid, &c, NULL, NULL))
 		return 0;
 	/* a PID read inside a container: the host knows the process by another */

@@ -388,22 +388,12 @@ static int py_module(Dwfl_Module *m, void **ud, const char *name, Dwarf_Addr sta
  * and how many it has; 0 without one. */
 static long ns_id(pid_t pid, const char *status, int *levels)
 {
-	char *buf = NULL, *at, *end;
-	long v = 0;
+	long ids[PROCFS_NS_LEVELS];
 
-	*levels = 0;
-	if (procfs__read(pid, status, &buf, 8192) > 0 && (at = strstr(buf, "\nNSpid:"))) {
-		for (at += 7; *at && *at != '\n'; at = end) {
-			long x = strtol(at, &end, 10);
-
-			if (end == at)
-				break;
-			v = x;
-			++*levels;
-		}
-	}
-	free(buf);
-	return v;
+	*levels = procfs__status_field(pid, status, "NSpid", ids, PROCFS_NS_LEVELS);
+	if (*levels <= 0 || *levels > PROCFS_NS_LEVELS)
+		return *levels = 0;
+	return ids[*levels - 1];
 }
 
 /*
