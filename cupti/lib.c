@@ -377,9 +377,12 @@ static void send_status(void)
 	g.status_due = send_msg(&st, sizeof(st)) != 0 && g.fd >= 0;
 }
 
+/* rankscope inject --cupti-socket: the daemon's socket, given before the environment */
+static char sock_given[sizeof(((struct sockaddr_un *)0)->sun_path) + 1];
+
 static void read_env(void)
 {
-	const char *p = getenv(RSC_SOCKET_ENV);
+	const char *p = sock_given[0] ? sock_given : getenv(RSC_SOCKET_ENV);
 
 	/* one too long stays too long (sock_path has a byte more than sun_path): no connect */
 	snprintf(g.sock_path, sizeof(g.sock_path), "%s", p && *p ? p : RSC_SOCKET_DEFAULT);
@@ -611,6 +614,18 @@ static void in_child(void)
 	if (g.fd >= 0)
 		close(g.fd);
 	g.fd = -1;
+}
+
+EXPORT int InitializeInjection(void);
+
+/* rankscope inject --cupti-socket PATH: as InitializeInjection, with the daemon's socket
+ * given (copied at once: it lives in the injector's scratch space on our stack). A path
+ * too long for a unix socket stays too long: no connect. Already running: its socket stays. */
+EXPORT int RankscopeInjectWithSocket(const char *sock)
+{
+	if (sock && sock[0] == '/')
+		snprintf(sock_given, sizeof(sock_given), "%s", sock);
+	return InitializeInjection();
 }
 
 EXPORT int InitializeInjection(void)

@@ -10,6 +10,9 @@
 #  4. 4 more threads and a SIGALRM every ms (signals that arrive during the calls): loaded,
 #     the same checksum;
 #  5. blocked in read() on a FIFO: loaded there, the read restarts, and gets what is written.
+#  2b: the target's socket variable names a path where nothing listens: loaded, and said so;
+#  2c: the same target with --cupti-socket naming the daemon's socket: the library connects
+#      there (the daemon hears it), no warning; a relative --cupti-socket: exit 2.
 . "$(dirname "$0")/../lib.sh"
 [ "$(id -u)" = 0 ] || skip "needs root (ptrace of processes rankscope did not start)"
 [ "$(uname -m)" = x86_64 ] || skip "rankscope inject is x86-64 only"
@@ -94,6 +97,21 @@ grep -q "nothing listens on $T/nobody.sock as PID $P sees it (No such file or di
 	"$T/lonely.inj" || fail "no word on the missing listener: $(cat "$T/lonely.inj")"
 echo "2b: $(grep 'nothing listens' "$T/lonely.inj" | cut -c1-120)"
 wait_exit "$PID_lonely" 30 || fail "the lonely target failed"
+
+# 2c: --cupti-socket overrides the target's variable
+inject badsock -p 1 --cupti-socket cupti.sock
+[ "$RC" = 2 ] || fail "a relative --cupti-socket: exit $RC, want 2: $(cat "$T/badsock.inj")"
+if [ $DAEMON = 1 ]; then
+	RANKSCOPE_CUPTI_SOCKET=$T/nobody.sock start given --iters 1500
+	sleep 0.2
+	inject given -p "$P" --cupti-socket "$RANKSCOPE_CUPTI_SOCKET"
+	[ "$RC" = 0 ] || fail "inject --cupti-socket exited $RC: $(cat "$T/given.inj")"
+	grep -q 'nothing listens' "$T/given.inj" && fail "a warning: $(cat "$T/given.inj")"
+	wait_lines "$T/rsd.out" "PID $P \(not a rank\): GPU timing: dormant: no CUDA driver" 1 15 ||
+		fail "the daemon heard nothing from PID $P injected with --cupti-socket"
+	echo "2c: $(grep "PID $P (not a rank)" "$T/rsd.out")"
+	wait_exit "$PID_given" 30 || fail "the target injected with --cupti-socket failed"
+fi
 
 start regs --spin-regs 2500
 grep -q '^skip: no AVX' "$T/regs.out" && skip "no AVX for the register check"

@@ -24,11 +24,12 @@
 
 #define INJECT_LIB	"librankscope_cupti.so"
 #define INJECT_INIT	"InitializeInjection"
+#define INJECT_INIT_SOCK	"RankscopeInjectWithSocket"	/* (const char *socket) */
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-"Usage: rankscope inject -p PID [--lib PATH] [--timeout S]\n"
+"Usage: rankscope inject -p PID [--lib PATH] [--cupti-socket PATH] [--timeout S]\n"
 "\n"
 "Load rankscope's CUPTI library into a running process, as CUDA_INJECTION64_PATH would have\n"
 "at its start: the main thread, stopped with ptrace for a few milliseconds, calls dlopen()\n"
@@ -41,6 +42,10 @@ static void usage(FILE *f)
 "      --lib PATH     the library, an absolute path as the process sees it in its mount\n"
 "                     namespace (default: " INJECT_LIB " next to the rankscope\n"
 "                     binary)\n"
+"      --cupti-socket PATH  the daemon's GPU timing socket, as the process sees it (its\n"
+"                     mount namespace), for a daemon started with --cupti-socket;\n"
+"                     default: the process' RANKSCOPE_CUPTI_SOCKET, else\n"
+"                     " RSC_SOCKET_DEFAULT "\n"
 "      --timeout S    seconds to wait for a safe stop, and for each call (default 5)\n"
 "  -v, --verbose      more diagnostics\n"
 "  -h, --help         this help\n"
@@ -298,7 +303,7 @@ static int parse_timeout(const char *arg, int *ms)
 /* Does something listen where the library will connect (the target's RANKSCOPE_CUPTI_SOCKET,
  * else the default), as the target sees its file system? Says so when not: the library then
  * stays dormant, retrying, and inject's "loaded" alone would hide that. */
-static void check_listener(pid_t pid)
+static void check_listener(pid_t pid, const char *given)
 {
 	struct open_how how = { .flags = O_PATH | O_CLOEXEC,
 				.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
@@ -309,8 +314,10 @@ static void check_listener(pid_t pid)
 	int rfd, fd = -1, sk = -1, why = 0;
 	ssize_t n;
 
-	n = procfs__read(pid, "environ", &env, PROC_ENVIRON_MAX);
-	if (n > 0 && (v = procfs__environ_get(env, n, RSC_SOCKET_ENV)) && v[0] == '/')
+	n = given ? 0 : procfs__read(pid, "environ", &env, PROC_ENVIRON_MAX);
+	if (given)
+		path = given;
+	else if (n > 0 && (v = procfs__environ_get(env, n, RSC_SOCKET_ENV)) && v[0] == '/')
 		path = v;
 	snprintf(root, sizeof(root), "/proc/%d/root", (int)pid);
 	rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -329,8 +336,8 @@ static void check_listener(pid_t pid)
 	}
 	if (why)
 		pr_warn("inject: nothing listens on %s as PID %d sees it (%s): the library waits, "
-			"dormant, until a daemon does (rankscope daemon --cupti-socket, or "
-			"RANKSCOPE_CUPTI_SOCKET in the process' environment)",
+			"dormant, until a daemon does (rankscope daemon --cupti-socket, and "
+			"inject --cupti-socket the same path)",
 			log__safe(path, safe, sizeof(safe)), pid, strerror(why));
 	if (sk >= 0)
 		close(sk);
@@ -347,6 +354,7 @@ int cmd_inject(int argc, char **argv)
 		{ "pid", required_argument, NULL, 'p' },
 		{ "lib", required_argument, NULL, 'l' },
 		{ "timeout", required_argument, NULL, 't' },
+		{ "cupti-socket", required_argument, NULL, 's' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
@@ -388,6 +396,17 @@ int cmd_inject(int argc, char **argv)
 		case 't':
 			if (parse_timeout(optarg, &o.timeout_ms))
 				return 2;
+			break;
+		case 's':
+			if (optarg[0] != '/' ||
+			    strlen(optarg) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+				pr_warn("inject: invalid --cupti-socket '%s': give the absolute path "
+					"of the daemon's socket, under %zu bytes", log__safe(optarg,
+					safe, sizeof(safe)), sizeof(((struct sockaddr_un *)0)->sun_path));
+				return 2;
+			}
+			o.init_sym = INJECT_INIT_SOCK;
+			o.init_arg = optarg;
 			break;
 		case 'v':
 			log_verbosity = LOG_DEBUG;
@@ -471,6 +490,6 @@ int cmd_inject(int argc, char **argv)
 		return report_error(pid, err, &r, &o, safe);
 	printf("rankscope: inject: loaded %s into PID %d (handle 0x%llx, %s returned %d)\n", safe,
 	       pid, (unsigned long long)r.handle, o.init_sym, r.init_ret);
-	check_listener(pid);
+	check_listener(pid, o.init_arg);
 	return 0;
 }

@@ -747,9 +747,10 @@ int ptrace_inject__run(pid_t pid, const struct inject_syms *s, const struct inje
 {
 	struct tracee t = { .pid = pid };
 	size_t plen = strlen(o->lib) + 1, slen = o->init_sym ? strlen(o->init_sym) + 1 : 0;
-	size_t dlen = (plen + slen + 7) & ~(size_t)7;
+	size_t alen = o->init_sym && o->init_arg ? strlen(o->init_arg) + 1 : 0;
+	size_t dlen = (plen + slen + alen + 7) & ~(size_t)7;
 	bool at_signal = false, running = false;
-	uint64_t ret = 0, fn = 0, sym_at;
+	uint64_t ret = 0, fn = 0, sym_at, arg_at;
 	int64_t end, left;
 	int err, derr, backoff = 1;
 	char *data = NULL;
@@ -766,6 +767,8 @@ int ptrace_inject__run(pid_t pid, const struct inject_syms *s, const struct inje
 	memcpy(data, o->lib, plen);
 	if (slen)
 		memcpy(data + plen, o->init_sym, slen);
+	if (alen)
+		memcpy(data + plen + slen, o->init_arg, alen);
 	end = now_ms() + o->timeout_ms;
 	for (;;) {
 		if (ptrace(PTRACE_SEIZE, pid, 0, 0)) {
@@ -798,6 +801,7 @@ int ptrace_inject__run(pid_t pid, const struct inject_syms *s, const struct inje
 
 	t.frame_sp = ptrace_inject__frame(t.regs.rsp, dlen, &t.data_at);
 	sym_at = t.data_at + plen;
+	arg_at = alen ? sym_at + slen : 0;
 	err = write_mem(pid, t.data_at, data, dlen);
 	if (err)
 		goto out;
@@ -830,7 +834,7 @@ int ptrace_inject__run(pid_t pid, const struct inject_syms *s, const struct inje
 		goto out;
 	}
 	r->stage = INJ_INIT;
-	err = call(&t, fn, 0, 0, o->timeout_ms, &ret, &at_signal, r);
+	err = call(&t, fn, arg_at, 0, o->timeout_ms, &ret, &at_signal, r);
 	if (err)
 		goto out;
 	r->init_ret = (int)(uint32_t)ret;

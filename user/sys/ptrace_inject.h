@@ -22,6 +22,7 @@ struct inject_syms {
 struct inject_opts {
 	const char *lib;	/* absolute path as the target sees it (its mount namespace) */
 	const char *init_sym;	/* called as int (*)(void) after dlopen; NULL: none */
+	const char *init_arg;	/* non-NULL: init_sym is int (*)(const char *), given this */
 	int timeout_ms;		/* to stop the thread at a safe point, and for each call */
 };
 
