@@ -8,6 +8,10 @@
 #  - bad input: seconds=-1, abc, 1e9 and bad ranks get 400; a second capture while one runs
 #    gets 409; a cross-site POST (a browser on another site's page) gets 403; path traversal
 #    in the id (plain and encoded) gets 400, an unknown id 404;
+#  - DELETE /api/v1/captures/ID: a recording capture is cancelled (202, GET then says so,
+#    and the next POST is taken at once), a written one is deleted with its file (200, then
+#    404); bad ids 400, unknown 404, cross-site 403; Ctrl-C on rankscope capture --server
+#    cancels its capture on the daemon and exits 130, leaving no file;
 #  - the capture directory keeps --capture-max-count captures;
 #  - --auto-capture takes one capture when the straggler's verdict appears; --align step works;
 #  - a full disk (a 1 MB tmpfs): the capture fails cleanly, no partial file is left, and the
@@ -108,6 +112,59 @@ $CHECK "$T/mpi.json" --ranks 0,1 --min-flows 50 --need step,phase,collective,ver
 	fail "daemon capture (MPI): bad trace"
 ls -l "$T/caps"
 
+# 2b) cancel: DELETE, and Ctrl-C on rankscope capture --server
+r=$(http_get "$URL/api/v1/capture?seconds=30" POST)
+[ "$(echo "$r" | sed -n 1p)" = 202 ] || fail "POST capture (to cancel): $r"
+ID2=$(echo "$r" | tail -n +2 | $PY -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+[ "$(code "$URL/api/v1/captures/x" DELETE)" = 400 ] || fail "DELETE a bad id: not 400"
+[ "$(code "$URL/api/v1/captures/20260101-000000-00000000" DELETE)" = 404 ] ||
+	fail "DELETE an unknown id: not 404"
+$PY - "$URL" "$ID2" <<'PY' || fail "a cross-site DELETE was not refused"
+import sys, urllib.request, urllib.error
+try:
+    urllib.request.urlopen(urllib.request.Request(f"{sys.argv[1]}/api/v1/captures/{sys.argv[2]}",
+                           method="DELETE", headers={"Origin": "http://evil.example"}), timeout=5)
+    sys.exit("accepted")
+except urllib.error.HTTPError as e:
+    assert e.code == 403, e.code
+PY
+r=$(http_get "$URL/api/v1/captures/$ID2" DELETE)
+[ "$(echo "$r" | sed -n 1p)" = 202 ] || fail "DELETE a recording capture: $r"
+echo "$r" | grep -q '"state":"cancelled"' || fail "DELETE a recording capture: $r"
+for i in $(seq 20); do
+	r=$(http_get "$URL/api/v1/capture?seconds=1" POST)
+	[ "$(echo "$r" | sed -n 1p)" = 202 ] && break
+	sleep 0.1
+done
+[ "$(echo "$r" | sed -n 1p)" = 202 ] || fail "POST after a cancel: $r"
+echo "a new capture taken $((i / 10)).$((i % 10)) s after the cancel"
+ID3=$(echo "$r" | tail -n +2 | $PY -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+r=$(http_get "$URL/api/v1/captures/$ID2")
+[ "$(echo "$r" | sed -n 1p)" = 500 ] && echo "$r" | grep -q cancelled ||
+	fail "GET a cancelled capture: $r"
+for _ in $(seq 100); do [ "$(code "$URL/api/v1/captures/$ID3")" = 200 ] && break; sleep 0.2; done
+[ "$(code "$URL/api/v1/captures/$ID3")" = 200 ] || fail "the capture after the cancel was not written"
+ls "$T/caps" | grep -q "$ID2" && fail "a cancelled capture left a file: $(ls "$T/caps")"
+"$RS" capture --server "$URL" --seconds 30 -o "$T/int.json" 2>"$T/int.err" &
+CPID=$!
+wait_lines "$T/int.err" 'recording for 30 s' 1 10 || fail "capture --server: $(cat "$T/int.err")"
+kill -INT $CPID
+wait $CPID
+rc=$?
+cat "$T/int.err"
+[ $rc = 130 ] || fail "capture --server after Ctrl-C: exit $rc, want 130"
+grep -q "cancelled on" "$T/int.err" || fail "capture --server did not cancel"
+[ ! -e "$T/int.json" ] || fail "capture --server left $T/int.json"
+r=$(http_get "$URL/api/v1/capture?seconds=1" POST)
+for i in $(seq 20); do
+	[ "$(echo "$r" | sed -n 1p)" = 202 ] && break
+	sleep 0.1
+	r=$(http_get "$URL/api/v1/capture?seconds=1" POST)
+done
+[ "$(echo "$r" | sed -n 1p)" = 202 ] || fail "the daemon still records after Ctrl-C: $r"
+ID4=$(echo "$r" | tail -n +2 | $PY -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+[ "$(code "$URL/api/v1/captures/$ID4" DELETE)" = 202 ] || fail "DELETE $ID4"
+
 # 3) a DDP job, captured with rankscope capture --server
 bg ddp env ZOO_DDP_RUN_ID=ddp-capture-$$ "$ZOO_DDP" 2 --go-file "$T/go-ddp" \
 	--steps 400 --data-dir "$T/data"
@@ -128,9 +185,18 @@ reads = [e for e in ev if e.get("cat") == "syscall" and (e["pid"], e["tid"]) in 
 print(f"data-loader worker tracks: {len(workers)}, their syscalls: {len(reads)}")
 assert workers and reads, (len(workers), len(reads))
 PY
-# three captures in all now: the directory keeps the newest 2
+# three captures written now (2, 2b, 3): the directory keeps the newest 2
 n=$(ls "$T/caps" | grep -cE '\.json(\.gz)?$')
 [ "$n" = 2 ] || fail "the capture directory holds $n captures, want 2: $(ls "$T/caps")"
+# a written one deleted: 200, its file gone, then 404
+ID5=$(sed -n 's/.*capture: \([0-9a-f-]*\) written to.*/\1/p' "$T/ddp.err")
+[ -n "$ID5" ] || fail "no capture id in: $(cat "$T/ddp.err")"
+r=$(http_get "$URL/api/v1/captures/$ID5" DELETE)
+[ "$(echo "$r" | sed -n 1p)" = 200 ] && echo "$r" | grep -q '"state":"deleted"' ||
+	fail "DELETE a written capture: $r"
+ls "$T/caps" | grep -q "$ID5" && fail "DELETE left the file: $(ls "$T/caps")"
+[ "$(code "$URL/api/v1/captures/$ID5")" = 404 ] || fail "GET a deleted capture: not 404"
+[ "$(code "$URL/api/v1/captures/$ID5" DELETE)" = 404 ] || fail "DELETE twice: not 404"
 kill -TERM "$PID_rsd"
 wait_exit "$PID_rsd" 60 || fail "daemon did not exit"
 

@@ -237,6 +237,7 @@ int capture__request(struct capture *c, const struct capture_req *req, char *id,
 	c->req = *req;
 	make_id(c->id, sizeof(c->id));
 	c->state = CAPTURE_PENDING;
+	c->cancel = false;
 	e = &c->hist[c->nhist++ % CAPTURE_HISTORY];
 	memset(e, 0, sizeof(*e));
 	snprintf(e->id, sizeof(e->id), "%s", c->id);
@@ -280,6 +281,49 @@ int capture__lookup(struct capture *c, const char *id, struct capture_entry *out
 	out->bytes = st.st_size;
 	*gz = strstr(out->file, ".gz") != NULL;
 	return 0;
+}
+
+int capture__cancel(struct capture *c, const char *id)
+{
+	struct capture_entry *e;
+	uint64_t one = 1;
+	int ret = 1;
+
+	if (!id_ok(id))
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	e = entry(c, id);
+	if (!e) {
+		ret = -ENOENT;
+	} else if (!strcmp(id, c->id) && (c->state == CAPTURE_PENDING ||
+					  c->state == CAPTURE_ARMED ||
+					  c->state == CAPTURE_RUNNING)) {
+		c->cancel = true;
+		ret = 0;
+	} else if (e->state != CAPTURE_DONE && e->state != CAPTURE_FAILED) {
+		ret = -EBUSY;
+	} else {
+		/* a name we made, in the directory we opened */
+		if (e->state == CAPTURE_DONE && e->file[0])
+			unlinkat(c->dirfd, e->file, 0);
+		memset(e, 0, sizeof(*e));	/* "" is no id: the entry is free */
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (!ret && c->efd >= 0 && write(c->efd, &one, sizeof(one)) < 0)
+		return 0;	/* the loop looks every drain anyway */
+	return ret;
+}
+
+bool capture__cancelled(struct capture *c)
+{
+	bool yes;
+
+	pthread_mutex_lock(&c->lock);
+	yes = c->cancel && (c->state == CAPTURE_PENDING || c->state == CAPTURE_ARMED ||
+			    c->state == CAPTURE_RUNNING);
+	c->cancel = false;
+	pthread_mutex_unlock(&c->lock);
+	return yes;
 }
 
 static void set_entry(struct capture *c, enum capture_state st, const char *file, const char *why)

@@ -60,6 +60,7 @@ struct capture {
 	char id[CAPTURE_ID_MAX];
 	struct capture_entry hist[CAPTURE_HISTORY];
 	unsigned int nhist;
+	bool cancel;		/* DELETE asked the capture in progress to stop */
 	/* the loop's alone */
 	uint64_t t_start, t_end;
 	struct trace_ev *ev;
@@ -99,6 +100,14 @@ int capture__request(struct capture *c, const struct capture_req *req, char *id,
  * -ENOENT for an unknown one. Any thread. */
 int capture__lookup(struct capture *c, const char *id, struct capture_entry *e, int *fd,
 		    bool *gz);
+
+/* DELETE /api/v1/captures/ID (any thread): a capture not yet written is cancelled (its
+ * loop drops it at the next drain: 0), a written or failed one is deleted, file and all (1).
+ * -EINVAL for a malformed id, -ENOENT for an unknown one, -EBUSY while it is being written
+ * (delete it when it is done). */
+int capture__cancel(struct capture *c, const char *id);
+/* The loop's side: was the capture in progress cancelled? Each request is answered once. */
+bool capture__cancelled(struct capture *c);
 
 /* The loop's side: a request to start (true, and the session turns detail on). */
 bool capture__take(struct capture *c, uint64_t now);

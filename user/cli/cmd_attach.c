@@ -123,8 +123,39 @@ static void http_text(struct http_resp *r, char *buf, size_t max)
 	buf[strcspn(buf, "\n")] = '\0';
 }
 
+/* Ctrl-C or SIGTERM while capture --server waits: the signal, to cancel on the daemon */
+static volatile sig_atomic_t remote_stop;
+
+static void on_remote_stop(int sig)
+{
+	remote_stop = sig;
+}
+
+/* The user gave up: cancel capture id on the daemon (DELETE), not leave it recording. */
+static int remote_cancel(const char *id)
+{
+	char path[64], err[256], body[256], safe[300];
+	struct http_resp r;
+
+	snprintf(path, sizeof(path), "/api/v1/captures/%s", id);
+	if (http_do(cmd_capture_server, "DELETE", path, &r, err, sizeof(err))) {
+		pr_warn("capture: interrupted, and the cancel failed: %s; the daemon may still "
+			"record %s", err, id);
+		return 130;
+	}
+	http_text(&r, body, sizeof(body));
+	close(r.fd);
+	if (r.code == 200 || r.code == 202)
+		pr_warn("capture: interrupted; %s cancelled on %s", id, cmd_capture_server);
+	else
+		pr_warn("capture: interrupted; the daemon answered the cancel of %s with %d: %s", id,
+			r.code, log__safe(body, safe, sizeof(safe)));
+	return 130;
+}
+
 static int capture_remote(const struct session_opts *o)
 {
+	struct sigaction sa = { .sa_handler = on_remote_stop };	/* no SA_RESTART: waits end */
 	const struct capture_req *q = &o->capture_now;
 	char path[512], body[512], err[256], id[CAPTURE_ID_MAX] = "", ranks[256] = "";
 	struct http_resp r;
@@ -161,11 +192,19 @@ static int capture_remote(const struct session_opts *o)
 		pr_warn("capture: the daemon said %d: %s", r.code, log__safe(body, safe, sizeof(safe)));
 		return 1;
 	}
-	pr_info("capture: %s recording for %d s on %s", id, q->seconds, cmd_capture_server);
+	pr_info("capture: %s recording for %d s on %s (Ctrl-C cancels it)", id, q->seconds,
+		cmd_capture_server);
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 	snprintf(path, sizeof(path), "/api/v1/captures/%s", id);
 	for (;;) {
 		usleep(500000);
+		if (remote_stop)
+			return remote_cancel(id);
 		if (http_do(cmd_capture_server, "GET", path, &r, err, sizeof(err))) {
+			if (remote_stop)
+				return remote_cancel(id);
 			pr_warn("capture: %s", err);
 			return 1;
 		}
@@ -201,6 +240,11 @@ static int capture_remote(const struct session_opts *o)
 		}
 		got += k;
 	}
+	if (remote_stop) {
+		pr_warn("capture: interrupted during the download; %s is still on the daemon: GET %s",
+			id, path);
+		goto fail;
+	}
 	if (k < 0 || (want >= 0 && got != want)) {	/* a timeout or a cut connection */
 		pr_warn("capture: the download of %s stopped at %lld of %lld bytes; ask again with "
 			"GET %s", id, got, want, path);
@@ -216,7 +260,7 @@ fail:
 		close(out);
 		unlink(o->capture_out);
 	}
-	return 1;
+	return remote_stop ? 130 : 1;
 }
 
 static int run(int argc, char **argv, enum cmd_verb verb)

@@ -645,8 +645,14 @@ static void cap_start(uint64_t now)
 	}
 	if (!g.cap_open || g.cap_busy)
 		return;
+	if (capture__cancelled(&g.cap)) {
+		pr_info("hub: capture %s cancelled (DELETE)", g.cap.id);
+		capture__fail(&g.cap, "cancelled by DELETE before it was written");
+		return;
+	}
 	if (!capture__take(&g.cap, now) && !capture__step(&g.cap, now))
 		return;
+	capture__writing(&g.cap);	/* the worker has it: no DELETE can stop it now */
 	w = calloc(1, sizeof(*w));
 	if (w)
 		w->n = calloc(g.naddrs ? g.naddrs : 1, sizeof(*w->n));

@@ -194,7 +194,7 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned int code, const 
 	MHD_add_response_header(r, "Content-Type", type);
 	MHD_add_response_header(r, "Cache-Control", "no-store");
 	if (code == MHD_HTTP_METHOD_NOT_ALLOWED)
-		MHD_add_response_header(r, "Allow", "GET, HEAD, POST");
+		MHD_add_response_header(r, "Allow", "GET, HEAD, POST, DELETE");
 	ret = MHD_queue_response(c, code, r);
 	MHD_destroy_response(r);
 	return ret;
@@ -526,6 +526,31 @@ static enum MHD_Result get_capture(struct httpd *h, struct MHD_Connection *c, co
 	return ret;
 }
 
+/* DELETE /api/v1/captures/ID: 202 when the capture in progress will stop unwritten, 200
+ * when a written or failed one is gone (its file too), 409 while it is being written. */
+static enum MHD_Result delete_capture(struct httpd *h, struct MHD_Connection *c, const char *id)
+{
+	char body[128];
+	int r;
+
+	pthread_mutex_lock(&h->lock);
+	r = h->cap ? capture__cancel(h->cap, id) : -ENOTSUP;
+	pthread_mutex_unlock(&h->lock);
+	if (r == -ENOTSUP)
+		return text(c, MHD_HTTP_NOT_FOUND, "not found: captures are off\n");
+	if (r == -EINVAL)
+		return text(c, MHD_HTTP_BAD_REQUEST, "bad request: not a capture id\n");
+	if (r == -ENOENT)
+		return text(c, MHD_HTTP_NOT_FOUND, "not found: no such capture\n");
+	if (r == -EBUSY)
+		return text(c, MHD_HTTP_CONFLICT, "conflict: the capture is being written; DELETE "
+			    "it when GET gives 200\n");
+	snprintf(body, sizeof(body), "{\"id\":\"%s\",\"state\":\"%s\"}", id,
+		 r ? "deleted" : "cancelled");
+	return reply(c, r ? MHD_HTTP_OK : MHD_HTTP_ACCEPTED, "application/json", body,
+		     strlen(body));
+}
+
 /* A browser's POST from another site's page (a CORS "simple request" reaches us): its Origin
  * names another host, or Sec-Fetch-Site says so. curl and rankscope send neither. */
 static bool cross_site(struct MHD_Connection *c)
@@ -636,15 +661,18 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		return text(c, MHD_HTTP_FORBIDDEN,
 			    "forbidden: the Host header names another host (DNS rebinding?); use "
 			    "http://127.0.0.1:PORT\n");
-	if (!strcmp(method, "POST")) {
+	if (!strcmp(method, "POST") || !strcmp(method, "DELETE")) {
 		if (cross_site(c))
 			return text(c, MHD_HTTP_FORBIDDEN,
-				    "forbidden: a cross-site request; POST from the page itself or a "
-				    "client without Origin\n");
-		if (!strcmp(url, "/api/v1/capture"))
+				    "forbidden: a cross-site request; POST or DELETE from the page "
+				    "itself or a client without Origin\n");
+		if (!strcmp(method, "POST") && !strcmp(url, "/api/v1/capture"))
 			return post_capture(h, c);
+		if (!strcmp(method, "DELETE") && !strncmp(url, "/api/v1/captures/", 17))
+			return delete_capture(h, c, url + 17);
 		return text(c, MHD_HTTP_METHOD_NOT_ALLOWED,
-			    "method not allowed: POST only to /api/v1/capture\n");
+			    "method not allowed: POST only to /api/v1/capture, DELETE only to "
+			    "/api/v1/captures/ID\n");
 	}
 	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
 		return text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed: use GET\n");
