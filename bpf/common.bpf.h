@@ -110,6 +110,20 @@ static __always_inline void rs_count_full(__u32 family)
 		__sync_fetch_and_add(&st->map_full, 1);
 }
 
+/* An entry put in (ins) or taken out of the family's LRU map: what lets user space count the
+ * entries the map evicted on its own. Only on success: a new entry, or one that was there. */
+static __always_inline void rs_count_lru(__u32 family, bool ins)
+{
+	struct rs_fam_stats *st = bpf_map_lookup_elem(&rs_stats, &family);
+
+	if (!st)
+		return;
+	if (ins)
+		__sync_fetch_and_add(&st->lru_ins, 1);
+	else
+		__sync_fetch_and_add(&st->lru_del, 1);
+}
+
 /* Reserve a record stamped ts and count the attempt; a failed reserve is counted, never
  * silent. ts: a clock read the caller made already (saves a helper call on a hot path). */
 static __always_inline void *rs_reserve_at(__u32 family, __u32 size, __u32 kind,

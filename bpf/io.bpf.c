@@ -80,8 +80,11 @@ static __always_inline int io_enter(int fd, __u32 op)
 			/* Lets the net family charge softirq-time TCP events to this rank; the
 			 * process using the socket is its owner, whoever recorded it first. */
 			own = sk ? bpf_map_lookup_elem(&rs_sock_owner, &sk) : NULL;
-			if (sk && (!own || own->slot != tr->slot))
-				bpf_map_update_elem(&rs_sock_owner, &sk, tr, BPF_ANY);
+			if (own && own->slot != tr->slot)
+				*own = *tr;
+			else if (sk && !own &&
+				 !bpf_map_update_elem(&rs_sock_owner, &sk, tr, BPF_NOEXIST))
+				rs_count_lru(RS_FAM_IO, true);
 		}
 	}
 	in.start_ns = bpf_ktime_get_ns();

@@ -135,7 +135,8 @@ int BPF_PROG(rs_sock_state, const struct sock *sk, int oldstate, int newstate)
 		tr = rs_current();
 		if (!tr)
 			return 0;
-		bpf_map_update_elem(&rs_sock_owner, &key, tr, BPF_ANY);
+		if (!bpf_map_update_elem(&rs_sock_owner, &key, tr, BPF_NOEXIST))
+			rs_count_lru(RS_FAM_NET, true);
 		tr = sock_owner(sk);
 		if (!tr)
 			return 0;
@@ -144,7 +145,7 @@ int BPF_PROG(rs_sock_state, const struct sock *sk, int oldstate, int newstate)
 	if (ns)
 		__sync_fetch_and_add(&ns->state_changes, 1);
 	emit(RS_EV_TCP_STATE, sk, tr, oldstate, newstate);
-	if (newstate == TCP_CLOSE)
-		bpf_map_delete_elem(&rs_sock_owner, &key);
+	if (newstate == TCP_CLOSE && !bpf_map_delete_elem(&rs_sock_owner, &key))
+		rs_count_lru(RS_FAM_NET, false);
 	return 0;
 }

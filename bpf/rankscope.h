@@ -76,8 +76,13 @@ struct rs_fam_stats {
 	__u64 attempted;
 	__u64 dropped;
 	__u64 map_full;		/* updates a full hash map refused (a worker left untracked) */
+	/* entries the family's programs put in and took out of its LRU map (sched: rs_threads,
+	 * coll: rs_coll_seq, io and net: rs_sock_owner); with user space's own and a count of
+	 * what is there, the entries the map evicted (see probes__lru_evictions) */
+	__u64 lru_ins;
+	__u64 lru_del;
 };
-_Static_assert(sizeof(struct rs_fam_stats) == 24, "rs_fam_stats wire size");
+_Static_assert(sizeof(struct rs_fam_stats) == 40, "rs_fam_stats wire size");
 
 /* Cumulative log2 histogram; never reset, readers diff two snapshots. */
 struct rs_hist {

@@ -57,7 +57,8 @@ static __always_inline struct rs_thread *thread_get(struct task_struct *task)
 		return t;
 	if (task->flags & PF_EXITING)
 		return NULL;
-	bpf_map_update_elem(&rs_threads, &tid, &zero, BPF_NOEXIST);
+	if (!bpf_map_update_elem(&rs_threads, &tid, &zero, BPF_NOEXIST))
+		rs_count_lru(RS_FAM_SCHED, true);
 	return bpf_map_lookup_elem(&rs_threads, &tid);
 }
 
@@ -233,7 +234,8 @@ int BPF_PROG(rs_sched_exit, struct task_struct *p)
 
 	/* whether or not its process is still tracked: one untracked since (a rank dropped, a
 	 * thread seeded as it died) must not leave its entry behind */
-	bpf_map_delete_elem(&rs_threads, &tid);
+	if (!bpf_map_delete_elem(&rs_threads, &tid))
+		rs_count_lru(RS_FAM_SCHED, false);
 	tr = rs_lookup(tgid);
 	if (!tr)
 		return 0;

@@ -8,7 +8,9 @@
 #    logs names its cause (a rank gone during its attach: "gone");
 #  - once the job is gone, its fds, its map entries (rs_tracked, rs_threads, rs_coll_seq,
 #    rs_io_inflight) and its RSS (within 5%) are back at the baseline taken after a warm-up
-#    round of 2000, and it holds no probe.
+#    round of 2000, and it holds no probe;
+#  - then 1,000 more exit 1-50 ms after their start (uniform), which is inside the daemon's
+#    attach for most of them (it starts when the exec record is read): the same holds.
 # The ranks are one job (TORCHELASTIC_RUN_ID), RANK the slot: a new process takes the rank of
 # the one that exited, as a restarted rank does.
 . "$(dirname "$0")/../lib.sh"
@@ -25,11 +27,14 @@ for i in $(seq 100); do
 	sleep 0.1
 done
 
-# churn N TAG: N ranks, 50 at a time; checks /healthz every 500
+# churn N TAG [LO_MS HI_MS]: N ranks, 50 at a time, each living LO-HI ms (20-400); checks
+# /healthz every 500
 churn() {
-	$PY - "$FIX/short_rank" "$1" "$URL" "$2" "$PID_rsd" <<'PY' || fail "churn failed"
+	local lo=${3:-20} hi=${4:-400}
+	$PY - "$FIX/short_rank" "$1" "$URL" "$2" "$PID_rsd" "$lo" "$hi" <<'PY' || fail "churn failed"
 import os, random, subprocess, sys, time, urllib.request
 exe, n, url, tag, daemon = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
+lo, hi = int(sys.argv[6]), int(sys.argv[7])
 def rss():
     for l in open(f'/proc/{daemon}/status'):
         if l.startswith('VmRSS'):
@@ -42,7 +47,7 @@ while started < n or any(slots):
             continue
         slots[s] = None
         if started < n:
-            slots[s] = subprocess.Popen([exe, str(random.randint(20, 400))],
+            slots[s] = subprocess.Popen([exe, str(random.randint(lo, hi))],
                                         env=dict(env, RANK=str(s), LOCAL_RANK=str(s)))
             started += 1
             if started % 50 == 0:
@@ -105,9 +110,17 @@ kill -0 "$PID_rsd" 2>/dev/null || fail "the daemon died: $(tail -5 "$T/rsd.out")
 [ "$FD1" = "$FD0" ] || fail "fds $FD0 -> $FD1"
 [ "$MAP1" = "$MAP0" ] || fail "map entries $MAP0 -> $MAP1: $(for m in rs_tracked rs_threads rs_coll_seq rs_io_inflight; do echo "$m:"; bpftool map dump name $m; done)"
 [ $((RSS1 * 100)) -le $((RSS0 * 105)) ] || fail "RSS $RSS0 -> $RSS1 KiB (over 5%)"
+churn 1000 exit-during-attach 1 50
+settle
+read -r FD2 RSS2 MAP2 <<<"$(state)"
+echo "after 1000 exiting at 1-50 ms: $FD2 fds, $RSS2 KiB RSS, $MAP2 map entries"
+kill -0 "$PID_rsd" 2>/dev/null || fail "the daemon died: $(tail -5 "$T/rsd.out")"
+[ "$FD2" = "$FD0" ] || fail "fds $FD0 -> $FD2 after the exits during attach"
+[ "$MAP2" = "$MAP0" ] || fail "map entries $MAP0 -> $MAP2 after the exits during attach"
+[ $((RSS2 * 100)) -le $((RSS0 * 105)) ] || fail "RSS $RSS0 -> $RSS2 KiB (over 5%)"
 http_get $URL/metrics | tail -n +2 | grep '^rankscope_attach_total' >"$T/results"
 cat "$T/results"
-$PY - "$T/results" "$((CYCLES + 2000))" "$T/rsd.out" <<'PY' || exit 1
+$PY - "$T/results" "$((CYCLES + 3000))" "$T/rsd.out" <<'PY' || exit 1
 import re, sys
 res = {m[1]: float(m[2]) for m in re.finditer(r'result="(\w+)"\} (\S+)', open(sys.argv[1]).read())}
 n = int(sys.argv[2])

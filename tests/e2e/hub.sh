@@ -62,7 +62,15 @@ get "$HUB/api/v1/nodes" "$T/h_nodes.json"
 get "$HUB/api/v1/ranks" "$T/h_ranks.json"
 get "$HUB/metrics" "$T/h_metrics.txt"
 get "$HUB/api/v1/steps?last=20" "$T/h_steps.json"
-get "http://127.0.0.1:$PORT_a/api/v1/diagnosis" "$T/a_diag.json"
+# daemon A's own diagnosis, polled: a short real run-queue delay on this 2-vCPU machine may
+# name cpu_contention for a window (a true verdict of what A sees), communication never
+for i in $(seq 20); do
+	get "http://127.0.0.1:$PORT_a/api/v1/diagnosis" "$T/a_diag.json"
+	cat "$T/a_diag.json" >>"$T/a_diags.json"
+	echo >>"$T/a_diags.json"
+	grep -q '"class":"remote_wait"' "$T/a_diag.json" && break
+	sleep 0.5
+done
 promtool check metrics <"$T/h_metrics.txt" || fail "promtool check metrics on the hub's /metrics"
 $PY - "$T" "$PORT_a" "$PORT_b" "${PIDS[@]}" <<'PY' || exit 1
 import json, sys
@@ -88,9 +96,13 @@ print(f"hub: compute on rank 3, 4 of 4 ranks; node B lined up at step shift "
 steps = ld("h_steps.json")
 assert steps and all("node" in s and s["job"] == d["job"] for s in steps), steps[:2]
 a = [v for v in ld("a_diag.json") if v.get("job") == d["job"]]
+seen = [v["class"] for l in open(f"{t}/a_diags.json") if l.strip()
+        for v in json.loads(l) if v.get("job") == d["job"]]
+assert "communication" not in seen, seen
 assert a and a[0]["class"] == "remote_wait" and a[0]["ranks_seen"] == 2 and \
-    a[0]["world_size"] == 4, a
-print("daemon A alone:", a[0]["class"], "with", a[0]["ranks_seen"], "of", a[0]["world_size"])
+    a[0]["world_size"] == 4, (seen, a)
+print("daemon A alone:", a[0]["class"], "with", a[0]["ranks_seen"], "of", a[0]["world_size"],
+      "; polled:", seen)
 v = [json.loads(l) for l in open(f"{t}/hub.out") if l.startswith("{")]
 hits = [x for x in v if x["class"] != "none"]
 wrong = [(x["class"], x["rank"]) for x in hits if (x["class"], x["rank"]) != ("compute", 3)]

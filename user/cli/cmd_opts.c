@@ -28,7 +28,7 @@ static void usage(FILE *f, enum cmd_verb v)
 "https://ui.perfetto.dev or chrome://tracing.\n"
 "\n"
 "      --server URL       ask a running rankscope daemon (http://HOST:PORT); it records,\n"
-"                         and the file is downloaded here\n"
+"                         and the file is downloaded here; Ctrl-C cancels it there\n"
 "      --token-file PATH  with --server beyond loopback: the daemon's bearer token\n"
 "  -p, --pid PIDS         attach to these ranks for the capture, then detach\n"
 "  -a, --all              every training process, as rankscope attach --all\n"
@@ -87,8 +87,8 @@ static void usage(FILE *f, enum cmd_verb v)
 "                         pointers only), as for rankscope capture\n"
 "  -j, --json             also print rank, step and verdict JSON lines on stdout\n"
 "  -i, --interval S       publish period in seconds (default 1)\n"
-"      --io-min-us, --offcpu-min-us, --ringbuf-kb, --drain-ms, --no-FAMILY, --steps,\n"
-"      --window, --hang-timeout: as for rankscope attach\n"
+"      --io-min-us, --offcpu-min-us, --ringbuf-kb, --max-threads, --max-processes,\n"
+"      --drain-ms, --no-FAMILY, --steps, --window, --hang-timeout: as for rankscope attach\n"
 "  -v, --verbose          more diagnostics (libbpf messages)\n"
 "  -h, --help             this help\n"
 "\n"
@@ -125,6 +125,10 @@ static void usage(FILE *f, enum cmd_verb v)
 "      --io-min-us N      stream I/O syscalls of at least N us (default 100)\n"
 "      --offcpu-min-us N  stream off-CPU intervals of at least N us (default 100)\n"
 "      --ringbuf-kb N     ring buffer size, power of two >= 4 (default 4096)\n"
+"      --max-threads N    threads of ranks followed at once (default 65536; more push\n"
+"                         out the longest idle: rankscope_map_evictions_total)\n"
+"      --max-processes N  ranks and their forked workers followed at once (default\n"
+"                         8192; a worker past it is not: rankscope_map_full_total)\n"
 "      --drain-ms N       steps and verdicts every N ms (default 100); the ring buffer\n"
 "                         is read 4x as often, down to every 2 ms while a storm fills it\n"
 "      --no-FAMILY        skip a probe family: --no-sched --no-io --no-net --no-collectives\n"
@@ -163,7 +167,7 @@ enum {
 	OPT_NO_SCHED, OPT_NO_IO, OPT_NO_NET, OPT_NO_COLL, OPT_STEPS, OPT_WINDOW, OPT_HANG,
 	OPT_LISTEN, OPT_LOCK, OPT_MAX_RANKS, OPT_MAX_JOBS, OPT_MAX_SERIES, OPT_RESCAN, OPT_RETAIN,
 	OPT_PLANNED, OPT_CKPT_MIN, OPT_CUPTI, OPT_NO_CUPTI, OPT_CAP_DIR, OPT_CAP_COUNT, OPT_CAP_MB,
-	OPT_STACK_KB,
+	OPT_STACK_KB, OPT_MAX_THREADS, OPT_MAX_PROCS,
 	OPT_AUTO_CAP, OPT_SECONDS, OPT_SERVER, OPT_RANKS, OPT_ALIGN, OPT_CGROUP, OPT_TOKEN,
 };
 
@@ -312,6 +316,8 @@ int cmd__parse_opts(int argc, char **argv, struct session_opts *o, enum cmd_verb
 		{ "io-min-us", required_argument, NULL, OPT_IO_MIN },
 		{ "offcpu-min-us", required_argument, NULL, OPT_OFFCPU_MIN },
 		{ "ringbuf-kb", required_argument, NULL, OPT_RINGBUF },
+		{ "max-threads", required_argument, NULL, OPT_MAX_THREADS },
+		{ "max-processes", required_argument, NULL, OPT_MAX_PROCS },
 		{ "drain-ms", required_argument, NULL, OPT_DRAIN },
 		{ "no-sched", no_argument, NULL, OPT_NO_SCHED },
 		{ "no-io", no_argument, NULL, OPT_NO_IO },
@@ -372,6 +378,7 @@ int cmd__parse_opts(int argc, char **argv, struct session_opts *o, enum cmd_verb
 	o->interval_s = 1;
 	o->drain_ms = 100;
 	o->pcfg.ringbuf_bytes = 4096 * 1024;
+	o->pcfg.max_threads = RS_MAX_THREADS;
 	o->pcfg.io_min_ns = 100000;
 	o->pcfg.offcpu_min_ns = 100000;
 	o->jcfg.mode = STEPS_AUTO;
@@ -425,6 +432,16 @@ int cmd__parse_opts(int argc, char **argv, struct session_opts *o, enum cmd_verb
 				return -EINVAL;
 			}
 			o->pcfg.ringbuf_bytes = v * 1024;
+			break;
+		case OPT_MAX_THREADS:
+			if (parse_num("--max-threads", optarg, 1024, 1 << 22, &v))
+				return -EINVAL;
+			o->pcfg.max_threads = v;
+			break;
+		case OPT_MAX_PROCS:
+			if (parse_num("--max-processes", optarg, 16, 1 << 20, &v))
+				return -EINVAL;
+			o->pcfg.max_tracked = v;
 			break;
 		case OPT_DRAIN:
 			if (parse_num("--drain-ms", optarg, 1, 10000, &v))

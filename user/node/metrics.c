@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /* Series for /metrics. Names from the reference documents where they define one. */
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,10 +162,8 @@ static void self_metrics(struct prom *p, const struct self_stats *s)
 	static double start_time;	/* the loop's thread only */
 	struct rusage ru;
 	struct timespec ts;
-	struct dirent *de;
-	int f, fds = 0;
-	DIR *d;
-	long rss_pages = 0, ticks = sysconf(_SC_CLK_TCK);
+	int f;
+	long fds, rss_pages = 0, ticks = sysconf(_SC_CLK_TCK);
 	double cpu[CPUACCT_KINDS];
 	char *statm = NULL;
 	struct proc_stat st;
@@ -194,9 +191,33 @@ static void self_metrics(struct prom *p, const struct self_stats *s)
 	for (f = 0; f < RS_FAM_MAX; f++)
 		prom__sample(p, "rankscope_map_full_total", LABELS("family", decode__family_name(f)),
 			     s->map_full[f]);
+	prom__family(p, "rankscope_map_evictions_total", "counter",
+		     "Entries an LRU BPF map pushed out to make room (a lower bound, counted every "
+		     "10 s): per-thread state (rs_threads), collective sequence numbers "
+		     "(rs_coll_seq) or socket owners (rs_sock_owner) forgotten.");
+	for (f = 0; f < RS_LRU_MAX; f++)
+		if (s->lru[f].capacity)
+			prom__sample(p, "rankscope_map_evictions_total",
+				     LABELS("map", probes__lru_name(f)), s->lru[f].evicted);
+	prom__family(p, "rankscope_map_entries", "gauge",
+		     "Entries in an LRU BPF map at its last count.");
+	for (f = 0; f < RS_LRU_MAX; f++)
+		if (s->lru[f].capacity)
+			prom__sample(p, "rankscope_map_entries", LABELS("map", probes__lru_name(f)),
+				     s->lru[f].entries);
+	prom__family(p, "rankscope_map_capacity", "gauge", "Entries an LRU BPF map can hold.");
+	for (f = 0; f < RS_LRU_MAX; f++)
+		if (s->lru[f].capacity)
+			prom__sample(p, "rankscope_map_capacity", LABELS("map", probes__lru_name(f)),
+				     s->lru[f].capacity);
 	prom__family(p, "rankscope_events_invalid_total", "counter",
 		     "Records that failed to decode.");
 	prom__sample(p, "rankscope_events_invalid_total", NULL, s->invalid);
+	prom__family(p, "rankscope_probe_trap_seconds", "gauge",
+		     "What a probed collective call pays in uprobe and uretprobe traps outside the "
+		     "times the probes stamp, measured at start on this machine; collective "
+		     "intervals are widened by it (0: not measured).");
+	prom__sample(p, "rankscope_probe_trap_seconds", NULL, s->coll_trap_ns / 1e9);
 	prom__family(p, "rankscope_probes_attached", "gauge", "Probes attached right now.");
 	prom__sample(p, "rankscope_probes_attached", NULL, s->probes_attached);
 	prom__family(p, "rankscope_ranks", "gauge", "Ranks watched now, exited ones included.");
@@ -288,13 +309,10 @@ static void self_metrics(struct prom *p, const struct self_stats *s)
 			     (double)rss_pages * sysconf(_SC_PAGESIZE));
 	}
 	free(statm);
-	d = opendir("/proc/self/fd");
-	if (d) {
-		while ((de = readdir(d)))
-			fds += de->d_name[0] != '.';
-		closedir(d);
+	fds = procfs__self_fds();
+	if (fds >= 0) {
 		prom__family(p, "process_open_fds", "gauge", "Number of open file descriptors.");
-		prom__sample(p, "process_open_fds", NULL, fds - 1);	/* the DIR's own */
+		prom__sample(p, "process_open_fds", NULL, fds);
 	}
 	/* start time: boot time + starttime ticks, read once: a clock stepped later (NTP, date
 	 * -s) must not move it, or Prometheus would take the step for a restart */

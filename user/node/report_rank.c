@@ -339,6 +339,20 @@ void report__self(struct json *j, const struct self_stats *s, uint64_t t_ns, boo
 		json__obj_end(j);
 	}
 	json__obj_end(j);
+	/* LRU maps: how full, and how many entries they pushed out (a lower bound) */
+	json__key(j, "lru_maps");
+	json__obj_begin(j);
+	for (f = 0; f < RS_LRU_MAX; f++) {
+		if (!s->lru[f].capacity)
+			continue;
+		json__key(j, probes__lru_name(f));
+		json__obj_begin(j);
+		json__kuint(j, "entries", s->lru[f].entries);
+		json__kuint(j, "capacity", s->lru[f].capacity);
+		json__kuint(j, "evicted", s->lru[f].evicted);
+		json__obj_end(j);
+	}
+	json__obj_end(j);
 	if (s->drain_period_ns)
 		json__kuint(j, "drain_period_ns", s->drain_period_ns);
 	if (!cpuacct__read(cpu)) {

@@ -15,8 +15,11 @@ struct self_stats {
 	uint64_t received[RS_FAM_MAX];
 	uint64_t dropped[RS_FAM_MAX];
 	uint64_t map_full[RS_FAM_MAX];	/* hash map updates refused for want of room */
+	struct lru_count lru[RS_LRU_MAX];	/* LRU maps: entries, capacity, evicted */
+	uint64_t lru_ns;		/* when they were last counted */
 	uint64_t invalid;		/* records that failed to decode */
 	unsigned int probes_attached;
+	uint64_t coll_trap_ns;		/* measured trap cost of a probed call (see probes.h) */
 	/* for /metrics */
 	const uint64_t *attach;		/* attach results, counted by reason (NULL: none) */
 	const char *const *attach_names;

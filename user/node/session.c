@@ -679,14 +679,11 @@ static void *cap_writer_main(void *arg)
 	return w;
 }
 
-/* The capture's window and its settling time are over: back to steady state, and hand the
- * buffers to a writer thread. */
-static void capture_done(struct session *s)
+/* Recording stops: the probes, stack samplers and job models back to steady state. */
+static void capture_quiesce(struct session *s)
 {
-	struct cap_writer *w;
-	int i, k;
+	int k;
 
-	capture_reap(s, true);	/* the writer before: done already (the capture was idle) */
 	s->cap_active = false;
 	probes__set_detail(&s->probes, false);
 	stacks__stop(&s->stacks);
@@ -699,6 +696,27 @@ static void capture_done(struct session *s)
 	for (k = 0; k < SESSION_JOBS_MAX; k++)
 		if (s->jobs[k].used)
 			job__set_detail(s->jobs[k].model, false);
+}
+
+/* DELETE /api/v1/captures/ID while it waited or recorded: nothing is written. */
+static void capture_cancel(struct session *s)
+{
+	if (s->cap_active)
+		capture_quiesce(s);
+	stacks__free(&s->stacks);
+	pr_info("%s: capture %s cancelled (DELETE); nothing written", verb(s), s->cap.id);
+	capture__fail(&s->cap, "cancelled by DELETE before it was written");
+}
+
+/* The capture's window and its settling time are over: back to steady state, and hand the
+ * buffers to a writer thread. */
+static void capture_done(struct session *s)
+{
+	struct cap_writer *w;
+	int i;
+
+	capture_reap(s, true);	/* the writer before: done already (the capture was idle) */
+	capture_quiesce(s);
 	w = calloc(1, sizeof(*w));
 	if (w)
 		w->procs = calloc(s->nranks ? s->nranks : 1, sizeof(*w->procs));
@@ -743,6 +761,8 @@ static void capture_tick(struct session *s, uint64_t now)
 	if (!s->cap_open)
 		return;
 	capture_reap(s, false);
+	if (capture__cancelled(&s->cap))
+		capture_cancel(s);
 	if (capture__take(&s->cap, now))
 		capture_started(s);
 	if (s->cap_active) {
@@ -891,6 +911,13 @@ static int handle_event(void *ctx, void *data, size_t len)
 		return 0;
 	switch (ev.kind) {
 	case RS_EV_COLL:
+		/* the probes' traps are time inside the call, as the program lives it; the
+		 * stamps leave them out (probe_collectives__calibrate) */
+		if (ev.coll.enter_ns > s->probes.coll_trap_ns) {
+			ev.coll.enter_ns -= s->probes.coll_trap_ns / 2;
+			if (ev.coll.exit_ns)
+				ev.coll.exit_ns += s->probes.coll_trap_ns - s->probes.coll_trap_ns / 2;
+		}
 		on_coll(s, rs, &ev.coll);
 		return 0;
 	case RS_EV_COMM_INIT:
@@ -938,11 +965,20 @@ static int handle_event(void *ctx, void *data, size_t len)
 	return 0;
 }
 
-static void read_self(struct session *s)
+/* The LRU maps are walked to count what they evicted: at most this often (a walk of a full
+ * rs_threads is 65,536 system calls), and at the end. */
+#define LRU_COUNT_NS	(10 * 1000000000ULL)
+
+static void read_self(struct session *s, bool final)
 {
 	struct rs_fam_stats fs[RS_FAM_MAX];
+	uint64_t t = session__now();
 	int f;
 
+	if (final || !s->self.lru_ns || t - s->self.lru_ns >= LRU_COUNT_NS) {
+		probes__lru_evictions(&s->probes, s->self.lru);
+		s->self.lru_ns = t;
+	}
 	if (probes__fam_stats(&s->probes, fs))
 		return;
 	for (f = 0; f < RS_FAM_MAX; f++) {
@@ -951,6 +987,7 @@ static void read_self(struct session *s)
 		s->self.map_full[f] = fs[f].map_full;
 	}
 	s->self.probes_attached = probes__count(&s->probes);
+	s->self.coll_trap_ns = s->probes.coll_trap_ns;
 }
 
 /* The loop did not run for gap_ns (SIGSTOP, or no CPU for it): said once, when it runs again.
@@ -960,7 +997,7 @@ static void stalled(struct session *s, uint64_t gap_ns)
 	uint64_t dropped = 0;
 	int f;
 
-	read_self(s);
+	read_self(s, false);
 	for (f = 0; f < RS_FAM_MAX; f++)
 		dropped += s->self.dropped[f];
 	pr_warn("%s: the loop did not run for %.1f s (stopped, or starved of CPU); the traced "
@@ -1358,7 +1395,7 @@ void session__tick(struct session *s, bool final)
 {
 	struct rank_row *rows;
 	struct slot_snapshot snap;
-	uint64_t t = session__now();
+	uint64_t t = final && s->stop_ns ? s->stop_ns : session__now();
 	int i, n = 0, k;
 
 	for (k = 0; k < SESSION_JOBS_MAX; k++)
@@ -1370,7 +1407,7 @@ void session__tick(struct session *s, bool final)
 		s->dropped_since_trim = false;
 		malloc_trim(0);
 	}
-	read_self(s);
+	read_self(s, final);
 	if (s->httpd)
 		publish(s, t);
 	if (s->o.report || s->o.daemon) {
@@ -1853,13 +1890,9 @@ static void attach_marker(struct session *s, struct rank_state *rs)
 /* Does pid run under a seccomp filter ("Seccomp: 2")? */
 static bool seccomp_filtered(pid_t pid)
 {
-	char *st = NULL, *at;
-	bool on = false;
+	long mode = 0;
 
-	if (procfs__read(pid, "status", &st, 16384) > 0 && (at = strstr(st, "\nSeccomp:")))
-		on = strtol(at + 9, NULL, 10) == 2;
-	free(st);
-	return on;
+	return procfs__status_field(pid, "status", "Seccomp", &mode, 1) > 0 && mode == 2;
 }
 
 /* Put the collective probes on the libraries of rs not probed yet: all of them on join, the
@@ -2190,7 +2223,7 @@ int session__loop(struct session *s, const struct session_hooks *hooks)
 					stalled(s, t - last_drain);
 				last_drain = t;
 				if (s->httpd && httpd__wanted(s->httpd, HTTPD_METRICS)) {
-					read_self(s);
+					read_self(s, false);
 					publish_metrics(s, t);
 				}
 				if (session__build_jobs(s))
@@ -2250,6 +2283,9 @@ out:
 
 void session__finish(struct session *s)
 {
+	/* what the probes saw ends here: the last frame's rates and the main thread's open
+	 * on/off-CPU interval stop at it, not at the end of the detach */
+	s->stop_ns = session__now();
 	s->hooks = NULL;	/* nothing new is adopted while the last records drain */
 	s->finishing = true;	/* nor does a capture start */
 	if (s->cap_open)

@@ -115,6 +115,7 @@ struct session {
 	uint64_t lib_refused[LR_MAX];	/* library paths under a root not used, by why */
 	uint64_t lib_errors[LE_MAX];	/* libraries that could not be probed, by why */
 	bool dropped_since_trim;	/* a rank was dropped: malloc_trim() at the next tick */
+	uint64_t stop_ns;		/* session__finish began: the probes saw up to here */
 	pid_t displaced_pid;	/* the live holder the last session__join took a number from */
 	uint64_t series_overflow;	/* /metrics lines left out by the cap, summed over renders */
 	struct json j;

@@ -6,12 +6,15 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/syscall.h>
 #include <linux/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "log.h"
+#include "procfs.h"
 #include "probes.h"
 #include "collectives.skel.h"
 
@@ -95,8 +98,120 @@ int probe_collectives__load(struct probes *p)
 		probes__fail(p, RS_FAM_COLL, err, "load (verifier)");
 		return err;
 	}
+	probe_collectives__calibrate(p);
 	/* attached per target by probe_collectives__attach() */
 	return 0;
+}
+
+#if defined(__x86_64__)
+/*
+ * What the calibration probes: a function of our own that starts as library functions do
+ * past their endbr64, with a push the kernel emulates (an instruction it must single-step
+ * out of line instead costs a second trap, which collectives' probes do not pay).
+ */
+int probe_calib_target(int x);
+__asm__(".text\n"
+	".globl probe_calib_target\n"
+	".type probe_calib_target, @function\n"
+	"probe_calib_target:\n"
+	"	push %rbp\n"
+	"	mov %rsp, %rbp\n"
+	"	lea 1(%rdi), %eax\n"
+	"	pop %rbp\n"
+	"	ret\n"
+	".size probe_calib_target, .-probe_calib_target\n");
+#endif
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+#define CALIB_CALLS	1000
+#define CALIB_ROUNDS	5
+
+/* The fastest of CALIB_ROUNDS batches of CALIB_CALLS calls, in ns. */
+static uint64_t calib_batch(void)
+{
+	uint64_t best = UINT64_MAX, t;
+	volatile int sink = 0;
+	int r, i;
+
+	for (r = 0; r < CALIB_ROUNDS; r++) {
+		t = mono_ns();
+		for (i = 0; i < CALIB_CALLS; i++)
+			sink += probe_calib_target(i);
+		t = mono_ns() - t;
+		if (t < best)
+			best = t;
+	}
+	return best;
+}
+
+/* The file offset of our own code at addr: its mapping in /proc/self/maps. */
+static int self_offset(uintptr_t addr, uint64_t *off)
+{
+	char *maps = NULL, *line, *save = NULL;
+	struct proc_map m;
+	int err = -ENOENT;
+
+	if (procfs__read(getpid(), "maps", &maps, PROC_MAPS_MAX) < 0)
+		return -EIO;
+	for (line = strtok_r(maps, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (procfs__parse_maps_line(line, &m) || addr < m.start || addr >= m.end)
+			continue;
+		*off = addr - m.start + m.pgoff;
+		err = 0;
+		break;
+	}
+	free(maps);
+	return err;
+}
+
+/*
+ * Each probed call pays the uprobe's and the uretprobe's traps outside the interval the
+ * programs stamp: ~1-8 us a call, by machine and kernel. The program lives it inside its
+ * call, so a step of many small collectives would show that time as compute. Measure it
+ * once here, on an empty probe pair on a function of our own, and widen every collective's
+ * interval by it (session.c). 0 when the measure cannot be made.
+ */
+void probe_collectives__calibrate(struct probes *p)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, ret_opts, .retprobe = true);
+	struct bpf_link *in = NULL, *out = NULL;
+	uint64_t off, bare, probed;
+	int err;
+
+	p->coll_trap_ns = 0;
+#if !defined(__x86_64__)
+	(void)in, (void)out, (void)off, (void)bare, (void)probed, (void)err, (void)ret_opts;
+#else
+	err = self_offset((uintptr_t)probe_calib_target, &off);
+	if (err) {
+		pr_debug("probes: no calibration of the probe cost: own code not found in maps");
+		return;
+	}
+	bare = calib_batch();
+	in = bpf_program__attach_uprobe_opts(p->coll->progs.rs_calib_enter, getpid(),
+					     "/proc/self/exe", off, NULL);
+	out = in ? bpf_program__attach_uprobe_opts(p->coll->progs.rs_calib_exit, getpid(),
+						   "/proc/self/exe", off, &ret_opts) : NULL;
+	if (in && out) {
+		probed = calib_batch();
+		if (probed > bare)
+			p->coll_trap_ns = (probed - bare) / CALIB_CALLS;
+		/* a hypervisor's hiccup, not a probe: never more than this */
+		if (p->coll_trap_ns > 50000)
+			p->coll_trap_ns = 0;
+	}
+	bpf_link__destroy(out);
+	bpf_link__destroy(in);
+	pr_debug("probes: a probed call pays %llu ns of traps outside its stamps (%s)",
+		 (unsigned long long)p->coll_trap_ns, in && out ? "measured" : "not measured");
+#endif
 }
 
 static void link_close(struct coll_link *l)
@@ -387,49 +502,6 @@ out:
 	free(roff);
 	free(rck);
 	return err;
-}
-
-void probe_collectives__forget(struct probes *p, const __u32 *tgids, size_t ntgids)
-{
-	const struct bpf_map *m;
-	size_t ks, n = 0, cap = 0, i, k, steps = 0;
-	char *keys = NULL, *cur = NULL, *next, *grown;
-	__u32 tgid;
-
-	if (!p->coll || !ntgids)
-		return;
-	m = p->coll->maps.rs_coll_seq;
-	ks = bpf_map__key_size(m);
-	next = malloc(ks);
-	/* one walk to find them, then the deletes: deleting while walking restarts the walk,
-	 * and so may an eviction the programs cause meanwhile: bounded at twice the map */
-	while (next && steps++ < 2 * (size_t)bpf_map__max_entries(m) &&
-	       !bpf_map__get_next_key(m, cur, next, ks)) {
-		memcpy(&tgid, next, sizeof(tgid));	/* struct rs_seq_key starts with it */
-		for (k = 0; k < ntgids && tgids[k] != tgid; k++)
-			;
-		if (k < ntgids) {
-			if (n == cap) {
-				cap = cap ? cap * 2 : 16;
-				grown = realloc(keys, cap * ks);
-				if (!grown)
-					break;
-				keys = grown;
-			}
-			memcpy(keys + n * ks, next, ks);
-			n++;
-		}
-		if (!cur)
-			cur = malloc(ks);
-		if (!cur)
-			break;
-		memcpy(cur, next, ks);
-	}
-	for (i = 0; i < n; i++)
-		bpf_map__delete_elem(m, keys + i * ks, ks, 0);
-	free(keys);
-	free(cur);
-	free(next);
 }
 
 int probe_collectives__inflight(struct probes *p, pid_t tid, struct coll_inflight *in)

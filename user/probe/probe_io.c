@@ -24,6 +24,8 @@ int probe_io__load(struct probes *p)
 		probes__fail(p, RS_FAM_IO, err, "reuse shared maps");
 		return err;
 	}
+	if (p->cfg.max_threads)
+		bpf_map__set_max_entries(s->maps.rs_io_inflight, p->cfg.max_threads);
 	err = probes__fits(p, RS_FAM_IO, s->obj);
 	if (err)
 		return err;

@@ -25,6 +25,8 @@ int probe_sched__load(struct probes *p)
 		probes__fail(p, RS_FAM_SCHED, err, "reuse shared maps");
 		return err;
 	}
+	if (p->cfg.max_threads)
+		bpf_map__set_max_entries(s->maps.rs_threads, p->cfg.max_threads);
 	err = probes__fits(p, RS_FAM_SCHED, s->obj);
 	if (err)
 		return err;
@@ -62,8 +64,9 @@ int probe_sched__seed(struct probes *p, pid_t tid, bool running, uint64_t now_ns
 		t.off_ns = now_ns;
 	t.off_state = running ? 0 : 1;
 	if (bpf_map__update_elem(p->sched->maps.rs_threads, &key, sizeof(key), &t, sizeof(t),
-				 BPF_NOEXIST) && errno != EEXIST)
-		return -errno;
+				 BPF_NOEXIST))
+		return errno == EEXIST ? 0 : -errno;
+	p->lru_ins[RS_LRU_THREADS]++;
 	return 0;
 }
 
@@ -71,8 +74,8 @@ void probe_sched__forget(struct probes *p, pid_t tid)
 {
 	__u32 key = tid;
 
-	if (p->sched)
-		bpf_map__delete_elem(p->sched->maps.rs_threads, &key, sizeof(key), 0);
+	if (p->sched && !bpf_map__delete_elem(p->sched->maps.rs_threads, &key, sizeof(key), 0))
+		p->lru_del[RS_LRU_THREADS]++;
 }
 
 int probe_sched__read(struct probes *p, uint32_t slot, pid_t main_tid, uint64_t now_ns,

@@ -127,10 +127,16 @@ int probes__fits(struct probes *p, int fam, struct bpf_object *obj)
 	return -ENOMEM;
 }
 
+/* Processes rs_tracked holds: ranks and their forked workers. */
+static uint32_t tracked_max(const struct probes *p)
+{
+	return p->cfg.max_tracked ? p->cfg.max_tracked : RS_MAX_TRACKED;
+}
+
 static int create_shared(struct probes *p)
 {
-	static const struct { enum bpf_map_type t; uint32_t k, v, n; const char *name; } m[] = {
-		{ BPF_MAP_TYPE_HASH, sizeof(__u32), sizeof(struct rs_track), RS_MAX_TRACKED,
+	const struct { enum bpf_map_type t; uint32_t k, v, n; const char *name; } m[] = {
+		{ BPF_MAP_TYPE_HASH, sizeof(__u32), sizeof(struct rs_track), tracked_max(p),
 		  "rs_tracked" },
 		{ BPF_MAP_TYPE_ARRAY, sizeof(__u32), sizeof(__u64), RS_TGID_WORDS, "rs_tgid_bits" },
 		{ BPF_MAP_TYPE_PERCPU_ARRAY, sizeof(__u32), sizeof(struct rs_fam_stats), RS_FAM_MAX,
@@ -154,7 +160,7 @@ static int create_shared(struct probes *p)
 	if (!mem_fits(p, "the shared maps", sum, largest, big))
 		return -ENOMEM;
 	p->tracked_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "rs_tracked", sizeof(__u32),
-				       sizeof(struct rs_track), RS_MAX_TRACKED, NULL);
+				       sizeof(struct rs_track), tracked_max(p), NULL);
 	if (p->tracked_fd < 0)
 		return -errno;
 	p->bits_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "rs_tgid_bits", sizeof(__u32),
@@ -369,6 +375,8 @@ int probes__fam_stats(struct probes *p, struct rs_fam_stats out[RS_FAM_MAX])
 			out[fam].attempted += per[c].attempted;
 			out[fam].dropped += per[c].dropped;
 			out[fam].map_full += per[c].map_full;
+			out[fam].lru_ins += per[c].lru_ins;
+			out[fam].lru_del += per[c].lru_del;
 		}
 	}
 	free(per);
@@ -418,51 +426,230 @@ static void zero_elem(struct bpf_map *m, __u32 key)
 		bpf_map__update_elem(m, &key, sizeof(key), zero, vs, BPF_ANY);
 }
 
-/* The sockets slot's processes used: only TCP ones are deleted by the programs (at close),
- * a UNIX one would stay until the LRU pushed it out, its owner long gone. */
-static void forget_socks(struct probes *p, uint32_t slot)
+size_t probes__map_delete(int fd, size_t ks, size_t vs, size_t max, map_match_fn match,
+			  map_deleted_fn deleted, void *ctx)
 {
-	__u64 key, cur, *prev = NULL, *del;
-	struct rs_track tr;
-	size_t n = 0, i, steps = 0;
+	char *keys = NULL, *grown, *cur, *next, *val;
+	size_t n = 0, cap = 0, steps = 0, i, done = 0;
+	bool first = true;
 
-	del = calloc(RS_MAX_SOCKS, sizeof(*del));
-	while (del && n < RS_MAX_SOCKS && steps++ < 2 * RS_MAX_SOCKS &&
-	       !bpf_map_get_next_key(p->sock_fd, prev, &key)) {
-		if (!bpf_map_lookup_elem(p->sock_fd, &key, &tr) && tr.slot == slot)
-			del[n++] = key;
-		cur = key;
-		prev = &cur;
+	cur = malloc(ks);
+	next = malloc(ks);
+	val = vs ? malloc(vs) : NULL;
+	while (cur && next && (!vs || val) && steps++ < 2 * max &&
+	       !bpf_map_get_next_key(fd, first ? NULL : cur, next)) {
+		first = false;
+		memcpy(cur, next, ks);
+		if (vs && bpf_map_lookup_elem(fd, next, val))
+			continue;	/* gone since */
+		if (!match(next, val, ctx))
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			grown = realloc(keys, cap * ks);
+			if (!grown)
+				break;
+			keys = grown;
+		}
+		memcpy(keys + n++ * ks, next, ks);
 	}
-	for (i = 0; i < n; i++)
-		bpf_map_delete_elem(p->sock_fd, &del[i]);
-	free(del);
+	for (i = 0; i < n; i++) {
+		if (bpf_map_delete_elem(fd, keys + i * ks))
+			continue;
+		done++;
+		if (deleted)
+			deleted(keys + i * ks, ctx);
+	}
+	free(keys);
+	free(cur);
+	free(next);
+	free(val);
+	return done;
+}
+
+/* How many entries a hash map holds now: one walk, bounded as probes__map_delete's. */
+static uint64_t map_entries(int fd, size_t ks, size_t max)
+{
+	char *cur = malloc(ks), *next = malloc(ks);
+	uint64_t n = 0;
+	size_t steps = 0;
+
+	while (cur && next && steps++ < 2 * max &&
+	       !bpf_map_get_next_key(fd, n ? cur : NULL, next)) {
+		memcpy(cur, next, ks);
+		n++;
+	}
+	free(cur);
+	free(next);
+	return n < max ? n : max;
+}
+
+const char *probes__lru_name(enum rs_lru m)
+{
+	static const char *const names[RS_LRU_MAX] = {
+		[RS_LRU_THREADS] = "rs_threads",
+		[RS_LRU_SEQ] = "rs_coll_seq",
+		[RS_LRU_SOCKS] = "rs_sock_owner",
+	};
+
+	return (unsigned int)m < RS_LRU_MAX ? names[m] : "?";
+}
+
+/* The fd, key size and capacity of LRU map m; false when its family is not loaded. */
+static bool lru_map(struct probes *p, enum rs_lru m, int *fd, size_t *ks, size_t *max)
+{
+	const struct bpf_map *bm = NULL;
+
+	if (m == RS_LRU_SOCKS) {
+		*fd = p->sock_fd;
+		*ks = sizeof(__u64);
+		*max = RS_MAX_SOCKS;
+		return *fd >= 0;
+	}
+	if (m == RS_LRU_THREADS && p->sched)
+		bm = p->sched->maps.rs_threads;
+	else if (m == RS_LRU_SEQ && p->coll)
+		bm = p->coll->maps.rs_coll_seq;
+	if (!bm)
+		return false;
+	*fd = bpf_map__fd(bm);
+	*ks = bpf_map__key_size(bm);
+	*max = bpf_map__max_entries(bm);
+	return *fd >= 0;
+}
+
+/* What went in and out of LRU map m so far: the programs' (by family) and user space's. */
+static void lru_moves(struct probes *p, const struct rs_fam_stats *fs, enum rs_lru m,
+		      uint64_t *ins, uint64_t *del)
+{
+	*ins = p->lru_ins[m];
+	*del = p->lru_del[m];
+	switch (m) {
+	case RS_LRU_THREADS:
+		*ins += fs[RS_FAM_SCHED].lru_ins;
+		*del += fs[RS_FAM_SCHED].lru_del;
+		break;
+	case RS_LRU_SEQ:
+		*ins += fs[RS_FAM_COLL].lru_ins;
+		*del += fs[RS_FAM_COLL].lru_del;
+		break;
+	default:
+		*ins += fs[RS_FAM_IO].lru_ins + fs[RS_FAM_NET].lru_ins;
+		*del += fs[RS_FAM_IO].lru_del + fs[RS_FAM_NET].lru_del;
+		break;
+	}
+}
+
+/*
+ * Entries now = put in - taken out - evicted, so evicted = in - out - now. The walk is not
+ * atomic: "in" is read before it and "out" after, so an entry that comes or goes meanwhile
+ * makes the count smaller, never larger; and it never goes back.
+ */
+void probes__lru_evictions(struct probes *p, struct lru_count out[RS_LRU_MAX])
+{
+	struct rs_fam_stats before[RS_FAM_MAX], after[RS_FAM_MAX];
+	uint64_t ins, del, unused, live, ev;
+	size_t ks, max;
+	int m, fd;
+
+	if (probes__fam_stats(p, before))
+		goto out;
+	for (m = 0; m < RS_LRU_MAX; m++) {
+		if (!lru_map(p, m, &fd, &ks, &max))
+			continue;
+		lru_moves(p, before, m, &ins, &unused);
+		live = map_entries(fd, ks, max);
+		if (probes__fam_stats(p, after))
+			break;
+		lru_moves(p, after, m, &unused, &del);
+		ev = ins > del + live ? ins - del - live : 0;
+		p->lru[m].entries = live;
+		p->lru[m].capacity = max;
+		if (ev > p->lru[m].evicted)
+			p->lru[m].evicted = ev;
+	}
+out:
+	memcpy(out, p->lru, sizeof(p->lru));
+}
+
+/* ctx: the slot first (a struct slot_tgids or a bare uint32_t) */
+static bool slot_is(const void *key, const void *value, void *ctx)
+{
+	(void)key;
+	return ((const struct rs_track *)value)->slot == *(const uint32_t *)ctx;
+}
+
+/* The processes of a slot deleted from rs_tracked. */
+struct slot_tgids {
+	uint32_t slot;
+	size_t n, cap;
+	__u32 tgids[];
+};
+
+static void tgid_deleted(const void *key, void *ctx)
+{
+	struct slot_tgids *st = ctx;
+
+	if (st->n < st->cap)
+		memcpy(&st->tgids[st->n++], key, sizeof(__u32));
+}
+
+struct tgid_set {
+	const __u32 *tgids;
+	size_t n;
+};
+
+static bool seq_of(const void *key, const void *value, void *ctx)
+{
+	const struct tgid_set *set = ctx;
+	__u32 tgid;
+	size_t k;
+
+	(void)value;
+	memcpy(&tgid, key, sizeof(tgid));	/* struct rs_seq_key starts with it */
+	for (k = 0; k < set->n; k++)
+		if (set->tgids[k] == tgid)
+			return true;
+	return false;
+}
+
+void probe_collectives__forget(struct probes *p, const __u32 *tgids, size_t ntgids)
+{
+	const struct bpf_map *m;
+	struct tgid_set set = { tgids, ntgids };
+
+	if (!p->coll || !ntgids)
+		return;
+	m = p->coll->maps.rs_coll_seq;
+	p->lru_del[RS_LRU_SEQ] += probes__map_delete(bpf_map__fd(m), bpf_map__key_size(m), 0,
+						     bpf_map__max_entries(m), seq_of, NULL,
+						     &set);
 }
 
 void probes__release_slot(struct probes *p, uint32_t slot)
 {
-	struct rs_track tr;
-	__u32 key, cur, *prev = NULL, *del;
-	size_t n = 0, i;
+	struct slot_tgids *st;
+	size_t i;
 	int k, dir;
 
 	if (slot >= RS_MAX_SLOTS)
 		return;
-	/* one walk to find them, then the deletes: deleting while walking restarts the walk */
-	del = calloc(RS_MAX_TRACKED, sizeof(*del));
-	while (del && n < RS_MAX_TRACKED && !bpf_map_get_next_key(p->tracked_fd, prev, &key)) {
-		if (!bpf_map_lookup_elem(p->tracked_fd, &key, &tr) && tr.slot == slot)
-			del[n++] = key;
-		cur = key;
-		prev = &cur;
+	st = calloc(1, sizeof(*st) + tracked_max(p) * sizeof(st->tgids[0]));
+	if (st) {
+		st->slot = slot;
+		st->cap = tracked_max(p);
+		probes__map_delete(p->tracked_fd, sizeof(__u32), sizeof(struct rs_track),
+				   st->cap, slot_is, tgid_deleted, st);
+		for (i = 0; i < st->n; i++)
+			tgid_bit(p, (pid_t)st->tgids[i], false);
+		probe_collectives__forget(p, st->tgids, st->n);
+		free(st);
 	}
-	for (i = 0; i < n; i++)
-		if (!bpf_map_delete_elem(p->tracked_fd, &del[i]))
-			tgid_bit(p, (pid_t)del[i], false);
-	if (del)
-		probe_collectives__forget(p, del, n);
-	free(del);
-	forget_socks(p, slot);
+	/* the sockets its processes used: only TCP ones are deleted by the programs (at
+	 * close), a UNIX one would stay until the LRU pushed it out, its owner long gone */
+	p->lru_del[RS_LRU_SOCKS] += probes__map_delete(p->sock_fd, sizeof(__u64),
+						       sizeof(struct rs_track), RS_MAX_SOCKS,
+						       slot_is, NULL, &slot);
 	if (p->sched) {
 		zero_elem(p->sched->maps.rs_sched_slots, slot);
 		zero_elem(p->sched->maps.rs_runq_hist, slot);

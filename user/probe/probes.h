@@ -22,10 +22,27 @@ struct collectives_bpf;
 
 struct probes_cfg {
 	uint32_t ringbuf_bytes;		/* power of two, >= page size */
+	uint32_t max_threads;		/* rs_threads, rs_io_inflight (0: RS_MAX_THREADS) */
+	uint32_t max_tracked;		/* rs_tracked: ranks and workers (0: RS_MAX_TRACKED) */
 	uint64_t offcpu_min_ns;
 	uint64_t io_min_ns;
 	bool disable[RS_FAM_MAX];
 	bool discover;			/* exec records of every process (the daemon) */
+};
+
+/* The LRU hash maps: a full one pushes out its oldest entry without telling anyone. */
+enum rs_lru {
+	RS_LRU_THREADS,		/* rs_threads (sched): one entry per thread of a rank */
+	RS_LRU_SEQ,		/* rs_coll_seq (collectives): per (process, communicator) */
+	RS_LRU_SOCKS,		/* rs_sock_owner (io, net): per socket of a rank */
+	RS_LRU_MAX,
+};
+
+/* One LRU map as last counted. */
+struct lru_count {
+	uint64_t entries;	/* there at the last walk */
+	uint64_t capacity;
+	uint64_t evicted;	/* at least this many pushed out so far (never goes back) */
 };
 
 struct probes {
@@ -46,6 +63,7 @@ struct probes {
 	char fam_why[RS_FAM_MAX][160];
 	unsigned int fam_progs[RS_FAM_MAX];	/* programs or probes attached */
 	bool coll_multi;		/* one uprobe_multi link per (process, library, direction) */
+	uint64_t coll_trap_ns;		/* a probed call's trap cost outside its stamps */
 	struct coll_link *coll_links;	/* every collective link, with the process it serves */
 	size_t coll_nlinks;
 	size_t coll_cap;
@@ -54,7 +72,28 @@ struct probes {
 	char mem_where[256];		/* the file that sets it */
 	uint64_t map_bytes;		/* kernel memory our maps take, estimated, so far */
 	bool mem_short;			/* a family's maps did not fit under mem_limit */
+	/* entries user space put in and took out of each LRU map (the programs count theirs
+	 * in rs_stats), and what probes__lru_evictions found */
+	uint64_t lru_ins[RS_LRU_MAX];
+	uint64_t lru_del[RS_LRU_MAX];
+	struct lru_count lru[RS_LRU_MAX];
 };
+
+const char *probes__lru_name(enum rs_lru m);
+
+/* Count the entries of every LRU map (a walk of each) and, from what went in and out,
+ * those the maps evicted: out[m] for each. A lower bound: entries that come and go while a
+ * map is walked are not counted as evicted. */
+void probes__lru_evictions(struct probes *p, struct lru_count out[RS_LRU_MAX]);
+
+/* Delete the entries of a hash map that match(key, value, ctx) (value NULL when vs is 0):
+ * one walk to find them, bounded at twice max entries (deleting while walking restarts a
+ * walk, and so may an eviction the programs make meanwhile), then the deletes, each one done
+ * told to deleted(key, ctx) when not NULL. Returns how many it deleted. */
+typedef bool (*map_match_fn)(const void *key, const void *value, void *ctx);
+typedef void (*map_deleted_fn)(const void *key, void *ctx);
+size_t probes__map_delete(int fd, size_t ks, size_t vs, size_t max, map_match_fn match,
+			  map_deleted_fn deleted, void *ctx);
 
 /* A uprobe_multi link fd (kernels 6.6+) or a libbpf perf-event link, of one target process. */
 struct coll_link {
@@ -145,6 +184,8 @@ int probe_collectives__inflight(struct probes *p, pid_t tid, struct coll_infligh
 /* Delete the per-communicator sequence counters of these processes (gone: a new process with
  * the same pid must start from 0, and the LRU must not fill with the dead). */
 void probe_collectives__forget(struct probes *p, const __u32 *tgids, size_t ntgids);
+/* Measure coll_trap_ns (at load). */
+void probe_collectives__calibrate(struct probes *p);
 
 /* Sum the per-CPU family counters. */
 int probes__fam_stats(struct probes *p, struct rs_fam_stats out[RS_FAM_MAX]);
