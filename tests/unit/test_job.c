@@ -297,6 +297,50 @@ static void ddp_attached_a_step_apart__starved_rank_named(void **state)
 }
 
 /*
+ * --steps marker:train_step on an MPI loop, no DDP: each rank calls the marker at the top of
+ * its step, computes (rank 1: 4 ms more), then one all-reduce that returns on both at once.
+ * Rank 1 was attached a step after rank 0, so its marker numbers run one behind. Lined up by
+ * the all-reduce's exits, rank 1 is 4 ms late a step (its extra compute); numbered from each
+ * attach, it would look a whole step off.
+ */
+static void marker_attached_a_step_apart__skew_is_the_extra_compute(void **state)
+{
+	static struct seen s;
+	struct job *j = new_job(&s, 2, STEPS_MARKER);
+	uint64_t t = 1000 * MS, enter0, enter1, done;
+	int k, i, late = 0;
+
+	for (k = 0; k < 80; k++) {
+		enter0 = t + 1 * MS;
+		enter1 = t + 5 * MS;
+		done = enter1 + 50 * US;
+		job__on_coll(j, 0, 100, RS_OP_STEP_FORWARD, RS_LIB_MPI, 9, k + 1, 0, t, 0);
+		if (k)
+			job__on_coll(j, 1, 101, RS_OP_STEP_FORWARD, RS_LIB_MPI, 9, k, 0, t, 0);
+		job__on_coll(j, 0, 100, RS_OP_ALLREDUCE, RS_LIB_MPI, 7, k + 1, 4096, enter0, done);
+		job__on_coll(j, 1, 101, RS_OP_ALLREDUCE, RS_LIB_MPI, 7, k + 1, 4096, enter1, done);
+		t = done + 300 * US;	/* the optimizer */
+		job__advance(j, t, false);
+	}
+	job__advance(j, t + 1000 * MS, true);
+	assert_true(s.steps[0] > 60);
+	assert_true(s.steps[1] > 60);
+	expect_verdicts(&s, V_COMPUTE, 1);
+	for (i = 0; i < s.nv; i++) {
+		if (s.v[i].cls == V_NONE)
+			continue;
+		if (s.v[i].v.skew_ns < 3 * (int64_t)MS || s.v[i].v.skew_ns > 5 * (int64_t)MS)
+			print_error("verdict %d: skew %lld ns, want ~4 ms\n", i,
+				    (long long)s.v[i].v.skew_ns);
+		assert_true(s.v[i].v.skew_ns >= 3 * (int64_t)MS &&
+			    s.v[i].v.skew_ns <= 5 * (int64_t)MS);
+		late++;
+	}
+	assert_true(late > 0);
+	job__free(j);
+}
+
+/*
  * A 2-stage pipeline (GPipe, 4 micro-batches, eager sends): stage 0 (rank 0) computes c0 a
  * micro-batch and sends each activation; stage 1 (rank 1) receives it and computes c1; then
  * stage 1 computes each gradient and sends it back, and stage 0 receives it and computes c0.
@@ -732,6 +776,7 @@ int main(void)
 		cmocka_unit_test(pipeline_equal_stages__bubble_verdict_only_when_over_the_schedule),
 		cmocka_unit_test(tensor_data_parallel_mid_run__slow_rank_named_healthy_none),
 		cmocka_unit_test(partial_job__aligned_wait__remote_wait_not_communication),
+		cmocka_unit_test(marker_attached_a_step_apart__skew_is_the_extra_compute),
 		cmocka_unit_test(partial_job__every_seen_rank_stuck__remote_hang),
 	};
 

@@ -563,6 +563,33 @@ static uint64_t ddp_done(const struct job_rank *r, uint64_t s, uint64_t e)
 	return t;
 }
 
+/* When step [s, e) of r finished the work every rank finishes together: DDP's
+ * finalize_backward wait, else the exit of the last collective that ends in it (an
+ * all-reduce or a barrier returns on every rank at once, whoever came late). 0: neither. */
+#define JOB_MARK_SPAN_NS	(60ULL * 1000000000ULL)	/* a collective longer than this: a hang */
+
+static uint64_t step_done(const struct job_rank *r, uint64_t s, uint64_t e)
+{
+	uint64_t t = ddp_done(r, s, e), last = 0;
+	int i, lo = 0, hi = r->ncoll;
+
+	if (t)
+		return t;
+	while (lo < hi) {	/* the first collective entered at e or after */
+		int mid = lo + (hi - lo) / 2;
+
+		if (r->coll[mid].enter < e)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (i = lo - 1; i >= 0 && r->coll[i].enter + JOB_MARK_SPAN_NS > s; i--)
+		if (r->coll[i].exit >= s && r->coll[i].exit < e && r->coll[i].exit > last &&
+		    r->coll[i].op != RS_OP_GPU_SYNC && r->coll[i].peer < 0)
+			last = r->coll[i].exit;
+	return last;
+}
+
 /* The start of marker seq s of rank r and the next marker's, if both are there. */
 static bool mark_step(const struct job_rank *r, int64_t s, uint64_t *start, uint64_t *end)
 {
@@ -578,12 +605,12 @@ static bool mark_step(const struct job_rank *r, int64_t s, uint64_t *start, uint
 }
 
 /*
- * Marker steps (DDP's prepare_for_forward) count from each rank's attach, so the same step
- * may have different numbers on two ranks attached a step apart. Nearest starts cannot line
- * them up: a rank starved of input starts each step most of a step after its peers. Their
- * ends can: the gradient all-reduces finish at once on every rank, and each rank's wait in
- * finalize_backward ends then. The offset whose steps finish closest together (median over
- * the steps both ranks have) wins.
+ * Marker steps (DDP's prepare_for_forward, or --steps marker:/usdt:) count from each rank's
+ * attach, so the same step may have different numbers on two ranks attached a step apart.
+ * Nearest starts cannot line them up: a rank starved of input starts each step most of a
+ * step after its peers. Their ends can: the gradient all-reduces finish at once on every
+ * rank, and so does each rank's wait in finalize_backward, or its last collective. The
+ * offset whose steps finish closest together (median over the steps both ranks have) wins.
  */
 static void align_markers(struct job *j)
 {
@@ -613,8 +640,8 @@ static void align_markers(struct job *j)
 				re = r->mark[i + 1].t;
 				if (!mark_step(ref, (int64_t)r->mark[i].seq + oo, &ts, &te))
 					continue;
-				a = ddp_done(r, rs, re);
-				b = ddp_done(ref, ts, te);
+				a = step_done(r, rs, re);
+				b = step_done(ref, ts, te);
 				if (!a || !b)
 					continue;
 				d[pairs++] = a > b ? a - b : b - a;
@@ -1920,6 +1947,11 @@ static void assemble(struct job *j, uint64_t now, bool final)
 				goto done;
 			}
 			if (!final && now < e + JOB_SETTLE_NS)
+				goto done;
+			/* the end: now is when observation stopped; a step that ends after it was
+			 * seen while the probes came off one by one (a marker still firing after
+			 * the collectives' link was closed): cut, not a step */
+			if (final && e > now)
 				goto done;
 			/* GPU records come late (the library flushes every 0.5 s): wait until this
 			 * rank's GPU has reported past the step, for a while */

@@ -180,7 +180,8 @@ void job__set_rank(struct job *j, int col, int rank, uint32_t tid);
 void job__set_world(struct job *j, int world_size);
 
 /* Assemble the steps that are complete by now, judge them, look for hangs and exits.
- * final: the session ends, take what there is. */
+ * final: the session ends, take what there is without waiting for late records; now is
+ * when observation stopped, and a step that ends after it is cut, not reported. */
 void job__advance(struct job *j, uint64_t now, bool final);
 
 /* Report phase runs through ops.on_phase (a capture records them), or stop. */

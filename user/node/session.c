@@ -911,6 +911,10 @@ static int handle_event(void *ctx, void *data, size_t len)
 		return 0;
 	switch (ev.kind) {
 	case RS_EV_COLL:
+		/* entered after observation stopped (session__finish), while the probes came off:
+		 * not counted in the last frame, nor in a step (those end by then) */
+		if (s->stop_ns && ev.coll.enter_ns > s->stop_ns)
+			return 0;
 		/* the probes' traps are time inside the call, as the program lives it; the
 		 * stamps leave them out (probe_collectives__calibrate) */
 		if (ev.coll.enter_ns > s->probes.coll_trap_ns) {
