@@ -8,6 +8,9 @@
 #    the verdict is compute on rank 1 and its skew is the truth's extra compute, +-30%;
 #  - diagnose --duration stops while the ranks run: every step line, the last one too, has
 #    the comm and compute the truth has for that step (10% of the step), and none is cut;
+#  - attach --duration on the same running job: the last frame (cut short by the stop) has
+#    the rates and off-CPU shares of the frames before it (it used to count the time the
+#    probes took to come off: fewer calls a second, off-CPU 100%);
 #  - marker:PMPI_Allreduce@libmpi (a marker on the collective itself): any verdict names
 #    rank 1, and each has evidence (a positive excess in its phase).
 . "$(dirname "$0")/../lib.sh"
@@ -26,6 +29,8 @@ run() {
 	sleep 1
 	"$RS" diagnose -p "$(ready_pids "$T/$name.out")" --json --steps "$rule" --duration 3 \
 		>"$T/$name.rs" 2>"$T/$name.err" || fail "$name: diagnose failed: $(tail -3 "$T/$name.err")"
+	"$RS" attach -p "$(ready_pids "$T/$name.out")" --json --duration 2.5 >"$T/$name.att" \
+		2>>"$T/$name.err" || fail "$name: attach failed: $(tail -3 "$T/$name.err")"
 	sleep 0.5	# the truth line of the step in progress at the stop
 	kill -TERM "$(eval echo "\$PID_$name")"
 	wait_exit "$(eval echo "\$PID_$name")" 30
@@ -107,6 +112,19 @@ assert v and all((d["class"], d["rank"]) == ("compute", 1) for d in v), [(d["cla
 skew = statistics.median(d["skew_ns"] for d in v)
 print(f"train: verdict compute on rank 1, skew {skew / 1e6:.2f} ms; truth: {extra / 1e6:.2f} ms more compute")
 assert 0.7 * extra <= skew <= 1.3 * extra, (skew, extra)
+
+# attach's last frame, cut short by the stop, against the frames before it
+st = [json.loads(l) for l in open(f"{t}/train.att") if '"type":"stats"' in l]
+for r in (0, 1):
+    fr = [d for d in st if d["rank"] == r and d["interval_s"] > 0]
+    *before, lastf = fr
+    rate = statistics.median(d["collectives"]["allreduce"]["per_s"] for d in before)
+    off = statistics.median(d["offcpu_share"] for d in before)
+    print(f"rank {r}: last frame {lastf['interval_s']:.2f} s: "
+          f"{lastf['collectives']['allreduce']['per_s']:.0f} allreduce/s, off-CPU "
+          f"{lastf['offcpu_share']:.2f}; before: {rate:.0f}/s, {off:.2f}")
+    assert abs(lastf["collectives"]["allreduce"]["per_s"] - rate) <= 0.15 * rate, r
+    assert abs(lastf["offcpu_share"] - off) <= 0.15, r
 
 truth, rs = load("coll")
 v = [d for d in rs if d["type"] == "verdict" and d["class"] != "none"]
