@@ -129,6 +129,24 @@ static void judge_late(struct window *x, struct verdict *v, int late, uint64_t l
 	assert_int_equal(detect__window(x->obs, NSTEPS, NRANKS, v), 0);
 }
 
+/*
+ * Issue 15 item 3: a rank late by 150 ms a step (the threshold: 55 ms) whose every phase is
+ * its peers' (it left the last collective late: preempted inside it, or a marker that cuts
+ * steps at the collective itself). No phase explains the lateness, so no verdict: naming a
+ * class here is a verdict with empty evidence ("its input_wait is - vs the peers' -").
+ */
+static void window__late_but_no_phase_explains__none(void **state)
+{
+	struct window *x = healthy();
+	struct verdict v;
+
+	add_jitter(x);
+	judge_late(x, &v, 1, 150 * MS);
+	assert_int_equal(v.cls, V_NONE);
+	assert_int_equal(v.rank, -1);
+	free(x);
+}
+
 static void window__late_rank_input_wait__input(void **state)
 {
 	struct window *x = healthy();
@@ -986,6 +1004,7 @@ static void sort_u64__random_arrays__equals_qsort(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(window__late_but_no_phase_explains__none),
 		cmocka_unit_test(median__random_arrays__equals_sorted_median),
 		cmocka_unit_test(median_without__random__equals_median_of_the_others),
 		cmocka_unit_test(sort_u64__random_arrays__equals_qsort),
