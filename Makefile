@@ -80,7 +80,7 @@ $(OUTPUT)/fuzz/fuzz_hubcap: tests/fuzz/fuzz_hubcap.c user/hub/hubcap.c user/util
 	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 		$(ALL_IQUOTE) -iquote cupti -iquote bpf -I$(OBJ)/bpf -D_GNU_SOURCE $^ -lelf -lz -lm -o $@
 
-$(OUTPUT)/fuzz/fuzz_pyframes: tests/fuzz/fuzz_pyframes.c user/sys/pyframes.c \
+$(OUTPUT)/fuzz/fuzz_pyframes: tests/fuzz/fuzz_pyframes.c user/sys/pyframes.c user/sys/procfs.c \
 		$(OBJ)/gen/py311_offsets.h | $(OUTPUT)/fuzz
 	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 		-iquote user/sys -I$(OBJ)/gen -D_GNU_SOURCE $(filter %.c,$^) -o $@

@@ -11,7 +11,6 @@
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
-#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
@@ -1825,14 +1824,11 @@ static void scan_mpi(struct session *s, pid_t pid, const struct proc_lib *pl, ui
  */
 static void check_mpi_state(struct session *s, struct rank_state *rs, uint64_t addr)
 {
-	struct iovec local, remote;
 	int32_t state = -1;
 
 	if (!addr)
 		return;
-	local = (struct iovec){ .iov_base = &state, .iov_len = sizeof(state) };
-	remote = (struct iovec){ .iov_base = (void *)(uintptr_t)addr, .iov_len = sizeof(state) };
-	if (process_vm_readv(rs->pid, &local, 1, &remote, 1, 0) != (ssize_t)sizeof(state))
+	if (procfs__read_mem(rs->pid, addr, &state, sizeof(state)))
 		state = -1;	/* unreadable: assume the worst */
 	if (state >= 0 && state < OMPI_STATE_INIT_COMPLETED)
 		return;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/uio.h>
 #include "procfs.h"
 
 ssize_t procfs__read(pid_t pid, const char *name, char **bufp, size_t max)
@@ -342,4 +343,12 @@ long procfs__self_fds(void)
 		n += de->d_name[0] != '.';
 	closedir(d);
 	return n - 1;	/* the DIR's own */
+}
+
+int procfs__read_mem(pid_t pid, uint64_t addr, void *buf, size_t n)
+{
+	struct iovec local = { .iov_base = buf, .iov_len = n };
+	struct iovec remote = { .iov_base = (void *)(uintptr_t)addr, .iov_len = n };
+
+	return process_vm_readv(pid, &local, 1, &remote, 1, 0) == (ssize_t)n ? 0 : -1;
 }

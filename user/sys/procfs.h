@@ -62,6 +62,10 @@ int procfs__status_ids(const char *text, size_t len, const char *key, long *ids,
 /* The same of /proc/PID/NAME ("status", "task/TID/status"); 0 when unreadable. */
 int procfs__status_field(pid_t pid, const char *name, const char *key, long *ids, int max);
 
+/* Read n bytes at addr in pid's memory (process_vm_readv: no ptrace stop). Returns 0, or -1
+ * when any of them cannot be read. */
+int procfs__read_mem(pid_t pid, uint64_t addr, void *buf, size_t n);
+
 /* How many fds this process has open (not counting the one the count itself takes), or
  * -errno. */
 long procfs__self_fds(void);

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
+#include "procfs.h"
 #include "py311_offsets.h"
 #include "pyframes.h"
 
@@ -14,11 +14,7 @@
 
 static int vm_read(void *ctx, uint64_t addr, void *buf, size_t n)
 {
-	pid_t pid = (pid_t)(intptr_t)ctx;
-	struct iovec local = { .iov_base = buf, .iov_len = n };
-	struct iovec remote = { .iov_base = (void *)(uintptr_t)addr, .iov_len = n };
-
-	return process_vm_readv(pid, &local, 1, &remote, 1, 0) == (ssize_t)n ? 0 : -1;
+	return procfs__read_mem((pid_t)(intptr_t)ctx, addr, buf, n);
 }
 
 static int rd(struct py_target *py, uint64_t addr, void *buf, size_t n)
