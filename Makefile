@@ -36,7 +36,7 @@ DEPS_probe   := probe sys util
 DEPS_capture := capture model sys util
 DEPS_serve   := serve capture model sys util
 DEPS_hub     := hub serve capture model sys util
-DEPS_node    := node serve capture model probe gpu sys util
+DEPS_node    := node hub serve capture model probe gpu sys util
 DEPS_cli     := cli $(USER_DIRS)
 USER_LIBS := $(foreach d,$(USER_DIRS),$(OBJ)/lib$(d).a)
 CLI_OBJS  := $(patsubst user/%.c,$(OBJ)/user/%.o,$(wildcard user/cli/*.c))
@@ -122,9 +122,12 @@ all: $(OUTPUT)/rankscope $(CUPTI_LIB)
 $(OBJ)/cupti/%.o: cupti/%.c | $(OBJ)/cupti
 	$(CC) $(CUPTI_CFLAGS) -c $< -o $@
 
-$(OUTPUT)/librankscope_cupti.so: $(OBJ)/cupti/lib.o $(OBJ)/cupti/records.o cupti/exports.map
+CUPTI_OBJS := $(patsubst %,$(OBJ)/cupti/%.o,lib records timeline pool)
+# --no-as-needed: an older glibc has the pthread and dl functions the library binds to (at their
+# GLIBC_2.2.5 versions, cupti/glibc_compat.h) in libpthread.so.0 and libdl.so.2
+$(OUTPUT)/librankscope_cupti.so: $(CUPTI_OBJS) cupti/exports.map
 	$(CC) -shared -Wl,--version-script=cupti/exports.map -Wl,-z,defs -Wl,-z,now \
-		$(OBJ)/cupti/lib.o $(OBJ)/cupti/records.o -ldl -lpthread -o $@
+		$(CUPTI_OBJS) -Wl,--no-as-needed -l:libdl.so.2 -l:libpthread.so.0 -Wl,--as-needed -o $@
 
 $(OBJ)/bpf/%.bpf.o: bpf/%.bpf.c vmlinux/$(ARCH)/vmlinux.h | $(OBJ)/bpf
 	$(CLANG) $(BPF_CFLAGS) -MMD -MP -c $< -o $@

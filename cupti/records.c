@@ -51,7 +51,7 @@ SAME(CUpti_ActivitySynchronization, CUpti_ActivitySynchronization2, correlationI
 int rsc_clock_calibrate(struct rsc_clock *c, int n, int (*cupti_now)(uint64_t *ts),
 			uint64_t (*mono_now)(void))
 {
-	uint64_t a, b, ts, best = UINT64_MAX;
+	uint64_t a, b, ts, best = UINT64_MAX, at_cupti = 0, at_mono = 0;
 	int64_t off = 0;
 	int i;
 
@@ -64,7 +64,9 @@ int rsc_clock_calibrate(struct rsc_clock *c, int n, int (*cupti_now)(uint64_t *t
 			continue;
 		if (b - a < best) {	/* the tightest bracket bounds the error best */
 			best = b - a;
-			off = (int64_t)(a + (b - a) / 2) - (int64_t)ts;
+			at_cupti = ts;
+			at_mono = a + (b - a) / 2;
+			off = (int64_t)at_mono - (int64_t)ts;
 		}
 	}
 	if (best == UINT64_MAX)
@@ -72,6 +74,8 @@ int rsc_clock_calibrate(struct rsc_clock *c, int n, int (*cupti_now)(uint64_t *t
 	c->offset_ns = off;
 	c->err_ns = (best + 1) / 2;
 	c->valid = true;
+	c->cupti_ts = at_cupti;
+	c->mono_ts = at_mono;
 	return 0;
 }
 

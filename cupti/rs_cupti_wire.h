@@ -49,7 +49,13 @@ enum rsc_state {
 	RSC_ST_NO_DRIVER,		/* dormant: no CUDA driver (libcuda missing, or no device) */
 	RSC_ST_NO_CUPTI,		/* dormant: libcupti not found or unusable */
 	RSC_ST_OTHER_SUBSCRIBER,	/* another CUPTI subscriber (Kineto, nsys): staying out */
-	RSC_ST_CUPTI_VERSION,		/* a CUPTI whose records this build cannot read */
+	RSC_ST_CUPTI_VERSION,		/* a CUPTI whose records this build cannot read, or
+					 * newer than the driver */
+	RSC_ST_TAKEN_OVER,		/* another client (Kineto) took CUPTI: not calling it */
+	RSC_ST_FAILED,			/* a CUPTI call failed (NOT_COMPATIBLE: confidential
+					 * computing); the detail names it */
+	RSC_ST_QUIET,			/* enabled, but no buffer back for 30 s: an idle GPU, or
+					 * another client holds the buffers */
 	RSC_ST_MAX,
 };
 
@@ -61,8 +67,10 @@ struct rsc_status {
 	uint32_t lib_version;		/* RSC_VERSION of the library */
 	uint64_t records;		/* activity records read from CUPTI so far */
 	uint64_t dropped_queue;		/* records dropped: our queue was full (daemon slow, absent) */
-	uint64_t dropped_cupti;		/* records CUPTI dropped: no buffer to give it */
-	uint64_t dropped_clock;		/* records dropped: a zero or reversed timestamp */
+	uint64_t dropped_cupti;		/* records CUPTI dropped (no buffer to give it), or
+					 * wrote into the spare buffer (CUPTI < 27) */
+	uint64_t dropped_clock;		/* records dropped: a zero or reversed timestamp, or
+					 * one outside every calibrated clock window */
 	char detail[96];		/* NUL-terminated: the reason, for a person */
 };
 _Static_assert(sizeof(struct rsc_status) == 160, "rsc_status wire size");

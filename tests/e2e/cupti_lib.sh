@@ -8,7 +8,12 @@
 # against the windows the host saw; zero timestamps dropped and counted; NCCL names intact;
 # only the kinds asked for; another CUPTI subscriber; dormant before RSC_ENABLE and without a
 # driver; a stuck, absent or starved pipeline drops (counted) and never slows the application.
-# No root needed.
+# Then the ways a real process differs (issue 16): a CUPTI older than API 27 that crashes on a
+# NULL buffer (the double crashes; the library hands it a spare); 10^2, 10^4 and 10^5 records/s
+# all delivered within the daemon's 2 s settle window; CUPTI's clock stepping by an hour or
+# switched to another client's TSC mid-run; a Kineto-like client taking CUPTI over and letting
+# go; cuptiActivityEnable failing; a CUPTI newer than the driver; the last step's records at
+# exit; and the glibc floor of the built library. No root needed.
 . "$(dirname "$0")/../lib.sh"
 CUDA_INC=/usr/local/cuda/include
 [ -e "$CUDA_INC/cupti.h" ] || skip "no CUPTI headers ($CUDA_INC/cupti.h): the CUPTI doubles are built against them"
@@ -21,8 +26,8 @@ DAEMON="$TOP/tests/fixtures/cupti_double/fake_daemon.py"
 	fail "fixture missing: make fixtures (CUPTI_FIXTURES)"
 # the library and the host must find the doubles, nothing else
 unset RANKSCOPE_CUPTI_LIB CUDA_INJECTION64_PATH RSDOUBLE_OTHER_SUBSCRIBER RSDOUBLE_COMPLETE_ON_FLUSH \
-	RSDOUBLE_FOREIGN_BUFFER \
-	RSDOUBLE_CLOCK_OFFSET_NS
+	RSDOUBLE_FOREIGN_BUFFER RSDOUBLE_API_VERSION RSDOUBLE_HOLD_MS RSDOUBLE_ENABLE_FAIL \
+	RSDOUBLE_NO_TS_CALLBACK RSDOUBLE_DRIVER_VERSION RSDOUBLE_CLOCK_OFFSET_NS
 
 # Far more records than the socket and the library's queue (RSC_QUEUE_RECS) hold: 1000 steps of
 # 104 activities, bursts of 100 short kernels then 2 ms idle, like a small-kernel training step.
@@ -115,6 +120,10 @@ def parse():
     by = {}
     for r in s['records']:
         by.setdefault(r['corr'], []).append(r)
+    queries = [l for l in L if l['kind'] == 'query']
+    L = [l for l in L if l['kind'] != 'query']
+    assert queries and not {q['corr'] for q in queries} & set(by), \
+        'event/stream query records arrived: cuptiActivityEnableAllSyncRecords(0) not in effect'
     launched = {l['corr'] for l in L if l['kind'] != 'kernel_zero_ts'}
     zero = [l for l in L if l['kind'] == 'kernel_zero_ts']
     extra = set(by) - launched
@@ -158,8 +167,12 @@ def parse():
     assert st[-1]['cupti_version'] == CUPTI_API_VERSION and st[-1]['lib_version'] == W['RSC_VERSION']
     assert last(s, 'dropped_clock') == len(zero) > 0, \
         f'dropped_clock {last(s, "dropped_clock")} for {len(zero)} zero-timestamp kernels'
-    assert last(s, 'records') == done['launches'], \
-        f'status.records {last(s, "records")} != {done["launches"]} launched'
+    assert last(s, 'records') == done['launches'] - len(queries), \
+        f'status.records {last(s, "records")} != {done["launches"] - len(queries)} launched'
+    lg = log('parse')
+    for want in ('attr 5=1', 'allsync=0', 'timestamp callback'):
+        assert want in lg, f'{want!r} not among the CUPTI calls: {lg}'
+    assert done['dirty_buffers'] == 0, f'{done["dirty_buffers"]} buffers were not zeroed'
     assert last(s, 'dropped_queue') == 0 and last(s, 'dropped_cupti') == 0
     assert info['loaded_by'] == 'library', 'the library did not load libcupti.so itself'
     kinds = sorted(int(x.split('=')[1]) for x in log('parse') if x.startswith('enable '))
@@ -214,8 +227,11 @@ def dormant():
     assert st and all(x['state'] == W['RSC_ST_READY'] for x in st), st
     assert st[-1]['detail'] == 'dormant: waiting for the daemon', st[-1]
     assert s['enables_sent'] == 0 and s['nrec'] == 0 and done['enables'] == 0, (s['nrec'], done)
-    assert not log('dormant'), f'CUPTI calls while dormant: {log("dormant")}'
-    print(f'dormant: {done["launches"]} launches, states {states(s)}, no CUPTI call, 0 records')
+    # one call at InitializeInjection, before CUDA makes a context: the device buffer cap
+    lg = log('dormant')
+    assert lg == [f'attr 2={W["RSC_DEVICE_POOL_MAX"]}'], f'CUPTI calls while dormant: {lg}'
+    print(f'dormant: {done["launches"]} launches, states {states(s)}, no CUPTI call but the '
+          f'device buffer cap ({lg[0]}), 0 records')
 
 def nodriver():
     L, done, info = host('nodriver')
@@ -272,6 +288,145 @@ def starve():
     assert dc == done['dropped_cupti'], f'status dropped_cupti {dc} != {done["dropped_cupti"]}'
     assert s['nrec'] + dc + last(s, 'dropped_queue') == done['launches']
 
+def accounted(name, s, done, launched=None):
+    """Every record launched is received or counted as dropped somewhere."""
+    launched = done['launches'] if launched is None else launched
+    drops = {k: last(s, k) for k in ('dropped_queue', 'dropped_cupti', 'dropped_clock')}
+    assert s['nrec'] + sum(drops.values()) == launched, \
+        f'{name}: received {s["nrec"]} + dropped {drops} != {launched} launched'
+    return drops
+
+def old_cupti():
+    L, done, s = stress('old', 'fread')
+    dc = last(s, 'dropped_cupti')
+    assert done['dropped_cupti'] == 0, 'a buffer request was declined: the double would crash'
+    assert dc > 0, 'no record went to the spare buffer: the pool never ran out'
+    drops = accounted('old', s, done)
+    print(f'old CUPTI (API 26): the pool ran out, {dc} records written to the spare buffer and '
+          f'counted, no NULL handed out; {drops}')
+
+def rates(*names):
+    for name in names:
+        L, done, info = host(name)
+        s = summary(name)
+        rate = int(name[4:])
+        drops = accounted(name, s, done)
+        steps = [l for l in open(f'{T}/h_{name}.out').read().splitlines()
+                 if l.startswith('rate step=')]
+        assert s['lag_over_2s'] == 0 and s['lag_max_ns'] < 2e9, \
+            f'{name}: a record reached the daemon {s["lag_max_ns"] / 1e9:.2f} s after it ' \
+            f'ended (settle window 2 s)'
+        got = done['launches'] / (done['loop_ns'] / 1e9)
+        assert got > 0.5 * rate, f'{name}: the host managed {got:.0f} records/s'
+        if rate <= 10000:
+            assert not any(drops.values()), f'{name}: dropped {drops} at {rate} records/s'
+        print(f'{name}: {done["launches"]} kernels in {len(steps)} steps of 100 ms '
+              f'({got:.0f}/s); received {s["nrec"]}, latest {s["lag_max_ns"] / 1e6:.0f} ms '
+              f'after its end; dropped {drops}')
+
+def windows(name, min_kept=0.9):
+    """Records land inside the host windows they were launched in, or are counted dropped."""
+    L, done, info = host(name)
+    s = summary(name)
+    by = {r['corr']: r for r in s['records']}
+    L = [l for l in L if l['kind'] in KIND]
+    kept = 0
+    for l in L:
+        r = by.get(l['corr'])
+        if not r:
+            continue
+        tol = r['calib_err'] + SLACK_NS
+        assert l['t0'] - tol <= r['start'] <= r['end'] <= l['t1'] + tol, \
+            f'{name}: corr {l["corr"]} step {l["step"]}: [{r["start"]}, {r["end"]}] ' \
+            f'outside the host window [{l["t0"]}, {l["t1"]}] +- {tol} ns'
+        kept += 1
+    dclk = last(s, 'dropped_clock')
+    drops = accounted(name, s, done, len(L))
+    assert kept >= min_kept * len(L), f'{name}: only {kept} of {len(L)} records kept'
+    return kept, len(L), dclk, s
+
+def clockstep():
+    kept, n, dclk, s = windows('clockstep')
+    assert 'clock step 3600000000000 ns' in log('clockstep')
+    assert 'timestamp callback' not in log('clockstep')
+    print(f'clock step: CUPTI without a timestamp callback, its clock 1 h ahead mid-run: '
+          f'{kept} of {n} records inside their host windows, {dclk} outside every calibrated '
+          f'window (counted)')
+
+def tsc():
+    kept, n, dclk, s = windows('tsc')
+    lg = log('tsc')
+    assert 'timestamp callback' in lg and 'clock tsc' in lg, lg
+    print(f'TSC: our CLOCK_MONOTONIC callback, then another client\'s TSC clock (2.1 ticks/ns) '
+          f'mid-run: {kept} of {n} records inside their host windows, {dclk} counted out')
+
+def kineto(name, teardown):
+    L, done, info = host(name)
+    s = summary(name)
+    st = s['statuses']
+    seq = [x['state'] for x in st]
+    taken = [x for x in st if x['state'] == W['RSC_ST_TAKEN_OVER']]
+    assert taken, f'{name}: the takeover was never reported: states {seq}'
+    t_taken = taken[0]['t']
+    assert 'another CUPTI client' in taken[0]['detail'], taken[0]
+    ev = {l.split()[2]: l for l in open(f'{T}/h_{name}.out').read().splitlines()
+          if l.startswith('event ')}
+    kr, ku = (int(x.split('=')[1]) for x in
+              [l for l in open(f'{T}/h_{name}.out').read().splitlines()
+               if l.startswith('kineto ')][0].split()[1:])
+    assert kr > 0, 'the Kineto double recorded nothing'
+    if teardown:
+        back = [x for x in st if x['state'] == W['RSC_ST_ACTIVE'] and x['t'] > t_taken]
+        assert back, f'{name}: CUPTI never taken back after the other client finalized: {seq}'
+        assert back[-1]['detail'].startswith('recording again'), back[-1]
+        assert st[-1]['state'] == W['RSC_ST_ACTIVE'], seq
+        lg = log(name)
+        i = lg.index('kineto: stop and finalize')
+        assert 'register' in lg[i:], 'the library did not register its callbacks again'
+        late = [l for l in L if l['step'] >= done['steps'] - 20 and l['kind'] == 'kernel']
+        got = {r['corr'] for r in s['records']}
+        assert late and all(l['corr'] in got for l in late), \
+            f'{name}: kernels of the last 20 steps, after CUPTI came back, are missing'
+    else:
+        assert st[-1]['state'] == W['RSC_ST_TAKEN_OVER'], \
+            f'{name}: state after a client that kept CUPTI: {seq[-5:]} (stale active?)'
+    print(f'{name}: states {sorted(set(seq), key=seq.index)}; taken over at {t_taken} s '
+          f'({taken[0]["detail"]!r}); Kineto double: {kr} records, {ku} of our buffers kept '
+          f'as unknown; {s["nrec"]} records received')
+
+def failed():
+    L, done, info = host('failed')
+    s = summary('failed')
+    st = s['statuses'][-1]
+    assert st['state'] == W['RSC_ST_FAILED'], st
+    assert st['detail'] == 'GPU timing off: cuptiActivityEnable(10): CUPTI_ERROR_NOT_COMPATIBLE', st
+    assert s['nrec'] == 0
+    lg = log('failed')
+    assert not [x for x in lg if x.startswith('enable kind=') and 'failed' not in x and
+                not any(y == 'disable ' + x[len('enable '):] for y in lg)], \
+        f'a kind left on after the failure: {lg}'
+    print(f'enable fails: state failed, detail {st["detail"]!r}, 0 records, no kind left on')
+
+def newer():
+    L, done, info = host('newer')
+    s = summary('newer')
+    st = s['statuses'][-1]
+    assert st['state'] == W['RSC_ST_CUPTI_VERSION'], st
+    assert st['detail'].startswith('GPU timing unavailable: CUPTI 130001 is for CUDA 13, the '
+                                   'driver is CUDA 12.8') or 'is for CUDA 13' in st['detail'], st
+    assert s['nrec'] == 0 and done['enables'] == 0
+    print(f'CUPTI newer than the driver: state cupti_version, detail {st["detail"]!r}')
+
+def atexit_flush():
+    L, done, info = host('exitflush')
+    s = summary('exitflush')
+    got = {r['corr'] for r in s['records']}
+    want = [l for l in L if l['kind'] in KIND]
+    missing = [l for l in want if l['corr'] not in got]
+    assert not missing, f'{len(missing)} records of the last steps lost at exit: {missing[:3]}'
+    print(f'exit with no linger: all {len(want)} records sent, the last buffer forced out and '
+          f'sent from the exiting thread')
+
 globals()[sys.argv[1]](*sys.argv[2:])
 PY
 export T DBLSRC="$TOP/tests/fixtures/cupti_double" WIRE="$TOP/cupti" PYTHONDONTWRITEBYTECODE=1
@@ -279,7 +434,7 @@ export T DBLSRC="$TOP/tests/fixtures/cupti_double" WIRE="$TOP/cupti" PYTHONDONTW
 # 1. parsing, the clock, zero timestamps, NCCL names
 daemon parse --poke-ms 250
 host parse "$DBL" --steps 50 --kernels 4 --kernel-us 300 --nccl-us 800 --copy-us 100 \
-	--sync-us 50 --idle-us 1000 --zero-ts --wait-enable-ms 5000 --linger-ms 2000
+	--sync-us 50 --idle-us 1000 --zero-ts --queries 2 --wait-enable-ms 5000 --linger-ms 2000
 finish parse
 check parse
 
@@ -344,16 +499,101 @@ host none "$DBL" "${STRESS[@]}" --linger-ms 0
 finish none nodaemon
 check nodaemon
 
-# 9. CUPTI short of buffers: with a slow CUPTI worker (full buffers wait for the library's flush,
-# every 0.5 s) and ~190k records/s, the 8 buffers the library lends fill up. First the same load
-# on a CUPTI that completes buffers at once, as the reference.
+# 9. CUPTI short of buffers: with a slow CUPTI worker (full buffers come back 1 s after they
+# fill) and ~190k records/s, the 32 buffers the library lends run out. First the same load on a
+# CUPTI that completes buffers at once, as the reference.
 daemon fread --no-records --poke-ms 250
 host fread "$DBL" "${FAST[@]}" --wait-enable-ms 5000 --linger-ms 2500
 finish fread
 check stress fread
 daemon starve --no-records --poke-ms 250
-RSDOUBLE_COMPLETE_ON_FLUSH=1 host starve "$DBL" "${FAST[@]}" --wait-enable-ms 5000 --linger-ms 2500
+RSDOUBLE_COMPLETE_ON_FLUSH=1 RSDOUBLE_HOLD_MS=1000 host starve "$DBL" "${FAST[@]}" \
+	--wait-enable-ms 5000 --linger-ms 2500
 finish starve
 check starve
 
-pass "records once each with names and bytes, clock within calib_err, zero timestamps counted, only the kinds asked for, other subscriber and no driver dormant, stuck/absent/starved pipelines drop without slowing the host"
+# 10. a CUPTI before API version 27 crashes on a NULL buffer: the double does too (a client that
+# has none), and the library, starved as in 9, hands it the spare instead
+RSDOUBLE_API_VERSION=26 LD_LIBRARY_PATH="$DBL" RSDOUBLE_LOG="$T/null26.log" \
+	"$HOST" --null-buffers >"$T/null26.out" 2>&1
+rc=$?
+[ "$rc" -ge 128 ] && [ $((rc - 128)) -eq 11 ] ||
+	fail "the double at API 26 did not crash (SIGSEGV) on a NULL buffer: exit $rc"
+RSDOUBLE_API_VERSION=27 LD_LIBRARY_PATH="$DBL" "$HOST" --null-buffers >"$T/null27.out" 2>&1 ||
+	fail "the double at API 27 crashed on a NULL buffer: $(tail -1 "$T/null27.out")"
+grep -q 'survived requests=[1-9]' "$T/null27.out" || fail "null27: no buffer request was made"
+echo "double: a NULL buffer crashes API 26 (exit $rc, SIGSEGV), not API 27"
+daemon old --no-records --poke-ms 250
+RSDOUBLE_API_VERSION=26 RSDOUBLE_COMPLETE_ON_FLUSH=1 RSDOUBLE_HOLD_MS=1000 host old "$DBL" \
+	"${FAST[@]}" --wait-enable-ms 5000 --linger-ms 2500
+finish old
+check old_cupti
+
+# 11. 10^2, 10^4 and 10^5 kernel records a second: each reaches the daemon within its 2 s
+# settle window, and none is dropped at 10^4
+for r in 100 10000 100000; do
+	daemon "rate$r" --no-records --poke-ms 250
+	host "rate$r" "$DBL" --rate "$r" --seconds 3 --wait-enable-ms 5000 --linger-ms 1500
+	finish "rate$r"
+done
+check rates rate100 rate10000 rate100000
+
+# 12. a CUPTI with no timestamp callback, whose clock (CLOCK_REALTIME) steps an hour ahead
+# mid-run: each record converts by the calibration of its own time, or is counted out
+CLOCKSTEP=(--steps 60 --kernels 2 --kernel-us 200 --nccl-us 300 --copy-us 50 --sync-us 50
+	--idle-us 20000 --wait-enable-ms 5000 --linger-ms 1500)
+daemon clockstep --poke-ms 250
+RSDOUBLE_NO_TS_CALLBACK=1 host clockstep "$DBL" "${CLOCKSTEP[@]}" --clock-step 30:3600000000000
+finish clockstep
+check clockstep
+
+# 13. our CLOCK_MONOTONIC callback, then another client's TSC clock mid-run
+daemon tsc --poke-ms 250
+host tsc "$DBL" "${CLOCKSTEP[@]}" --tsc-at 30
+finish tsc
+check tsc
+
+# 14. a Kineto-like client takes CUPTI over (its callbacks, its kinds, per-thread buffers off),
+# then stops: with cuptiFinalize the library takes CUPTI back; without, it stays taken_over
+KINETO=(--steps 1500 --kernels 2 --kernel-us 100 --nccl-us 100 --copy-us 20 --sync-us 20
+	--idle-us 10000 --kineto-at 100 --wait-enable-ms 5000 --linger-ms 1000)
+daemon kineto --poke-ms 500
+host kineto "$DBL" "${KINETO[@]}" --kineto-stop-at 1100 --kineto-teardown --kineto-tsc
+daemon kinetokeep --poke-ms 500
+host kinetokeep "$DBL" "${KINETO[@]}" --kineto-stop-at 1100
+finish kineto
+finish kinetokeep
+check kineto kineto 1
+check kineto kinetokeep ''
+
+# 15. cuptiActivityEnable fails (CUPTI_ERROR_NOT_COMPATIBLE, confidential computing): a state
+# with the reason, not "recording" with no data
+daemon failed --poke-ms 250
+RSDOUBLE_ENABLE_FAIL=10:14 host failed "$DBL" --steps 10 --wait-enable-ms 1000 --linger-ms 1000
+finish failed
+check failed
+
+# 16. a CUPTI newer than the driver (CUDA 13's with a 12.8 driver) is not used
+daemon newer --enable-any --poke-ms 250
+RSDOUBLE_DRIVER_VERSION=12080 host newer "$DBL" --steps 5 --wait-cupti-ms 500 --linger-ms 1000
+finish newer
+check newer
+
+# 17. exit right after the last step: at_exit forces the last buffer out and sends it
+daemon exitflush --poke-ms 250
+host exitflush "$DBL" --steps 20 --kernels 2 --kernel-us 100 --nccl-us 100 --idle-us 500 \
+	--wait-enable-ms 5000 --linger-ms 0
+finish exitflush
+check atexit_flush
+
+# 18. the glibc floor: no symbol newer than GLIBC_2.17, and the old homes of the pthread and dl
+# functions listed as needed (Ubuntu 20.04 and NGC images have glibc 2.31)
+newest=$(objdump -T "$LIB" | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -1)
+[ "$(printf '%s\n' "$newest" GLIBC_2.17 | sort -V | tail -1)" = GLIBC_2.17 ] ||
+	fail "librankscope_cupti.so needs $newest: over the GLIBC_2.17 floor (cupti/glibc_compat.h)"
+for so in libdl.so.2 libpthread.so.0; do
+	readelf -d "$LIB" | grep -q "NEEDED.*\[$so\]" || fail "librankscope_cupti.so does not need $so"
+done
+echo "glibc: newest symbol version $newest; needs libdl.so.2 and libpthread.so.0"
+
+pass "records once each with names and bytes, clock within calib_err, zero timestamps counted, only the kinds asked for, other subscriber and no driver dormant, stuck/absent/starved pipelines drop without slowing the host, old CUPTI never gets NULL, 10^2-10^5 records/s within the settle window, clock steps and TSC, Kineto takeover and return, enable failure, CUPTI newer than the driver, exit flush, glibc floor"

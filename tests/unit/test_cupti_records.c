@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
  * cupti/records.c: CUPTI activity records to wire records (every kind kept, and the older record
- * layouts a different CUPTI hands over), the clock calibration, the kernel-name table and the
- * bounded queue. Records are the real structs of the CUDA toolkit's CUPTI headers; no CUPTI
+ * layouts a different CUPTI hands over), the clock calibration, the timeline of calibrations
+ * (clock steps, another client's TSC), the buffer pool lent to CUPTI, the kernel-name table and
+ * the bounded queue. Records are the real structs of the CUDA toolkit's CUPTI headers; no CUPTI
  * library and no GPU are involved.
  */
 #ifdef RSC_TEST_NO_CUPTI
@@ -22,6 +23,7 @@ int main(void)
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <cmocka.h>
 #include <cupti_activity.h>
 #include <cupti_activity_deprecated.h>
@@ -554,6 +556,264 @@ static void calibrate__then_convert__round_trip_within_err(void **state)
 	expect_times(&r, 5000000003LL, 5000001003LL);
 }
 
+/* ---- rsc_timeline ---- */
+
+#define MS	1000000ULL
+#define SEC	1000000000ULL
+#define BASE	(5000 * SEC)		/* CLOCK_MONOTONIC at the first point */
+#define REAL(m)	((m) + 1700000000 * SEC)	/* a CLOCK_REALTIME-like CUPTI clock */
+
+static struct rsc_timeline tl;
+
+static uint64_t map_ok(uint64_t t)
+{
+	uint64_t m = 0;
+
+	assert_int_equal(rsc_timeline_map(&tl, t, &m), 0);
+	return m;
+}
+
+static int map_rc(uint64_t t)
+{
+	uint64_t m;
+
+	return rsc_timeline_map(&tl, t, &m);
+}
+
+/* points every 100 ms from mono a to b (inclusive) of clock f */
+#define POINTS(a, b, f)								\
+	do {									\
+		uint64_t _m;							\
+		for (_m = (a); _m <= (b); _m += 100 * MS)			\
+			assert_true(rsc_timeline_add(&tl, f(_m), _m, 500) >= 0);	\
+	} while (0)
+
+static void timeline__one_clock__interpolated_wait_past_newest(void **state)
+{
+	rsc_timeline_reset(&tl);
+	assert_int_equal(map_rc(REAL(BASE)), -EAGAIN);		/* no point yet */
+	POINTS(BASE, BASE + 2 * SEC, REAL);
+	assert_int_equal(tl.epochs, 0);
+	assert_int_equal(map_ok(REAL(BASE)), BASE);
+	assert_int_equal(map_ok(REAL(BASE + 1234567)), BASE + 1234567);
+	assert_int_equal(map_ok(REAL(BASE + 2 * SEC)), BASE + 2 * SEC);
+	/* made after the newest point: wait for the next calibration */
+	assert_int_equal(map_rc(REAL(BASE + 2 * SEC + 50 * MS)), -EAGAIN);
+	/* from the future, or from before the first point: no line to trust */
+	assert_int_equal(map_rc(REAL(BASE + 5 * SEC)), -ERANGE);
+	assert_int_equal(map_rc(REAL(BASE - 2 * MS)), -ERANGE);
+	assert_int_equal(map_ok(REAL(BASE - MS / 2)), BASE - MS / 2);	/* within the 1 ms edge */
+}
+
+static uint64_t stepped;	/* the CUPTI clock's step, applied from mono `stepped_at` on */
+static uint64_t stepped_at;
+
+static uint64_t step_clock(uint64_t m)
+{
+	return REAL(m) + (m >= stepped_at ? stepped : 0);
+}
+
+static void timeline__clock_steps_an_hour__each_side_by_its_own_points(void **state)
+{
+	uint64_t at = BASE + 1 * SEC + 30 * MS;	/* between two points */
+
+	rsc_timeline_reset(&tl);
+	stepped = 3600 * SEC;
+	stepped_at = at;
+	POINTS(BASE, BASE + 1 * SEC, step_clock);
+	assert_int_equal(rsc_timeline_add(&tl, step_clock(BASE + 1100 * MS), BASE + 1100 * MS, 500),
+			 1);	/* the step starts an epoch */
+	POINTS(BASE + 1200 * MS, BASE + 2 * SEC, step_clock);
+	assert_int_equal(tl.epochs, 1);
+	/* before the step, in the old epoch's points and in the gap after them */
+	assert_int_equal(map_ok(step_clock(BASE + 500 * MS)), BASE + 500 * MS);
+	assert_int_equal(map_ok(step_clock(BASE + 1 * SEC + 20 * MS)), BASE + 1 * SEC + 20 * MS);
+	/* after the step: in the gap before the new epoch's first point, and in its points */
+	assert_int_equal(map_ok(step_clock(BASE + 1 * SEC + 40 * MS)), BASE + 1 * SEC + 40 * MS);
+	assert_int_equal(map_ok(step_clock(BASE + 1500 * MS)), BASE + 1500 * MS);
+	/* an hour ahead of the old clock but before the step in host time: no epoch made it */
+	assert_int_equal(map_rc(REAL(BASE + 500 * MS) + stepped), -ERANGE);
+}
+
+static uint64_t tsc(uint64_t m)
+{
+	return 777000000000000ULL + m * 2 + m / 10;
+}
+
+static uint64_t to_tsc_at;
+
+static uint64_t switch_clock(uint64_t m)
+{
+	return m >= to_tsc_at ? tsc(m) : m;	/* our CLOCK_MONOTONIC callback, then a TSC */
+}
+
+static void timeline__another_clients_tsc__new_epoch_needs_two_points(void **state)
+{
+	uint64_t m;
+
+	rsc_timeline_reset(&tl);
+	to_tsc_at = BASE + 1050 * MS;
+	POINTS(BASE, BASE + 1 * SEC, switch_clock);
+	assert_int_equal(rsc_timeline_add(&tl, tsc(BASE + 1100 * MS), BASE + 1100 * MS, 500), 1);
+	/* one TSC point: no rate yet, so its records wait */
+	assert_int_equal(map_rc(tsc(BASE + 1080 * MS)), -EAGAIN);
+	assert_int_equal(map_rc(tsc(BASE + 1120 * MS)), -EAGAIN);
+	assert_int_equal(rsc_timeline_add(&tl, tsc(BASE + 1200 * MS), BASE + 1200 * MS, 500), 0);
+	m = map_ok(tsc(BASE + 1080 * MS));	/* in the gap, extrapolated back */
+	assert_true(m >= BASE + 1080 * MS - 2 && m <= BASE + 1080 * MS + 2);
+	m = map_ok(tsc(BASE + 1150 * MS));
+	assert_true(m >= BASE + 1150 * MS - 2 && m <= BASE + 1150 * MS + 2);
+	/* the monotonic epoch still converts its own records, up to the switch */
+	assert_int_equal(map_ok(BASE + 700 * MS), BASE + 700 * MS);
+	assert_int_equal(map_ok(BASE + 1040 * MS), BASE + 1040 * MS);
+}
+
+static uint64_t slew(uint64_t m)
+{
+	return REAL(m) + (m - BASE) / 2000;	/* 500 ppm fast: NTP slewing at its limit */
+}
+
+static void timeline__slewing_clock__one_epoch_exact_at_points(void **state)
+{
+	uint64_t m;
+
+	rsc_timeline_reset(&tl);
+	POINTS(BASE, BASE + 20 * SEC, slew);
+	assert_int_equal(tl.epochs, 0);
+	for (m = BASE; m <= BASE + 20 * SEC; m += 333 * MS + 7) {
+		uint64_t got = map_ok(slew(m));
+
+		assert_true(got + 1 >= m && got <= m + 1);
+	}
+}
+
+static void timeline__ring_wraps__old_records_of_the_epoch_bounded(void **state)
+{
+	rsc_timeline_reset(&tl);
+	POINTS(BASE, BASE + (RSC_CAL_POINTS + 100) * 100 * MS, REAL);
+	assert_int_equal(tl.n, RSC_CAL_POINTS);
+	assert_true(tl.truncated);
+	/* made before the oldest point kept: the epoch's line, up to RSC_CAL_KEEP_NS back */
+	assert_int_equal(map_ok(REAL(BASE + 5 * SEC)), BASE + 5 * SEC);
+	assert_int_equal(map_rc(REAL(BASE + 100 * 100 * MS - RSC_CAL_KEEP_NS - SEC)), -ERANGE);
+}
+
+static void timeline__bad_points__refused(void **state)
+{
+	rsc_timeline_reset(&tl);
+	assert_int_equal(rsc_timeline_add(&tl, 0, BASE, 1), -EINVAL);
+	assert_int_equal(rsc_timeline_add(&tl, REAL(BASE), 0, 1), -EINVAL);
+	assert_int_equal(rsc_timeline_add(&tl, REAL(BASE), BASE, 1), 0);
+	assert_int_equal(rsc_timeline_add(&tl, REAL(BASE + SEC), BASE - SEC, 1), -EINVAL);
+	assert_int_equal(tl.n, 1);
+	/* a clock that went back starts an epoch */
+	assert_int_equal(rsc_timeline_add(&tl, REAL(BASE) - SEC, BASE + 100 * MS, 1), 1);
+	assert_int_equal(map_rc(0), -ERANGE);
+}
+
+/* ---- rsc_pool ---- */
+
+static struct rsc_pool pool;
+
+static bool zeroed(const uint8_t *b, size_t n)
+{
+	while (n--)
+		if (*b++)
+			return false;
+	return true;
+}
+
+static void pool__lend_all__then_none_or_the_spare(void **state)
+{
+	uint8_t *got[RSC_POOL_BUFS];
+	int i, j;
+
+	assert_int_equal(rsc_pool_init(&pool, 4096, false), 0);
+	for (i = 0; i < RSC_POOL_BUFS; i++) {
+		got[i] = rsc_pool_get(&pool);
+		assert_non_null(got[i]);
+		assert_true(zeroed(got[i], 4096));
+		for (j = 0; j < i; j++)
+			assert_ptr_not_equal(got[i], got[j]);
+	}
+	assert_null(rsc_pool_get(&pool));
+	assert_int_equal(rsc_pool_count(&pool, RSC_BUF_OUT), RSC_POOL_BUFS);
+	rsc_pool_free(&pool);
+
+	/* CUPTI < 27: never NULL, the spare (shared) when every buffer is out */
+	assert_int_equal(rsc_pool_init(&pool, 4096, true), 0);
+	for (i = 0; i < RSC_POOL_BUFS; i++)
+		assert_non_null(rsc_pool_get(&pool));
+	assert_ptr_equal(rsc_pool_get(&pool), pool.spare);
+	assert_ptr_equal(rsc_pool_get(&pool), pool.spare);
+	assert_int_equal(atomic_load(&pool.spare_out), 2);
+	assert_int_equal(rsc_pool_put(&pool, pool.spare, &j), RSC_PUT_SPARE);
+	assert_int_equal(atomic_load(&pool.spare_out), 1);
+	rsc_pool_free(&pool);
+}
+
+static void pool__back_dirty__zeroed_by_scrub_or_inline(void **state)
+{
+	uint8_t *a, *b, other[64];
+	int slot, i;
+
+	assert_int_equal(rsc_pool_init(&pool, 4096, false), 0);
+	a = rsc_pool_get(&pool);
+	memset(a, 0xab, 4096);			/* CUPTI wrote records */
+	assert_int_equal(rsc_pool_put(&pool, a, &slot), RSC_PUT_OURS);
+	/* held while the callback reads it: not lent, not zeroed */
+	assert_int_equal(rsc_pool_count(&pool, RSC_BUF_SCRUB), 1);
+	assert_int_equal(rsc_pool_scrub(&pool), 0);
+	assert_int_equal(a[100], 0xab);
+	rsc_pool_release(&pool, slot);
+	assert_int_equal(rsc_pool_count(&pool, RSC_BUF_DIRTY), 1);
+	assert_int_equal(rsc_pool_scrub(&pool), 1);
+	assert_true(zeroed(a, 4096));
+	assert_int_equal(rsc_pool_count(&pool, RSC_BUF_CLEAN), RSC_POOL_BUFS);
+	/* twice back: the second is not ours any more */
+	assert_int_equal(rsc_pool_put(&pool, a, &slot), RSC_PUT_NOT_OURS);
+	assert_int_equal(rsc_pool_put(&pool, other, &slot), RSC_PUT_NOT_OURS);
+	assert_int_equal(rsc_pool_put(&pool, NULL, &slot), RSC_PUT_NOT_OURS);
+
+	/* every one out and back dirty, our thread behind: zeroed on the asking thread */
+	for (i = 0; i < RSC_POOL_BUFS; i++) {
+		b = rsc_pool_get(&pool);
+		memset(b, 0xcd, 4096);
+		assert_int_equal(rsc_pool_put(&pool, b, &slot), RSC_PUT_OURS);
+		rsc_pool_release(&pool, slot);
+	}
+	b = rsc_pool_get(&pool);
+	assert_non_null(b);
+	assert_true(zeroed(b, 4096));
+	assert_int_equal(atomic_load(&pool.zeroed_inline), 1);
+	rsc_pool_free(&pool);
+}
+
+static void pool__taken_over__lost_renewed_ghost_freed(void **state)
+{
+	uint8_t *a, *b, *c;
+	int slot;
+
+	assert_int_equal(rsc_pool_init(&pool, 4096, false), 0);
+	a = rsc_pool_get(&pool);
+	b = rsc_pool_get(&pool);
+	assert_int_equal(rsc_pool_abandon(&pool), 2);
+	assert_int_equal(rsc_pool_count(&pool, RSC_BUF_LOST), 2);
+	/* a lost one coming back before the renewal is ours again */
+	assert_int_equal(rsc_pool_put(&pool, b, &slot), RSC_PUT_OURS);
+	rsc_pool_release(&pool, slot);
+	assert_int_equal(rsc_pool_renew(&pool), 1);
+	assert_int_equal(rsc_pool_count(&pool, RSC_BUF_LOST), 0);
+	assert_int_equal(rsc_pool_count(&pool, RSC_BUF_CLEAN), RSC_POOL_BUFS - 1);
+	/* the renewed slot has new memory; the old buffer, back at last, is freed (ASan: no
+	 * leak, no double free) */
+	c = rsc_pool_get(&pool);
+	assert_ptr_not_equal(c, a);
+	assert_int_equal(rsc_pool_put(&pool, a, &slot), RSC_PUT_GHOST);
+	assert_int_equal(rsc_pool_put(&pool, a, &slot), RSC_PUT_NOT_OURS);
+	rsc_pool_free(&pool);
+}
+
 /* ---- rsc_names ---- */
 
 static void names__same_name__same_id_fresh_once(void **state)
@@ -866,6 +1126,15 @@ int main(void)
 		cmocka_unit_test(calibrate__failed_zero_or_backwards_reads__skipped),
 		cmocka_unit_test(calibrate__nothing_read__minus_one_clock_kept),
 		cmocka_unit_test(calibrate__then_convert__round_trip_within_err),
+		cmocka_unit_test(timeline__one_clock__interpolated_wait_past_newest),
+		cmocka_unit_test(timeline__clock_steps_an_hour__each_side_by_its_own_points),
+		cmocka_unit_test(timeline__another_clients_tsc__new_epoch_needs_two_points),
+		cmocka_unit_test(timeline__slewing_clock__one_epoch_exact_at_points),
+		cmocka_unit_test(timeline__ring_wraps__old_records_of_the_epoch_bounded),
+		cmocka_unit_test(timeline__bad_points__refused),
+		cmocka_unit_test(pool__lend_all__then_none_or_the_spare),
+		cmocka_unit_test(pool__back_dirty__zeroed_by_scrub_or_inline),
+		cmocka_unit_test(pool__taken_over__lost_renewed_ghost_freed),
 		cmocka_unit_test(names__same_name__same_id_fresh_once),
 		cmocka_unit_test(names__longer_than_max__cut_and_merged),
 		cmocka_unit_test(names__table_full__zero_for_new_known_still_found),

@@ -300,12 +300,15 @@ void cupti_rx__refresh(struct cupti_rx *rx)
 
 	for (i = 0; i < CUPTI_RX_CONNS_MAX; i++) {
 		c = &rx->c[i];
-		if (c->fd < 0 || (c->state != RSC_ST_READY && c->state != RSC_ST_ACTIVE))
+		/* taken_over: the library keeps off CUPTI until the other client is gone, and it
+		 * can still be told to stop */
+		if (c->fd < 0 || (c->state != RSC_ST_READY && c->state != RSC_ST_ACTIVE &&
+				  c->state != RSC_ST_QUIET && c->state != RSC_ST_TAKEN_OVER))
 			continue;
 		want = rx->ops.wanted && rx->ops.wanted(rx->ops.ctx, c->pid);
 		if (want && c->state == RSC_ST_READY && !c->enabled)
 			send_ctl(rx, c, true);
-		else if (!want && (c->enabled || c->state == RSC_ST_ACTIVE))
+		else if (!want && (c->enabled || c->state != RSC_ST_READY))
 			send_ctl(rx, c, false);
 	}
 }

@@ -81,6 +81,8 @@ const char *gpu_wire__state_name(uint32_t state)
 		[RSC_ST_NO_DRIVER] = "no_driver", [RSC_ST_NO_CUPTI] = "no_cupti",
 		[RSC_ST_OTHER_SUBSCRIBER] = "other_subscriber",
 		[RSC_ST_CUPTI_VERSION] = "cupti_version",
+		[RSC_ST_TAKEN_OVER] = "taken_over", [RSC_ST_FAILED] = "failed",
+		[RSC_ST_QUIET] = "quiet",
 	};
 
 	return state < RSC_ST_MAX && names[state] ? names[state] : "unknown";
