@@ -75,7 +75,7 @@ if command -v setpriv >/dev/null; then
 	expect 1 'missing CAP_BPF, CAP_PERFMON \(or CAP_SYS_ADMIN\)' setpriv --reuid=65534 \
 		--regid=65534 --clear-groups --inh-caps=-all --bounding-set=-all \
 		"$RS" attach --all --duration 1
-	# kernel.perf_event_paranoid=3 (Debian's level: no perf event without CAP_PERFMON): named
+	# kernel.perf_event_paranoid=3 (Debian's level: no perf event without CAP_SYS_ADMIN): named
 	OLD_PARANOID=$(cat /proc/sys/kernel/perf_event_paranoid)
 	if echo 3 >/proc/sys/kernel/perf_event_paranoid 2>/dev/null; then
 		trap 'echo "$OLD_PARANOID" >/proc/sys/kernel/perf_event_paranoid; cleanup' EXIT

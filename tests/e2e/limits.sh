@@ -67,7 +67,7 @@ grep -q 'fds left under the open file limit .*raise it (ulimit -n' "$T/rsd.out" 
 bg job mpirun --allow-run-as-root --oversubscribe -np 2 "$FIX/mpi_loop" --go-file "$T/go" \
 	--iters 100000 --compute-us 500
 wait_lines "$T/job.out" '^ready rank=' 2 60 || fail "MPI job did not start"
-wait_lines "$T/rsd.out" "job 'ppid-|attached to PID .* of job '(ompi|[0-9])" 2 20 >/dev/null
+wait_lines "$T/rsd.out" "job 'ppid:|attached to PID .* of job '(mpi|slurm):" 2 20 >/dev/null
 touch "$T/go"
 sleep 2
 C0=$(metric '^rankscope_events_received_total\{family="collectives"\}')

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /* cmocka tests for user/serve/httpd.c over a real loopback socket: /healthz turns 503 when the loop
- * stops publishing, and a loopback listener refuses a Host that is not a loopback name. */
+ * stops publishing, and a loopback listener refuses a Host that is not a loopback name; a
+ * --listen on 0.0.0.0 without a token serves /metrics and /healthz only, the API goes to
+ * --api-listen, which must be loopback without a token. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -269,6 +271,153 @@ static void step_rec__made_when_asked__same_line_as_at_once(void **state)
 	json__free(&want);
 }
 
+/* method path on 127.0.0.1:port (a loopback client); returns the status code */
+static int req(unsigned int port, const char *method, const char *path, const char *auth)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+	char r[512];
+	ssize_t n, got = 0;
+	int fd, code = -1;
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	snprintf(r, sizeof(r), "%s %s HTTP/1.1\r\nHost: 127.0.0.1:%u\r\n%s%s%s"
+		 "Connection: close\r\n\r\n", method, path, port, auth ? "Authorization: " : "",
+		 auth ? auth : "", auth ? "\r\n" : "");
+	if (write(fd, r, strlen(r)) == (ssize_t)strlen(r)) {
+		while ((size_t)got < sizeof(resp) - 1 &&
+		       (n = read(fd, resp + got, sizeof(resp) - 1 - got)) > 0)
+			got += n;
+		resp[got] = '\0';
+		if (sscanf(resp, "HTTP/1.%*d %d", &code) != 1)
+			code = -1;
+	}
+	close(fd);
+	return code;
+}
+
+/* httpd__start on HOST:a free port; the port in *port. */
+static struct httpd *start_on(const char *host, const char *token, unsigned int *port)
+{
+	struct httpd *h = NULL;
+	char addr[64], err[256];
+	int i;
+
+	for (i = 0; i < 50 && !h; i++) {
+		*port = 20000 + rand() % 30000;
+		snprintf(addr, sizeof(addr), "%s:%u", host, *port);
+		if (httpd__start(addr, token, &h, err, sizeof(err)))
+			h = NULL;
+	}
+	return h;
+}
+
+/* httpd__listen_api on 127.0.0.1:a free port other than avoid; the port, or 0. */
+static unsigned int api_on(struct httpd *h, unsigned int avoid)
+{
+	char addr[64], err[256];
+	unsigned int port;
+	int i;
+
+	for (i = 0; i < 50; i++) {
+		port = 20000 + rand() % 30000;
+		if (port == avoid)
+			continue;
+		snprintf(addr, sizeof(addr), "127.0.0.1:%u", port);
+		if (!httpd__listen_api(h, addr, err, sizeof(err)))
+			return port;
+	}
+	return 0;
+}
+
+static const char *const api_paths[] = {
+	"/api/v1/ranks", "/api/v1/diagnosis", "/api/v1/steps?last=1", "/api/v1/stacks", "/",
+	"/api/v1/captures/x", "/api/v1/nothing",
+};
+
+static void listen__not_loopback_no_token__api_403_even_from_loopback(void **state)
+{
+	unsigned int port, api;
+	struct httpd *h = start_on("0.0.0.0", NULL, &port);
+	size_t i;
+
+	assert_non_null(h);
+	assert_false(httpd__api_on_listen(h));
+	httpd__publish(h, HTTPD_METRICS, "m 1\n", 4);
+	httpd__publish(h, HTTPD_RANKS, "[]", 2);
+	assert_int_equal(req(port, "GET", "/metrics", NULL), 200);
+	assert_int_equal(req(port, "GET", "/healthz", NULL), 200);
+	/* this client is on loopback, and still refused: a proxy in the pod would be too */
+	for (i = 0; i < sizeof(api_paths) / sizeof(api_paths[0]); i++)
+		assert_int_equal(req(port, "GET", api_paths[i], NULL), 403);
+	assert_non_null(strstr(body(), "--api-listen"));
+	assert_int_equal(req(port, "POST", "/api/v1/capture?seconds=1", NULL), 403);
+	assert_int_equal(req(port, "DELETE", "/api/v1/captures/x", NULL), 403);
+	assert_int_equal(req(port, "GET", "/api/v1/ranks", "Bearer 0123456789abcdef0123"), 403);
+	/* --api-listen on loopback: the API there, /metrics too; still nothing on --listen */
+	api = api_on(h, port);
+	assert_true(api > 0);
+	assert_int_equal(req(api, "GET", "/api/v1/ranks", NULL), 200);
+	assert_string_equal(body(), "[]");
+	assert_int_equal(req(api, "GET", "/metrics", NULL), 200);
+	assert_int_equal(req(api, "POST", "/api/v1/capture?seconds=1", NULL), 404);	/* no captures */
+	assert_int_equal(req(port, "GET", "/api/v1/ranks", NULL), 403);
+	httpd__stop(h);
+}
+
+static void listen_api__not_loopback_or_bad__refused_with_the_fix(void **state)
+{
+	unsigned int port;
+	struct httpd *h = start_on("0.0.0.0", NULL, &port);
+	char err[256];
+
+	assert_non_null(h);
+	assert_int_equal(httpd__listen_api(h, "0.0.0.0:1", err, sizeof(err)), -EPERM);
+	assert_non_null(strstr(err, "--token-file"));
+	assert_non_null(strstr(err, "127.0.0.1"));
+	assert_int_equal(httpd__listen_api(h, "[::]:1", err, sizeof(err)), -EPERM);
+	assert_int_equal(httpd__listen_api(h, "nonsense", err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "invalid --api-listen"));
+	httpd__stop(h);
+}
+
+static void listen__not_loopback_with_token__api_served_to_loopback(void **state)
+{
+	static const char tok[] = "0123456789abcdef0123";
+	unsigned int port, api;
+	struct httpd *h = start_on("0.0.0.0", tok, &port);
+	char err[256];
+
+	assert_non_null(h);
+	assert_true(httpd__api_on_listen(h));
+	httpd__publish(h, HTTPD_RANKS, "[]", 2);
+	/* as before --api-listen: loopback clients (kubectl port-forward) are served */
+	assert_int_equal(req(port, "GET", "/api/v1/ranks", NULL), 200);
+	/* with a token, --api-listen may be any address */
+	api = api_on(h, port);
+	assert_true(api > 0);
+	assert_int_equal(httpd__listen_api(h, "0.0.0.0:1", err, sizeof(err)), -E2BIG);
+	httpd__stop(h);
+}
+
+static void is_loopback__addresses(void **state)
+{
+	assert_int_equal(httpd__is_loopback("127.0.0.1:9464"), 1);
+	assert_int_equal(httpd__is_loopback("127.1.2.3:9464"), 1);
+	assert_int_equal(httpd__is_loopback("[::1]:9464"), 1);
+	assert_int_equal(httpd__is_loopback("[::ffff:127.0.0.1]:9464"), 1);
+	assert_int_equal(httpd__is_loopback("0.0.0.0:9464"), 0);
+	assert_int_equal(httpd__is_loopback("[::]:9464"), 0);
+	assert_int_equal(httpd__is_loopback("10.1.2.3:9464"), 0);
+	assert_int_equal(httpd__is_loopback("127.0.0.1"), -EINVAL);
+	assert_int_equal(httpd__is_loopback("127.0.0.1:0"), -EINVAL);
+}
+
 static void bearer__exact_token__only_that(void **state)
 {
 	static const char tok[] = "0123456789abcdef0123";
@@ -347,6 +496,10 @@ int main(void)
 		cmocka_unit_test(step_rec__made_when_asked__same_line_as_at_once),
 		cmocka_unit_test(bearer__exact_token__only_that),
 		cmocka_unit_test(load_token__modes_and_contents__refused_with_the_fix),
+		cmocka_unit_test(listen__not_loopback_no_token__api_403_even_from_loopback),
+		cmocka_unit_test(listen_api__not_loopback_or_bad__refused_with_the_fix),
+		cmocka_unit_test(listen__not_loopback_with_token__api_served_to_loopback),
+		cmocka_unit_test(is_loopback__addresses),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

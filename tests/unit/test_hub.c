@@ -15,6 +15,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include "hub.h"
+#include "ranks.h"
 
 #define MS	1000000ULL
 #define US	1000ULL
@@ -495,6 +496,81 @@ static void flat_steps__lined_up_by_poll_clocks(void **state)
 	}
 }
 
+/* Node's rank lines as its daemon serves them: ranks lo..lo+n-1 of job, world world. */
+static void feed_ranks(struct hub *h, int node, const char *job, int lo, int n, int world)
+{
+	char doc[1024], err[160];
+	size_t len = 0;
+	int k;
+
+	len += (size_t)snprintf(doc + len, sizeof(doc) - len, "[");
+	for (k = 0; k < n; k++)
+		len += (size_t)snprintf(doc + len, sizeof(doc) - len, "%s{\"type\":\"rank\","
+					"\"job\":\"%s\",\"rank\":%d,\"pid\":%d,\"world_size\":%d}",
+					k ? "," : "", job, lo + k, 4242 + k, world);
+	snprintf(doc + len, sizeof(doc) - len, "]");
+	assert_int_equal(hub__feed_ranks(h, node, doc, strlen(doc), err, sizeof(err)), 0);
+}
+
+static int count(const char *hay, const char *needle)
+{
+	int n = 0;
+
+	for (; (hay = strstr(hay, needle)); hay++)
+		n++;
+	return n;
+}
+
+/*
+ * The job ids each node's daemon gives its ranks (ranks.h), joined at the hub: one torchrun
+ * job with torchrun's default run id on two nodes is one job; two unrelated jobs whose
+ * launchers have the same PID (and start time) on two nodes stay two, and so do two
+ * single-node jobs on the same loopback port.
+ */
+static void job_ids__rendezvous_joined__parents_and_loopback_apart(void **state)
+{
+	static const char torch[] = "TORCHELASTIC_RUN_ID=none\0MASTER_ADDR=10.0.0.1\0"
+				    "MASTER_PORT=29500\0WORLD_SIZE=4\0";
+	static const char lone[] = "RANK=0\0WORLD_SIZE=1\0";
+	static const char lo[] = "MASTER_ADDR=127.0.0.1\0MASTER_PORT=29500\0WORLD_SIZE=2\0";
+	struct job_ctx ca = { .node = "node-a", .ppid = 4242, .ppid_start = 100 };
+	struct job_ctx cb = { .node = "node-b", .ppid = 4242, .ppid_start = 100 };
+	struct hub *h = hub__new(8);
+	struct rank_info a, b;
+	int na, nb;
+	size_t len;
+	char *out;
+
+	assert_non_null(h);
+	na = hub__node(h, "10.0.0.1:9464");
+	nb = hub__node(h, "10.0.0.2:9464");
+	ranks__init(&a);
+	ranks__init(&b);
+	ranks__job(torch, sizeof(torch) - 1, &ca, &a);
+	ranks__job(torch, sizeof(torch) - 1, &cb, &b);
+	feed_ranks(h, na, a.job, 0, 2, 4);
+	feed_ranks(h, nb, b.job, 2, 2, 4);
+	ranks__job(lone, sizeof(lone) - 1, &ca, &a);
+	ranks__job(lone, sizeof(lone) - 1, &cb, &b);
+	feed_ranks(h, na, a.job, 0, 1, 1);
+	feed_ranks(h, nb, b.job, 0, 1, 1);
+	ranks__job(lo, sizeof(lo) - 1, &ca, &a);
+	ranks__job(lo, sizeof(lo) - 1, &cb, &b);
+	feed_ranks(h, na, a.job, 0, 2, 2);
+	feed_ranks(h, nb, b.job, 0, 2, 2);
+	out = hub__ranks(h, &len);
+	assert_non_null(out);
+	assert_int_equal(count(out, "\"job\":\"rdzv:10.0.0.1:29500+4\""), 4);
+	assert_int_equal(count(out, "\"job\":\"ppid:4242.100@node-a\""), 1);
+	assert_int_equal(count(out, "\"job\":\"ppid:4242.100@node-b\""), 1);
+	assert_int_equal(count(out, "\"job\":\"rdzv:127.0.0.1:29500+2@node-a\""), 2);
+	assert_int_equal(count(out, "\"job\":\"rdzv:127.0.0.1:29500+2@node-b\""), 2);
+	/* nothing refused as a duplicate (job, rank): every rank is in the document */
+	assert_int_equal(count(out, "\"type\":\"rank\""), 4 + 2 + 4);
+	free(out);
+	hub__free(h);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -504,6 +580,7 @@ int main(void)
 		cmocka_unit_test(divergent__odd_rank_across_nodes__named_at_its_step),
 		cmocka_unit_test(hung_job__ranks_in_different_collectives__divergent),
 		cmocka_unit_test(flat_steps__lined_up_by_poll_clocks),
+		cmocka_unit_test(job_ids__rendezvous_joined__parents_and_loopback_apart),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -67,6 +67,8 @@ static void render__two_jobs__a_verdict_each(void **state)
 	assert_non_null(strstr(p.buf, "rankscope_jobs 2\n"));
 	assert_null(strstr(p.buf, "rankscope_planned_steps"));
 	assert_null(strstr(p.buf, "rankscope_bpf_run_seconds_total"));	/* bpf_stats off */
+	/* no source given (the fixture's ranks): no info series */
+	assert_null(strstr(p.buf, "rankscope_rank_info{"));
 	prom__free(&p);
 	free(f);
 }
@@ -152,9 +154,41 @@ static void api__verdict_and_step__carry_the_job(void **state)
 	free(f);
 }
 
+/* rankscope_rank_info: one series a rank with its node, pod and job source; the per-rank
+ * series keep their label sets (the info series is joined on (job_id, rank)) */
+static void render__rank_info__node_pod_and_source(void **state)
+{
+	struct fixture *f = mk();
+	struct prom p;
+
+	f->r[0].job_src = "k8s";
+	f->r[0].node = "gpu-node-7";
+	f->r[0].ns = "team-a";
+	f->r[0].pod = "bert-worker-0";
+	f->r[1].job_src = "rendezvous";
+	f->r[1].node = "gpu-node-7";
+	f->r[1].ns = "";
+	f->r[1].pod = "";
+	f->r[2].job_src = "parent";
+	prom__init(&p);
+	metrics__render(&p, f->r, 3, f->jobs, 2, &f->self, 0);
+	assert_null(p.err ? "oom" : NULL);
+	assert_non_null(strstr(p.buf, "# TYPE rankscope_rank_info gauge\n"));
+	assert_non_null(strstr(p.buf, "rankscope_rank_info{job_id=\"mpi-1\",rank=\"0\",job_src=\"k8s\","
+				      "node=\"gpu-node-7\",namespace=\"team-a\",pod=\"bert-worker-0\"} 1\n"));
+	assert_non_null(strstr(p.buf, "rankscope_rank_info{job_id=\"mpi-1\",rank=\"1\","
+				      "job_src=\"rendezvous\",node=\"gpu-node-7\"} 1\n"));
+	assert_non_null(strstr(p.buf, "rankscope_rank_info{job_id=\"ddp-2\",rank=\"0\","
+				      "job_src=\"parent\"} 1\n"));
+	assert_non_null(strstr(p.buf, "rankscope_rank_state{job_id=\"mpi-1\",rank=\"0\",state=\"running\"} 1\n"));
+	prom__free(&p);
+	free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(render__rank_info__node_pod_and_source),
 		cmocka_unit_test(render__two_jobs__a_verdict_each),
 		cmocka_unit_test(render__checkpoints__counters_and_timestamp_after_first),
 		cmocka_unit_test(render__series_cap__histograms_cut_alerts_and_self_kept),

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
-/* preflight: BTF and tracefs checks fail with the message that names the fix. */
+/* preflight: BTF, tracefs and kernel.perf_event_paranoid checks fail with the message that names
+ * the fix. */
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -12,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <limits.h>
 #include "preflight.h"
 
 static char tmpdir[64], tracefs[128], events[160], btf[128], plain[128], plain_events[160];
@@ -177,6 +179,60 @@ static void uretprobe_seccomp__kernel_window__6_11_to_6_13(void **state)
 	assert_false(preflight__uretprobe_seccomp_risk("7.0"));
 }
 
+/* A fake /proc/sys/kernel/perf_event_paranoid holding text; its level as read. */
+static int paranoid_file(const char *text)
+{
+	char path[160];
+	int fd, level;
+
+	snprintf(path, sizeof(path), "%s/perf_event_paranoid", tmpdir);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	level = preflight__paranoid_at(path);
+	unlink(path);
+	return level;
+}
+
+static void paranoid_at__fake_procfs__the_level_or_int_min(void **state)
+{
+	assert_int_equal(paranoid_file("2\n"), 2);
+	assert_int_equal(paranoid_file("3\n"), 3);
+	assert_int_equal(paranoid_file("4"), 4);
+	assert_int_equal(paranoid_file("-1\n"), -1);
+	assert_int_equal(paranoid_file(""), INT_MIN);
+	assert_int_equal(paranoid_file("three\n"), INT_MIN);
+	assert_int_equal(paranoid_file("3x\n"), INT_MIN);
+	assert_int_equal(preflight__paranoid_at("/nonexistent/perf_event_paranoid"), INT_MIN);
+}
+
+/* Debian's level 3 and Ubuntu's 4 want CAP_SYS_ADMIN: CAP_PERFMON (the DaemonSet's) is not
+ * enough, and the message says so and names the sysctl. */
+static void paranoid_check__3_or_more_without_sys_admin__eacces_names_sysctl(void **state)
+{
+	const uint64_t bpf = 1ULL << 39, perfmon = 1ULL << 38, admin = 1ULL << 21;
+	char msg[512];
+
+	msg[0] = '\0';
+	assert_int_equal(preflight__paranoid_check(2, bpf | perfmon, msg, sizeof(msg)), 0);
+	assert_string_equal(msg, "");
+	assert_int_equal(preflight__paranoid_check(-1, 0, msg, sizeof(msg)), 0);
+	assert_int_equal(preflight__paranoid_check(INT_MIN, bpf | perfmon, msg, sizeof(msg)), 0);
+	assert_int_equal(preflight__paranoid_check(3, bpf | perfmon | admin, msg, sizeof(msg)), 0);
+	assert_int_equal(preflight__paranoid_check(3, bpf | perfmon, msg, sizeof(msg)), -EACCES);
+	assert_non_null(strstr(msg, "kernel.perf_event_paranoid is 3"));
+	assert_non_null(strstr(msg, "sysctl -w kernel.perf_event_paranoid=2"));
+	assert_non_null(strstr(msg, "CAP_SYS_ADMIN"));
+	assert_non_null(strstr(msg, "not even with CAP_PERFMON"));
+	assert_null(strchr(msg, '\n'));
+	assert_int_equal(preflight__paranoid_check(4, bpf | perfmon, msg, sizeof(msg)), -EACCES);
+	assert_non_null(strstr(msg, "is 4"));
+	/* a small buffer: cut, terminated */
+	assert_int_equal(preflight__paranoid_check(3, 0, msg, 16), -EACCES);
+	assert_int_equal(strlen(msg), 15);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -189,6 +245,8 @@ int main(void)
 		cmocka_unit_test(tracefs__events_is_a_file__enoent),
 		cmocka_unit_test(caps__each_missing__named),
 		cmocka_unit_test(uretprobe_seccomp__kernel_window__6_11_to_6_13),
+		cmocka_unit_test(paranoid_at__fake_procfs__the_level_or_int_min),
+		cmocka_unit_test(paranoid_check__3_or_more_without_sys_admin__eacces_names_sysctl),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -31,6 +31,10 @@ int cmd__parse_num(const char *verb, const char *opt, const char *arg, long lo, 
 int cmd__parse_secs(const char *verb, const char *opt, const char *arg, double lo, double hi,
 		    double *out);
 
+/* After session__open: serve the API on --api-listen too, and say where the API is when
+ * --listen does not serve it. Returns 0, or -errno with the reason printed. */
+int cmd__serve_api(struct session *s, const char *verb);
+
 /* rankscope capture --server URL: ask a running daemon. Set by cmd__parse_opts. */
 extern const char *cmd_capture_server;
 

@@ -290,6 +290,9 @@ static int run(int argc, char **argv, enum cmd_verb verb)
 		pr_warn("attach: %s", msg);
 		return 1;
 	}
+	/* a warning: mainline kernels treat 3 as 2, and tp_btf probes need no perf event */
+	if (preflight__perf_events(&preflight_default, msg, sizeof(msg)))
+		pr_warn("attach: %s", msg);
 	if (s.o.all) {
 		given = s.o.npids;
 		i = targets__discover(s.o.pids + s.o.npids, TARGETS_MAX - s.o.npids, getpid());
@@ -324,6 +327,8 @@ static int run(int argc, char **argv, enum cmd_verb verb)
 	s.o.max_ranks = s.o.npids;
 	s.o.max_jobs = 1;
 	err = session__open(&s);
+	if (!err)
+		err = cmd__serve_api(&s, verb == VERB_DIAGNOSE ? "diagnose" : "attach");
 	if (err)
 		goto out;
 	infos = calloc(s.o.npids, sizeof(*infos));

@@ -489,7 +489,7 @@ int cmd_daemon(int argc, char **argv)
 	};
 	struct session s = {};
 	struct proc_stat me;
-	char msg[256];
+	char msg[512];
 	int err, lock, i;
 
 	err = cmd__parse_opts(argc, argv, &s.o, VERB_DAEMON);
@@ -505,6 +505,9 @@ int cmd_daemon(int argc, char **argv)
 		pr_warn("daemon: %s", msg);
 		return 1;
 	}
+	/* a warning: mainline kernels treat 3 as 2, and tp_btf probes need no perf event */
+	if (preflight__perf_events(&preflight_default, msg, sizeof(msg)))
+		pr_warn("daemon: %s", msg);
 	lock = take_lock(s.o.lock_file);
 	if (lock < 0)
 		return 1;
@@ -517,6 +520,8 @@ int cmd_daemon(int argc, char **argv)
 	raise_nofile();
 	d.all = s.o.all;
 	err = session__open(&s);
+	if (!err)
+		err = cmd__serve_api(&s, "daemon");
 	if (err)
 		goto out;
 	pr_info("daemon: watching for training processes (%s%s%s); %u probes", s.o.all ?

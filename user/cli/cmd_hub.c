@@ -117,7 +117,9 @@ static void usage(FILE *f)
 "                         every 10 s so nodes come and go\n"
 "      --listen ADDR      HTTP address (default 127.0.0.1:9465)\n"
 "      --token-file PATH  a bearer token: sent to the daemons, and required of this hub's\n"
-"                         clients beyond loopback (root-owned, mode 0400 or 0600)\n"
+"                         clients beyond loopback (root-owned, mode 0400 or 0600).\n"
+"                         Without it, a --listen that is not loopback serves /metrics\n"
+"                         and /healthz only (403 for the API, from loopback too)\n"
 "      --interval SEC     poll every SEC seconds (default 1)\n"
 "      --timeout-ms MS    each request's whole time, connect to last byte (default 2000)\n"
 "      --window N         steps a verdict is judged over (default 8)\n"
@@ -364,8 +366,8 @@ static int get(struct addr *a, const char *path, struct httpc_resp *r, char *why
 	if (r->status != 200) {
 		snprintf(why, n, "GET %s: HTTP %d%s", path, r->status, r->status == 401 ?
 			 " (a wrong or missing token: --token-file)" : r->status == 403 ?
-			 " (the daemon serves per-rank data beyond loopback only with "
-			 "--token-file)" : "");
+			 " (the daemon serves its API on a non-loopback --listen only with "
+			 "--token-file: give it and the hub the same token)" : "");
 		httpc__resp_free(r);
 		return -EPROTO;
 	}
@@ -759,14 +761,18 @@ int cmd_hub(int argc, char **argv)
 		hub__free(g.hub);
 		return 2;
 	}
+	if (!httpd__api_on_listen(g.httpd))
+		pr_warn("hub: --listen %s is not loopback and there is no --token-file: it serves "
+			"/metrics and /healthz only; give --token-file for the API and the live view",
+			g.listen);
 	if (capture__open(&g.cap, g.capture_dir, 10, 4096ULL << 20, err, sizeof(err)))
 		pr_warn("hub: %s; captures across nodes are off", err);
 	else
 		g.cap_open = true;
 	if (g.cap_open)
 		httpd__set_capture(g.httpd, &g.cap);
-	pr_info("hub: serving /metrics and /api/v1 on http://%s; polling every %.1f s",
-		g.listen, g.interval_s);
+	pr_info("hub: serving /metrics and %s on http://%s; polling every %.1f s",
+		httpd__api_on_listen(g.httpd) ? "/api/v1" : "/healthz", g.listen, g.interval_s);
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);

@@ -60,7 +60,8 @@ static void usage(FILE *f, enum cmd_verb v)
 "                         back up); without it, only processes started after it\n"
 "  -p, --pid PIDS         also adopt these PIDs at start\n"
 "      --listen ADDR      HTTP address (default 127.0.0.1:9464); see rankscope attach\n"
-"                         --help for the endpoints\n"
+"                         --help for the endpoints and for --api-listen\n"
+"      --api-listen ADDR  also serve the API here, e.g. 127.0.0.1:9466 (the DaemonSet's)\n"
 "      --token-file PATH  bearer token for the API beyond loopback (see attach --help)\n"
 "      --lock-file PATH   one daemon per node (default /run/rankscope/daemon.lock)\n"
 "      --max-ranks N      ranks watched at once, 1 to 256 (default 256)\n"
@@ -72,6 +73,10 @@ static void usage(FILE *f, enum cmd_verb v)
 "      --cgroup PATH      only processes in this cgroup or below it (as /proc/PID/cgroup\n"
 "                         shows it): a Slurm job, a share of a host, one of several\n"
 "                         daemons on one machine\n"
+"      --k8s-pods URL     job ids from the owners of this node's pods (JobSet, PyTorchJob,\n"
+"                         Job), from a pod list polled every 10 s over plain HTTP: a\n"
+"                         kubectl proxy, http://127.0.0.1:8001 (a bare host lists\n"
+"                         spec.nodeName=$NODE_NAME); without it, from the environ\n"
 "      --planned-steps N  export rankscope_planned_steps for the dashboard's ETA\n"
 "      --ckpt-min-mb N    a write burst this big is a checkpoint (default 16)\n"
 "      --cupti-socket PATH  GPU timing: where librankscope_cupti.so connects (default:\n"
@@ -149,6 +154,12 @@ static void usage(FILE *f, enum cmd_verb v)
 "                         (this file's one line, mode 600) for the API, captures and\n"
 "                         the live view; without it they are refused. /metrics and\n"
 "                         /healthz are open to all\n"
+"      --api-listen ADDR  serve the API (every path but /metrics and /healthz) on ADDR\n"
+"                         too. --listen serves it only when its address is loopback or\n"
+"                         --token-file is given: a --listen of 0.0.0.0:9464 without a\n"
+"                         token serves /metrics and /healthz only, and 403 to every\n"
+"                         other request, from loopback too. ADDR must be loopback\n"
+"                         unless --token-file is given, and its port not --listen's\n"
 "      --max-series N     with --listen: cap /metrics at N sample lines (default 200000)\n"
 "      --planned-steps N  with --listen: export rankscope_planned_steps (dashboard ETA)\n"
 "      --ckpt-min-mb N    with --listen: a write burst this big is a checkpoint\n"
@@ -171,6 +182,8 @@ enum {
 	OPT_PLANNED, OPT_CKPT_MIN, OPT_CUPTI, OPT_NO_CUPTI, OPT_CAP_DIR, OPT_CAP_COUNT, OPT_CAP_MB,
 	OPT_STACK_KB, OPT_MAX_THREADS, OPT_MAX_PROCS,
 	OPT_AUTO_CAP, OPT_SECONDS, OPT_SERVER, OPT_RANKS, OPT_ALIGN, OPT_CGROUP, OPT_TOKEN,
+	OPT_API_LISTEN,
+	OPT_K8S_PODS,
 };
 
 static const char *who = "attach";
@@ -304,6 +317,71 @@ static int out_dir_unwritable(const char *path, char *err, size_t n)
 	return -e;
 }
 
+/* The port of a HOST:PORT that httpd__resolve_listen took. */
+static long port_of(const char *addr)
+{
+	const char *colon = strrchr(addr, ':');
+
+	return colon ? strtol(colon + 1, NULL, 10) : -1;
+}
+
+/* --api-listen: an address, loopback unless there is a token (the API holds captures), not
+ * --listen's port (one of the two binds would fail, or it would serve itself twice). */
+static int check_api_listen(const struct session_opts *o)
+{
+	int lo = httpd__is_loopback(o->api_listen);
+
+	if (!o->listen) {
+		pr_warn("%s: --api-listen serves the API next to --listen; give --listen ADDR too",
+			who);
+		return -EINVAL;
+	}
+	if (lo < 0) {
+		pr_warn("%s: invalid --api-listen '%s': expected HOST:PORT, e.g. 127.0.0.1:9466",
+			who, o->api_listen);
+		return -EINVAL;
+	}
+	if (!lo && !o->token[0]) {
+		pr_warn("%s: invalid --api-listen '%s': not a loopback address, and the API "
+			"(captures included) goes beyond loopback only with a bearer token; give "
+			"--token-file, or use 127.0.0.1:PORT", who, o->api_listen);
+		return -EINVAL;
+	}
+	if (port_of(o->api_listen) == port_of(o->listen)) {
+		pr_warn("%s: invalid --api-listen '%s': the same port as --listen %s; give it a "
+			"port of its own, e.g. 127.0.0.1:9466", who, o->api_listen, o->listen);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int cmd__serve_api(struct session *s, const char *verb)
+{
+	char err[256];
+	int e;
+
+	if (!s->httpd)
+		return 0;
+	if (s->o.api_listen) {
+		e = httpd__listen_api(s->httpd, s->o.api_listen, err, sizeof(err));
+		if (e) {
+			pr_warn("%s: %s", verb, err);
+			return e;
+		}
+		pr_info("%s: serving the API on http://%s (--api-listen)", verb, s->o.api_listen);
+	}
+	if (httpd__api_on_listen(s->httpd))
+		return 0;
+	if (s->o.api_listen)
+		pr_info("%s: %s serves /metrics and /healthz only (not loopback, no --token-file)",
+			verb, s->o.listen);
+	else
+		pr_warn("%s: the API is served nowhere: --listen %s is not loopback and there is no "
+			"--token-file, so it serves /metrics and /healthz only; give --api-listen "
+			"127.0.0.1:PORT (or --token-file) for the API and captures", verb, s->o.listen);
+	return 0;
+}
+
 int cmd__parse_opts(int argc, char **argv, struct session_opts *o, enum cmd_verb verb)
 {
 	static const struct option longopts[] = {
@@ -329,6 +407,7 @@ int cmd__parse_opts(int argc, char **argv, struct session_opts *o, enum cmd_verb
 		{ "window", required_argument, NULL, OPT_WINDOW },
 		{ "hang-timeout", required_argument, NULL, OPT_HANG },
 		{ "listen", required_argument, NULL, OPT_LISTEN },
+		{ "api-listen", required_argument, NULL, OPT_API_LISTEN },
 		{ "lock-file", required_argument, NULL, OPT_LOCK },
 		{ "max-ranks", required_argument, NULL, OPT_MAX_RANKS },
 		{ "max-jobs", required_argument, NULL, OPT_MAX_JOBS },
@@ -345,6 +424,7 @@ int cmd__parse_opts(int argc, char **argv, struct session_opts *o, enum cmd_verb
 		{ "capture-max-mb", required_argument, NULL, OPT_CAP_MB },
 		{ "auto-capture", no_argument, NULL, OPT_AUTO_CAP },
 		{ "cgroup", required_argument, NULL, OPT_CGROUP },
+		{ "k8s-pods", required_argument, NULL, OPT_K8S_PODS },
 		{ "token-file", required_argument, NULL, OPT_TOKEN },
 		{ "seconds", required_argument, NULL, OPT_SECONDS },
 		{ "output", required_argument, NULL, 'o' },
@@ -477,6 +557,14 @@ int cmd__parse_opts(int argc, char **argv, struct session_opts *o, enum cmd_verb
 		case OPT_LISTEN:
 			o->listen = optarg;
 			break;
+		case OPT_API_LISTEN:
+			if (verb == VERB_CAPTURE) {
+				pr_warn("capture: --api-listen is an option of rankscope daemon and "
+					"attach");
+				return -EINVAL;
+			}
+			o->api_listen = optarg;
+			break;
 		case OPT_LOCK:
 			if (!o->daemon || optarg[0] != '/')
 				goto daemon_only;
@@ -573,6 +661,11 @@ int cmd__parse_opts(int argc, char **argv, struct session_opts *o, enum cmd_verb
 				goto daemon_only;
 			if (parse_cgroup(optarg, o))
 				return -EINVAL;
+			break;
+		case OPT_K8S_PODS:
+			if (!o->daemon)
+				goto daemon_only;
+			o->k8s_pods = optarg;
 			break;
 		case OPT_SECONDS:
 		case 'o':
@@ -689,6 +782,8 @@ int cmd__parse_opts(int argc, char **argv, struct session_opts *o, enum cmd_verb
 			return -EINVAL;
 		}
 	}
+	if (o->api_listen && check_api_listen(o))
+		return -EINVAL;
 	return 0;
 daemon_only:
 	if (o->daemon)

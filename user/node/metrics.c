@@ -87,6 +87,47 @@ static bool first_of_job(const struct metrics_rank *r, int i)
 }
 
 /*
+ * rankscope_rank_info{job_id,rank,job_src,node,namespace,pod} 1: where each rank runs and why
+ * its job id is what it is, one series a rank, joined onto the others by (job_id, rank)
+ * (`* on (job_id, rank) group_left(node, pod) rankscope_rank_info`), so that the per-rank
+ * series keep their label sets. Unknown labels are left out.
+ */
+static void rank_info(struct prom *p, const struct metrics_rank *r, int n)
+{
+	const char *l[13];
+	char rank[16];
+	int i, k;
+
+	prom__family(p, "rankscope_rank_info", "gauge",
+		     "1 per rank: its node, its pod and namespace (with --k8s-pods) and where its "
+		     "job id came from (job_src).");
+	for (i = 0; i < n; i++) {
+		if (!r[i].job_src)
+			continue;
+		snprintf(rank, sizeof(rank), "%d", r[i].rank);
+		k = 0;
+		l[k++] = "job_id";
+		l[k++] = r[i].job;
+		l[k++] = "rank";
+		l[k++] = rank;
+		l[k++] = "job_src";
+		l[k++] = r[i].job_src;
+		if (r[i].node && r[i].node[0]) {
+			l[k++] = "node";
+			l[k++] = r[i].node;
+		}
+		if (r[i].pod && r[i].pod[0] && r[i].ns && r[i].ns[0]) {
+			l[k++] = "namespace";
+			l[k++] = r[i].ns;
+			l[k++] = "pod";
+			l[k++] = r[i].pod;
+		}
+		l[k] = NULL;
+		prom__sample(p, "rankscope_rank_info", l, 1);
+	}
+}
+
+/*
  * Pipeline stages, named as in the reference documents so their bubble PromQL works:
  * pipeline_stage_seconds{phase="busy"} (a summary: _sum, _count) per rank and stage, and per
  * job the micro-batches a step and the theoretical bubble (S - 1) / (M + S - 1).
@@ -504,6 +545,7 @@ void metrics__render(struct prom *p, const struct metrics_rank *r, int n,
 				     LABELS("job_id", r[i].job, "rank", rank, "state", states[k]),
 				     k == cur);
 	}
+	rank_info(p, r, n);
 	prom__family(p, "rankscope_job_ranks_seen", "gauge",
 		     "Ranks of the job observed by this rankscope (a node's part of a job on several).");
 	for (i = 0; i < njobs; i++)

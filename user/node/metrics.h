@@ -38,6 +38,10 @@ struct metrics_rank {
 	int rank;
 	pid_t pid;
 	const char *job;
+	const char *job_src;	/* ranks__job_source_name(); NULL: no rankscope_rank_info */
+	const char *node;	/* NULL or "": left out of rankscope_rank_info, as ns and pod */
+	const char *ns;		/* the pod's namespace and name (the pod watch) */
+	const char *pod;
 	bool exited;
 	bool hung;
 	const struct slot_snapshot *snap;

@@ -35,6 +35,14 @@ void report__rank(struct json *j, const struct rank_state *rs, const char *const
 	json__kint(j, "pid", rs->pid);
 	json__kstr(j, "comm", rs->comm);
 	json__kstr(j, "job", rs->info.job);
+	/* why the job id is what it is (ranks.h), and where the rank runs */
+	json__kstr(j, "job_src", ranks__job_source_name(rs->info.job_src));
+	if (rs->node && rs->node[0])
+		json__kstr(j, "node", rs->node);
+	if (rs->info.k8s_pod[0]) {
+		json__kstr(j, "namespace", rs->info.k8s_ns);
+		json__kstr(j, "pod", rs->info.k8s_pod);
+	}
 	/* what the process is doing now, for the hub: a stopped rank on one node is what another
 	 * node's ranks wait for */
 	if (rs->pstate)

@@ -11,12 +11,14 @@
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
 #include "cpuacct.h"
 #include "decode.h"
 #include "elfsym.h"
+#include "k8s.h"
 #include "log.h"
 #include "probe_pysample.h"
 #include "preflight.h"
@@ -1249,6 +1251,8 @@ static void publish_metrics(struct session *s, uint64_t t)
 		probes__read_slot(&s->probes, rs->slot, rs->pid, t, &snaps[n]);
 		mr[n] = (struct metrics_rank){
 			.rank = rs->info.rank, .pid = rs->pid, .job = rs->info.job,
+			.job_src = ranks__job_source_name(rs->info.job_src), .node = s->node,
+			.ns = rs->info.k8s_ns, .pod = rs->info.k8s_pod,
 			.exited = rs->exited,
 			.hung = sj->have_last && sj->last.cls == V_HANG && sj->last.col == rs->col,
 			.snap = &snaps[n], .acc = rs->acc, .gpu = rs->gpu,
@@ -1757,6 +1761,36 @@ int session__free_slot(const struct session *s)
 	return -ENOSPC;
 }
 
+/* Wait at most this long for the pod watch's next list when a rank's pod is not in the last
+ * one (a pod that just started): the job id must not depend on which poll came first. */
+#define K8S_WAIT_MS	500
+
+/*
+ * The job id of rs from its environ (len bytes, or none), its pod when the pod watch knows
+ * it, this node and its parent (ranks.h). The pod's namespace and name go with it.
+ */
+static void job_of_process(struct session *s, struct rank_state *rs, int ppid, const char *env,
+			   size_t len)
+{
+	struct job_ctx ctx = { .node = s->node, .ppid = ppid };
+	char uid[K8S_UID_LEN + 1], *text = NULL;
+	struct proc_stat pst;
+	struct k8s_pod pod;
+	ssize_t n;
+
+	if (ppid > 0 && !procfs__stat(ppid, &pst))
+		ctx.ppid_start = pst.starttime;
+	n = procfs__read(rs->pid, "cgroup", &text, PROC_CGROUP_MAX);
+	if (n > 0 && !k8s__cgroup_pod(text, n, uid, NULL, 0) && s->k8s &&
+	    k8s_watch__pod(s->k8s, uid, K8S_WAIT_MS, &pod)) {
+		ctx.k8s_job = pod.job;
+		snprintf(rs->info.k8s_ns, sizeof(rs->info.k8s_ns), "%s", pod.ns);
+		snprintf(rs->info.k8s_pod, sizeof(rs->info.k8s_pod), "%s", pod.name);
+	}
+	free(text);
+	ranks__job(env ? env : "", env ? len : 0, &ctx, &rs->info);
+}
+
 int session__prepare(struct session *s, int i, pid_t pid)
 {
 	struct rank_state *rs = &s->ranks[i];
@@ -1778,17 +1812,17 @@ int session__prepare(struct session *s, int i, pid_t pid)
 		return -ESRCH;
 	}
 	rs->starttime = st.starttime;
+	rs->node = s->node;
 	snprintf(rs->comm, sizeof(rs->comm), "%s", st.comm);
 	n = procfs__read(pid, "environ", &env, PROC_ENVIRON_MAX);
 	if (n >= 0) {
 		ranks__from_environ(env, n, &rs->info);
-		free(env);
 	} else {
 		pr_warn("%s: failed to read environ of PID %d: %s; rank falls back to init/order",
 			verb(s), pid, strerror(-n));
 	}
-	if (!rs->info.job[0])
-		snprintf(rs->info.job, sizeof(rs->info.job), "ppid-%d", st.ppid);
+	job_of_process(s, rs, st.ppid, env, n > 0 ? n : 0);
+	free(env);
 	err = libs__discover(pid, &rs->libs);
 	if (err < 0)
 		pr_warn("%s: failed to read maps of PID %d: %s", verb(s), pid, strerror(-err));
@@ -2312,6 +2346,29 @@ void session__finish(struct session *s)
 	session__tick(s, true);
 }
 
+/* The node's name for job ids and the node label: NODE_NAME (the DaemonSet sets it from
+ * spec.nodeName), else the hostname. */
+static void node_name(char *out, size_t n)
+{
+	const char *e = getenv("NODE_NAME"), *p;
+	struct utsname u;
+
+	if (e && *e && strlen(e) < n) {
+		for (p = e; *p && ((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
+				   (*p >= 'A' && *p <= 'Z') || *p == '-' || *p == '.'); p++)
+			;
+		if (!*p) {
+			snprintf(out, n, "%s", e);
+			return;
+		}
+		pr_warn("rankscope: NODE_NAME is not a node name; the hostname is used instead");
+	}
+	if (uname(&u))
+		out[0] = '\0';
+	else
+		snprintf(out, n, "%s", u.nodename);
+}
+
 int session__open(struct session *s)
 {
 	char msg[256];
@@ -2368,7 +2425,9 @@ int session__open(struct session *s)
 			pr_warn("%s: %s", verb(s), msg);
 			return f;
 		}
-		pr_info("%s: serving /metrics and /api/v1 on http://%s", verb(s), s->o.listen);
+		/* beyond loopback without a token, --listen serves no API (captures included) */
+		pr_info("%s: serving /metrics and %s on http://%s", verb(s),
+			httpd__api_on_listen(s->httpd) ? "/api/v1" : "/healthz", s->o.listen);
 		/* published every interval: three missed, and at least 30 s, is a stuck loop */
 		httpd__set_stale(s->httpd, s->o.interval_s * 3e9 > 30e9 ? s->o.interval_s * 3e9 : 30e9);
 		httpd__set_lazy(s->httpd, HTTPD_METRICS);	/* made per scrape, not per tick */
@@ -2405,6 +2464,16 @@ int session__open(struct session *s)
 		}
 		pr_info("%s: GPU timing from librankscope_cupti.so on %s", verb(s), s->o.cupti_socket);
 	}
+	node_name(s->node, sizeof(s->node));
+	if (s->o.k8s_pods) {
+		f = k8s_watch__start(&s->k8s, s->o.k8s_pods, s->node, msg, sizeof(msg));
+		if (f) {
+			pr_warn("%s: invalid --k8s-pods: %s", verb(s), msg);
+			return f;
+		}
+		pr_info("%s: job ids from the owners of this node's pods, polled every %d s",
+			verb(s), K8S_POLL_S);
+	}
 	s->start_ns = session__now();
 	return 0;
 }
@@ -2412,6 +2481,9 @@ int session__open(struct session *s)
 void session__close(struct session *s)
 {
 	int i, k;
+
+	k8s_watch__stop(s->k8s);
+	s->k8s = NULL;
 
 	httpd__stop(s->httpd);
 	s->httpd = NULL;

@@ -17,6 +17,7 @@
 #include "httpd.h"
 #include "job.h"
 #include "json.h"
+#include "k8swatch.h"
 #include "metrics.h"
 #include "probes.h"
 #include "prom.h"
@@ -48,6 +49,7 @@ struct session_opts {
 	char usdt_name[64];
 	char marker_lib[128];	/* "" = the executable */
 	const char *listen;	/* serve /metrics and /api/v1 here; NULL: no HTTP */
+	const char *api_listen;	/* also the API here (cmd_daemon, cmd_attach); NULL: none */
 	/* the daemon */
 	bool daemon;		/* ranks come and go; jobs by job id; runs until a signal */
 	int max_ranks;		/* at most RS_MAX_SLOTS */
@@ -57,6 +59,7 @@ struct session_opts {
 	double retain_s;	/* a finished job's series stay this long */
 	const char *lock_file;
 	const char *cgroup;	/* --cgroup: only processes in this cgroup or below; NULL: all */
+	const char *k8s_pods;	/* --k8s-pods: the pod watch's URL; NULL: none */
 	char token[HTTPD_TOKEN_MAX + 1];	/* --token-file's bearer token; "": none */
 	long planned_steps;	/* --planned-steps: exported for the ETA panel; 0: none */
 	const char *cupti_socket;	/* GPU timing from librankscope_cupti.so; NULL: off */
@@ -140,6 +143,8 @@ struct session {
 	bool cap_writer_on;
 	bool cap_writer_done;
 	uint64_t gpu_gone[5];		/* CUPTI record counts of ranks dropped since */
+	char node[256];			/* this node's name: NODE_NAME, else the hostname */
+	struct k8s_watch *k8s;		/* --k8s-pods; NULL: none */
 };
 
 uint64_t session__now(void);

@@ -52,6 +52,7 @@ struct rank_state {
 	uint64_t starttime;
 	char comm[64];
 	struct rank_info info;
+	const char *node;		/* the node's name (the session's); "" or NULL: unknown */
 	struct proc_libs libs;
 	struct coll_report coll;
 	int coll_probes;

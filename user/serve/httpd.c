@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
-/* HTTP on libmicrohttpd: GET-only, loopback by default, bounded connections, one-line errors. */
+/* HTTP on libmicrohttpd: GET-only, loopback by default, bounded connections, one-line errors.
+ * One or two listeners over the same documents: --listen, and --api-listen for the API when
+ * --listen is on the network without a token (then --listen serves /metrics and /healthz only). */
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
@@ -47,8 +49,21 @@ struct step_rec {
 	struct job_step st;	/* the last member: st.comm[] holds st.ncomm entries */
 };
 
-struct httpd {
+/* One listening address. The API (per-rank data, captures, the live view) is served on it only
+ * when api is set; /metrics and /healthz always are. */
+struct httpd_listener {
+	struct httpd *h;
 	struct MHD_Daemon *mhd;
+	bool loopback;			/* listening on 127.0.0.0/8 or ::1 */
+	bool api;
+	unsigned int port;
+};
+
+#define HTTPD_LISTENERS	2	/* --listen, --api-listen */
+
+struct httpd {
+	struct httpd_listener ln[HTTPD_LISTENERS];
+	int nln;
 	pthread_mutex_t lock;
 	char *doc[HTTPD_DOC_MAX];
 	size_t doc_len[HTTPD_DOC_MAX];
@@ -56,7 +71,6 @@ struct httpd {
 	size_t nsteps, head;
 	uint64_t step_seq;		/* the last step line's seq */
 	struct capture *cap;
-	bool loopback;			/* listening on 127.0.0.0/8 or ::1 */
 	char token[HTTPD_TOKEN_MAX + 1];	/* "" : none; remote API requests are refused */
 	uint64_t published_ns;		/* the last publish (or the start) */
 	/* lazy documents: made by the loop only when a request waits for them */
@@ -65,7 +79,6 @@ struct httpd {
 	uint64_t doc_ns[HTTPD_DOC_MAX];	/* when each was last published */
 	pthread_cond_t fresh;		/* signalled at each publish, on CLOCK_MONOTONIC */
 	uint64_t stale_ns;		/* /healthz fails after this without one; 0: never */
-	unsigned int port;
 	uint64_t instance;	/* random at start: a puller tells a restarted server by it */
 };
 
@@ -81,17 +94,17 @@ static enum MHD_Result serve_health(struct httpd *h, struct MHD_Connection *c);
 
 /* On loopback, the Host a client names must be a loopback one: a page whose name was rebound
  * to 127.0.0.1 (DNS rebinding) names its own. */
-static bool host_ok(const struct httpd *h, struct MHD_Connection *c)
+static bool host_ok(const struct httpd_listener *l, struct MHD_Connection *c)
 {
 	const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
 	static const char *const names[] = { "127.0.0.1", "localhost", "[::1]" };
 	char want[48];
 	size_t i;
 
-	if (!h->loopback || !host)
+	if (!l->loopback || !host)
 		return true;	/* not on loopback, or HTTP/1.0 without Host: not a browser */
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		snprintf(want, sizeof(want), "%s:%u", names[i], h->port);
+		snprintf(want, sizeof(want), "%s:%u", names[i], l->port);
 		if (!strcasecmp(host, want) || !strcasecmp(host, names[i]))
 			return true;
 	}
@@ -644,10 +657,18 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 			      const char *method, const char *version, const char *upload,
 			      size_t *upload_size, void **ctx)
 {
-	struct httpd *h = cls;
+	struct httpd_listener *l = cls;
+	struct httpd *h = l->h;
 
 	if (*upload_size)
 		return text(c, MHD_HTTP_BAD_REQUEST, "bad request: no body expected\n");
+	/* whoever the client seems to be: a proxy in the pod (a mesh sidecar, kubectl
+	 * port-forward) arrives from loopback too */
+	if (guarded(url) && !l->api)
+		return text(c, MHD_HTTP_FORBIDDEN,
+			    "forbidden: this address is not loopback and there is no --token-file, "
+			    "so it serves /metrics and /healthz only; use the --api-listen address "
+			    "(loopback), or give --token-file\n");
 	if (guarded(url) && !from_loopback(c)) {
 		if (!h->token[0])
 			return text(c, MHD_HTTP_FORBIDDEN,
@@ -657,7 +678,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 								  "Authorization"), h->token))
 			return unauthorized(c);
 	}
-	if (!host_ok(h, c))
+	if (!host_ok(l, c))
 		return text(c, MHD_HTTP_FORBIDDEN,
 			    "forbidden: the Host header names another host (DNS rebinding?); use "
 			    "http://127.0.0.1:PORT\n");
@@ -708,16 +729,78 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 		vfprintf(stderr, fmt, ap);
 }
 
-int httpd__start(const char *addr, const char *token, struct httpd **out, char *err, size_t n)
+/* Is sa a loopback address (127.0.0.0/8, ::1, v4-mapped 127/8)? Its port into *port. */
+static bool sa_loopback(const struct sockaddr_in6 *sa, unsigned int *port)
+{
+	const struct sockaddr_in *v4 = (const struct sockaddr_in *)sa;
+
+	if (sa->sin6_family == AF_INET) {
+		*port = ntohs(v4->sin_port);
+		return ntohl(v4->sin_addr.s_addr) >> 24 == 127;
+	}
+	*port = ntohs(sa->sin6_port);
+	return IN6_IS_ADDR_LOOPBACK(&sa->sin6_addr) ||
+	       (IN6_IS_ADDR_V4MAPPED(&sa->sin6_addr) && sa->sin6_addr.s6_addr[12] == 127);
+}
+
+int httpd__is_loopback(const char *addr)
 {
 	struct sockaddr_in6 sa;
-	unsigned int salen;
-	struct httpd *h;
+	unsigned int salen, port;
 
+	if (httpd__resolve_listen(addr, &sa, &salen))
+		return -EINVAL;
+	return sa_loopback(&sa, &port);
+}
+
+/*
+ * Add a listener on addr (opt: the option that named it, for messages). api: serve the API
+ * there; -1: when addr is loopback or there is a token. Returns 0, or -errno with err filled.
+ */
+static int listen_on(struct httpd *h, const char *addr, const char *opt, int api, char *err,
+		     size_t n)
+{
+	struct httpd_listener *l = &h->ln[h->nln];
+	struct sockaddr_in6 sa;
+	unsigned int salen;
+
+	if (h->nln == HTTPD_LISTENERS)
+		return -E2BIG;
 	if (httpd__resolve_listen(addr, &sa, &salen)) {
-		snprintf(err, n, "invalid --listen '%s': expected HOST:PORT, e.g. 127.0.0.1:9464", addr);
+		snprintf(err, n, "invalid %s '%s': expected HOST:PORT, e.g. 127.0.0.1:9464", opt,
+			 addr);
 		return -EINVAL;
 	}
+	l->h = h;
+	l->loopback = sa_loopback(&sa, &l->port);
+	l->api = api < 0 ? l->loopback || h->token[0] : api;
+	/* MHD_USE_AUTO: epoll on Linux. select() (the default) cannot take an fd past 1023, and
+	 * the daemon may hold more: every CUPTI connection, and a perf-event fd per probe site
+	 * before Linux 6.6; /metrics would then refuse every client */
+	l->mhd = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG |
+				  (sa.sin6_family == AF_INET6 ? MHD_USE_IPv6 : 0),
+				  0, NULL, NULL, handle, l,
+				  MHD_OPTION_SOCK_ADDR, &sa,
+				  MHD_OPTION_CONNECTION_LIMIT, (unsigned int)HTTPD_MAX_CONN,
+				  MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)HTTPD_MAX_PER_IP,
+				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)HTTPD_TIMEOUT_S,
+				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTPD_MEM_LIMIT,
+				  MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+				  MHD_OPTION_END);
+	if (!l->mhd) {
+		snprintf(err, n, "failed to listen on %s (port in use, or not an address of this "
+			 "host?); choose another with %s", addr, opt);
+		return -EADDRINUSE;
+	}
+	h->nln++;
+	return 0;
+}
+
+int httpd__start(const char *addr, const char *token, struct httpd **out, char *err, size_t n)
+{
+	struct httpd *h;
+	int e;
+
 	h = calloc(1, sizeof(*h));
 	if (!h)
 		return -ENOMEM;
@@ -739,36 +822,36 @@ int httpd__start(const char *addr, const char *token, struct httpd **out, char *
 		pthread_cond_init(&h->fresh, &ca);
 		pthread_condattr_destroy(&ca);
 	}
-	if (((struct sockaddr *)&sa)->sa_family == AF_INET) {
-		const struct sockaddr_in *v4 = (const struct sockaddr_in *)&sa;
-
-		h->loopback = (ntohl(v4->sin_addr.s_addr) >> 24) == 127;
-		h->port = ntohs(v4->sin_port);
-	} else {
-		h->loopback = IN6_IS_ADDR_LOOPBACK(&sa.sin6_addr);
-		h->port = ntohs(sa.sin6_port);
-	}
-	/* MHD_USE_AUTO: epoll on Linux. select() (the default) cannot take an fd past 1023, and
-	 * the daemon may hold more: every CUPTI connection, and a perf-event fd per probe site
-	 * before Linux 6.6; /metrics would then refuse every client */
-	h->mhd = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG |
-				  (((struct sockaddr *)&sa)->sa_family == AF_INET6 ? MHD_USE_IPv6 : 0),
-				  0, NULL, NULL, handle, h,
-				  MHD_OPTION_SOCK_ADDR, &sa,
-				  MHD_OPTION_CONNECTION_LIMIT, (unsigned int)HTTPD_MAX_CONN,
-				  MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)HTTPD_MAX_PER_IP,
-				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)HTTPD_TIMEOUT_S,
-				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTPD_MEM_LIMIT,
-				  MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-				  MHD_OPTION_END);
-	if (!h->mhd) {
-		snprintf(err, n, "failed to listen on %s (port in use, or not an address of this "
-			 "host?); choose another with --listen", addr);
+	e = listen_on(h, addr, "--listen", -1, err, n);
+	if (e) {
 		httpd__stop(h);
-		return -EADDRINUSE;
+		return e;
 	}
 	*out = h;
 	return 0;
+}
+
+int httpd__listen_api(struct httpd *h, const char *addr, char *err, size_t n)
+{
+	int lo = httpd__is_loopback(addr);
+
+	if (lo < 0) {
+		snprintf(err, n, "invalid --api-listen '%s': expected HOST:PORT, e.g. "
+			 "127.0.0.1:9466", addr);
+		return -EINVAL;
+	}
+	if (!lo && !h->token[0]) {
+		snprintf(err, n, "--api-listen %s is not a loopback address, and the API (captures "
+			 "included) is served beyond loopback only with a bearer token: give "
+			 "--token-file, or listen on 127.0.0.1", addr);
+		return -EPERM;
+	}
+	return listen_on(h, addr, "--api-listen", 1, err, n);
+}
+
+bool httpd__api_on_listen(const struct httpd *h)
+{
+	return h && h->nln && h->ln[0].api;
 }
 
 int httpd__load_token(const char *path, char *token, size_t n, char *err, size_t errn)
@@ -833,8 +916,8 @@ void httpd__stop(struct httpd *h)
 
 	if (!h)
 		return;
-	if (h->mhd)
-		MHD_stop_daemon(h->mhd);
+	for (d = 0; d < h->nln; d++)
+		MHD_stop_daemon(h->ln[d].mhd);
 	for (d = 0; d < HTTPD_DOC_MAX; d++)
 		free(h->doc[d]);
 	for (i = 0; h->steps && i < HTTPD_STEPS_MAX; i++) {

@@ -57,13 +57,29 @@ int httpd__parse_listen(const char *s, void *sockaddr, unsigned int *len);
 /* httpd__parse_listen, or HOST a name to resolve ("localhost:9464"): the first address. */
 int httpd__resolve_listen(const char *s, void *sa, unsigned int *len);
 
+/* 1 if addr (HOST:PORT, as httpd__resolve_listen takes it) is a loopback address, 0 if not,
+ * -EINVAL if it is not an address. */
+int httpd__is_loopback(const char *addr);
+
 /*
- * Listen on addr ("127.0.0.1:9464") in its own thread. Returns 0, or -errno with err filled.
- * Requests from beyond loopback for per-rank data or to change state (the API, captures, the
- * live view) need "Authorization: Bearer TOKEN"; /metrics and /healthz stay open. Without a
- * token (NULL or "") such requests are refused.
+ * Listen on addr ("127.0.0.1:9464", --listen) in its own thread. Returns 0, or -errno with err
+ * filled. /metrics and /healthz are open to all. The API (per-rank data, captures, the live
+ * view: every other path) is served on addr only when addr is loopback or there is a token
+ * (NULL or "": none); otherwise every client, even one from loopback, gets 403 for it (a proxy
+ * in the pod arrives from loopback too). Where it is served, clients beyond loopback need
+ * "Authorization: Bearer TOKEN".
  */
 int httpd__start(const char *addr, const char *token, struct httpd **out, char *err, size_t n);
+
+/*
+ * Serve the API on addr too (--api-listen), with the same rules for clients beyond loopback.
+ * addr must be loopback unless h has a token. Returns 0, or -EINVAL (not an address), -EPERM
+ * (not loopback, no token) or -EADDRINUSE with err filled.
+ */
+int httpd__listen_api(struct httpd *h, const char *addr, char *err, size_t n);
+
+/* Does --listen (httpd__start's addr) serve the API? */
+bool httpd__api_on_listen(const struct httpd *h);
 void httpd__stop(struct httpd *h);
 
 /* Replace what a document serves (copied under a lock). */

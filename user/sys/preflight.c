@@ -26,6 +26,7 @@ const struct preflight_paths preflight_default = {
 	.btf = "/sys/kernel/btf/vmlinux",
 	.tracefs = "/sys/kernel/tracing",
 	.debugfs_tracing = "/sys/kernel/debug/tracing",
+	.paranoid = "/proc/sys/kernel/perf_event_paranoid",
 };
 
 int preflight__caps_missing(uint64_t effective, char *msg, size_t n)
@@ -52,41 +53,98 @@ int preflight__caps_missing(uint64_t effective, char *msg, size_t n)
 	return -EPERM;
 }
 
-int preflight__paranoid(void)
+int preflight__paranoid_at(const char *path)
 {
-	char buf[32] = "";
+	char buf[32] = "", *end;
 	ssize_t r;
+	long v;
 	int fd;
 
-	fd = open("/proc/sys/kernel/perf_event_paranoid", O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return INT_MIN;
 	r = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
-	return r > 0 ? atoi(buf) : INT_MIN;
+	if (r <= 0)
+		return INT_MIN;
+	v = strtol(buf, &end, 10);
+	if (end == buf || (*end && *end != '\n') || v < -1000 || v > 1000)
+		return INT_MIN;
+	return (int)v;
+}
+
+int preflight__paranoid(void)
+{
+	return preflight__paranoid_at(preflight_default.paranoid);
+}
+
+/* Debian's patch (carried by Ubuntu, Android and others; mainline stops at 2) adds levels 3
+ * and 4 and checks capable(CAP_SYS_ADMIN), not perfmon_capable(), in perf_event_open(). */
+static size_t paranoid_msg(int level, char *msg, size_t n)
+{
+	int len = snprintf(msg, n, "kernel.perf_event_paranoid is %d: at 3 or more the kernel opens "
+			   "no perf event (uprobes, stack samples) without CAP_SYS_ADMIN on Debian "
+			   "and Ubuntu kernels, not even with CAP_PERFMON; run `sysctl -w "
+			   "kernel.perf_event_paranoid=2` on the node, or grant CAP_SYS_ADMIN "
+			   "(Kubernetes: the privileged/ component)", level);
+
+	return len < 0 ? 0 : (size_t)len < n ? (size_t)len : n ? n - 1 : 0;
 }
 
 size_t preflight__paranoid_hint(char *msg, size_t n)
 {
 	int level = preflight__paranoid();
 
+	int len;
+
 	if (level < 3 || level == INT_MIN || !n)
 		return 0;
-	return snprintf(msg, n, "; kernel.perf_event_paranoid is %d: at 3 or more the kernel opens "
-			"no perf event (uprobes, sampling) for a process without CAP_PERFMON, "
-			"whatever its user", level);
+	/* short: it ends lines that already say what failed (192 bytes in session.c) */
+	len = snprintf(msg, n, "; kernel.perf_event_paranoid is %d: at 3 or more the kernel opens "
+		       "no perf event without CAP_SYS_ADMIN (Debian, Ubuntu); run sysctl -w "
+		       "kernel.perf_event_paranoid=2", level);
+	return len < 0 ? 0 : (size_t)len < n ? (size_t)len : n - 1;
 }
 
-int preflight__privileges(char *msg, size_t n)
+int preflight__paranoid_check(int level, uint64_t effective, char *msg, size_t n)
+{
+	if (level == INT_MIN || level < 3 || (effective & (1ULL << CAP_SYS_ADMIN)))
+		return 0;
+	if (n)
+		paranoid_msg(level, msg, n);
+	return -EACCES;
+}
+
+static int effective_caps(uint64_t *eff)
 {
 	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct d[2] = {};
 
-	if (syscall(SYS_capget, &h, d)) {
-		snprintf(msg, n, "failed to read capabilities: %s", strerror(errno));
+	if (syscall(SYS_capget, &h, d))
+		return -errno;
+	*eff = (uint64_t)d[1].effective << 32 | d[0].effective;
+	return 0;
+}
+
+int preflight__perf_events(const struct preflight_paths *pp, char *msg, size_t n)
+{
+	uint64_t eff;
+
+	if (effective_caps(&eff))
+		return 0;	/* preflight__privileges says so */
+	return preflight__paranoid_check(preflight__paranoid_at(pp->paranoid), eff, msg, n);
+}
+
+int preflight__privileges(char *msg, size_t n)
+{
+	uint64_t eff;
+	int e = effective_caps(&eff);
+
+	if (e) {
+		snprintf(msg, n, "failed to read capabilities: %s", strerror(-e));
 		return -EPERM;
 	}
-	return preflight__caps_missing((uint64_t)d[1].effective << 32 | d[0].effective, msg, n);
+	return preflight__caps_missing(eff, msg, n);
 }
 
 int preflight__btf(const struct preflight_paths *pp, char *msg, size_t n)

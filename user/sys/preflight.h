@@ -11,6 +11,7 @@ struct preflight_paths {
 	const char *btf;	/* /sys/kernel/btf/vmlinux */
 	const char *tracefs;	/* /sys/kernel/tracing */
 	const char *debugfs_tracing;	/* /sys/kernel/debug/tracing */
+	const char *paranoid;	/* /proc/sys/kernel/perf_event_paranoid */
 };
 
 extern const struct preflight_paths preflight_default;
@@ -23,10 +24,24 @@ int preflight__caps_missing(uint64_t effective, char *msg, size_t n);
 
 /* kernel.perf_event_paranoid now (INT_MIN if unreadable). */
 int preflight__paranoid(void);
+/* The same from the file at path (a fake procfs in tests); INT_MIN if unreadable or not a
+ * number. */
+int preflight__paranoid_at(const char *path);
 
-/* "; kernel.perf_event_paranoid is N: ..." into msg when N >= 3 (it refuses perf events to a
- * process without CAP_PERFMON), else nothing. Returns the length written. */
+/* "; kernel.perf_event_paranoid is N: ..." into msg when N >= 3, else nothing. Returns the
+ * length written. */
 size_t preflight__paranoid_hint(char *msg, size_t n);
+
+/*
+ * At level 3 or more, Debian's patch (Debian, Ubuntu; mainline stops at 2 and treats more as
+ * 2) refuses perf_event_open() to a process without CAP_SYS_ADMIN: CAP_PERFMON, which the
+ * DaemonSet grants, is not enough. Returns -EACCES with the fix in msg (the sysctl, or
+ * CAP_SYS_ADMIN) for such a level and an effective set (bit N: capability N) without
+ * CAP_SYS_ADMIN; 0 otherwise, and for INT_MIN (unreadable).
+ */
+int preflight__paranoid_check(int level, uint64_t effective, char *msg, size_t n);
+/* preflight__paranoid_check for pp->paranoid and this process' effective capabilities. */
+int preflight__perf_events(const struct preflight_paths *pp, char *msg, size_t n);
 
 /* "6.12.3-foo" -> 6012 (major * 1000 + minor); -1 if unparsable. */
 int preflight__kernel_version(const char *release);
