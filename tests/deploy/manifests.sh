@@ -2,18 +2,36 @@
 # The rest of deploy/: the Kubernetes manifests, the Dockerfile and the Grafana dashboard.
 #   - yamllint over deploy/ with deploy/.yamllint, when yamllint is installed;
 #   - the manifests render with `kubectl kustomize` (with and without the privileged/,
-#     prometheus-operator/ and token/ components), when kubectl is installed. `kubectl apply
-#     --dry-run=client` is no use here: it asks an API server for its resource types and fails
-#     without a cluster. Without kubectl, the files kustomization.yaml lists are read as they
-#     are;
+#     gpu-only/, networkpolicy/, prometheus-operator/, token/, hub/, tracefs/ and k8s-pods/
+#     components,
+#     and the cupti-inject/ component on examples/cupti-job/), when kubectl is installed.
+#     `kubectl apply --dry-run=client` is no use here: it asks an API server for its resource
+#     types and fails without a cluster, and no kind or k3s cluster is available to the tests:
+#     what is checked is structure, not admission. Without kubectl, the files
+#     kustomization.yaml lists are read as they are;
 #   - the DaemonSet's structure (python3 and its yaml module): hostPID, the exact capabilities
-#     with a comment each, the host paths and their mounts, /healthz probes, requests and
-#     limits, the listen address and the scrape annotations;
+#     with a comment each, the host paths and their mounts (no bpffs; tracefs only with
+#     tracefs/), /healthz startup, readiness and liveness probes, requests and limits, the
+#     listen address and the API on loopback (--api-listen), tolerations for every NoSchedule
+#     and NoExecute taint, the amd64 nodeSelector, gpu-only/'s three GPU labels, NODE_NAME,
+#     FallbackToLogsOnError, seLinuxOptions spc_t, a fleet rollout (a percentage without
+#     surge, or OnDelete) with the choice explained, and the scrape annotations;
+#   - k8s-pods/: absent from the default install; with it, --k8s-pods on a kubectl proxy
+#     native sidecar bound to loopback (not hostNetwork), its port the URL's and nobody
+#     else's, hosts, paths and methods narrowed (each regex tried on what it must and must
+#     not let through), non-root, read-only, no capabilities, small resources, the API token
+#     as a projected volume in the sidecar alone, and RBAC of get and list on core pods only,
+#     bound to the rankscope service account;
+#   - the training Job that cupti-inject/ patches: an init container copying the library into
+#     an emptyDir, CUDA_INJECTION64_PATH in it, the socket through a claim, and nothing the
+#     "baseline" Pod Security standard refuses;
 #   - the dashboard is valid JSON, uses ${DS_PROMETHEUS} everywhere, and every PromQL
 #     expression in it (panel targets and the selectors of its variables) passes
 #     `promtool check rules`, with the Grafana variables replaced by plain values;
 #   - the Dockerfile: two or more stages on debian:bookworm, `make all` only, a runtime
-#     package for every library the Makefile links; hadolint when installed.
+#     package for every library the Makefile links; hadolint when installed. Dockerfile.cupti:
+#     a CUDA devel build stage that builds only the library, a busybox runtime stage with the
+#     library alone, not root.
 # Exit codes: 0 pass, 1 fail, 77 skipped (the last "SKIP: reason" line says why).
 set -u
 cd "$(dirname "$0")/../.." || exit 1
@@ -59,13 +77,23 @@ if have kubectl; then
 	fi
 	# The components, as a user enables them: a copy with `components:` added.
 	cp -r "$K" "$T/k"
-	printf 'components:\n  - privileged\n  - prometheus-operator\n  - token\n  - hub\n' \
-		>>"$T/k/kustomization.yaml"
-	echo "== kubectl kustomize $K with components privileged, prometheus-operator, token, hub"
+	comps="privileged gpu-only networkpolicy prometheus-operator token hub tracefs k8s-pods"
+	printf 'components:\n' >>"$T/k/kustomization.yaml"
+	for c in $comps; do
+		[ -f "$K/$c/kustomization.yaml" ] || bad "$K/$c: no such component"
+		printf '  - %s\n' "$c" >>"$T/k/kustomization.yaml"
+	done
+	echo "== kubectl kustomize $K with components ${comps// /, }"
 	if kubectl kustomize "$T/k" >"$T/components.yaml"; then
 		rendered+=("components=$T/components.yaml")
 	else
 		bad "kubectl kustomize with the components"
+	fi
+	echo "== kubectl kustomize $K/examples/cupti-job (the cupti-inject component)"
+	if kubectl kustomize "$K/examples/cupti-job" >"$T/cupti.yaml"; then
+		rendered+=("cupti=$T/cupti.yaml")
+	else
+		bad "kubectl kustomize $K/examples/cupti-job"
 	fi
 	checked+=(kustomize)
 elif [ "$HAVE_PYYAML" = 1 ]; then
@@ -92,7 +120,7 @@ fi
 if [ "$HAVE_PYYAML" = 1 ] && [ ${#rendered[@]} -gt 0 ]; then
 	echo "== structure of the DaemonSet and its companions"
 	if python3 - "$K/daemonset.yaml" "${rendered[@]}" <<'EOF'; then
-import re, sys, yaml
+import os, re, sys, yaml
 
 errs = []
 def err(msg):
@@ -102,10 +130,269 @@ def err(msg):
 CAPS = {"BPF", "PERFMON", "SYS_PTRACE", "DAC_READ_SEARCH", "SYS_RESOURCE", "CHECKPOINT_RESTORE"}
 HOST = {  # host path: (hostPath type, mounted read only)
     "/sys/kernel/btf": ("Directory", True),
-    "/sys/kernel/tracing": ("Directory", None),
-    "/sys/fs/bpf": ("Directory", None),
     "/run/rankscope": ("DirectoryOrCreate", None),
 }
+# Nothing pins maps (no bpffs); tracefs only through tracefs/, for kernels without the uprobe
+# PMU, and writable there (legacy uprobes are made by writing uprobe_events).
+UNUSED_HOST = ("/sys/fs/bpf",)
+TRACEFS = "/sys/kernel/tracing"
+GPU_LABELS = {  # gpu-only/: one nodeSelectorTerm each (ORed)
+    ("nvidia.com/gpu.present", "In", ("true",)),
+    ("cloud.google.com/gke-accelerator", "Exists", ()),
+    ("feature.node.kubernetes.io/pci-10de.present", "In", ("true",)),
+}
+# Pod Security "baseline": what a training pod must not have (the checks that apply here)
+BASELINE_CAPS = {"AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD",
+                 "NET_BIND_SERVICE", "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT"}
+
+def loopback(addr):
+    host = addr.rsplit(":", 1)[0].strip("[]")
+    return host.startswith("127.") or host == "::1" or host == "localhost"
+
+def baseline_refuses(pod):
+    """What in a pod spec the baseline Pod Security standard refuses (its checks that can
+    apply to a training pod)."""
+    why = []
+    for k in ("hostPID", "hostIPC", "hostNetwork"):
+        if pod.get(k):
+            why.append(k)
+    for v in pod.get("volumes", []):
+        if "hostPath" in v:
+            why.append(f"hostPath volume {v['name']}")
+    for c in pod.get("containers", []) + pod.get("initContainers", []):
+        sc = c.get("securityContext", {})
+        if sc.get("privileged"):
+            why.append(f"{c['name']}: privileged")
+        extra = set(sc.get("capabilities", {}).get("add", [])) - BASELINE_CAPS
+        if extra:
+            why.append(f"{c['name']}: capabilities {sorted(extra)}")
+        for prof in ("seccompProfile", "appArmorProfile"):
+            if sc.get(prof, {}).get("type") == "Unconfined":
+                why.append(f"{c['name']}: {prof} Unconfined")
+        if sc.get("seLinuxOptions", {}).get("type") not in (None, "container_t",
+                                                            "container_init_t",
+                                                            "container_kvm_t"):
+            why.append(f"{c['name']}: seLinuxOptions type")
+        if any(p.get("hostPort") for p in c.get("ports", [])):
+            why.append(f"{c['name']}: hostPort")
+        if sc.get("procMount", "Default") != "Default":
+            why.append(f"{c['name']}: procMount")
+    return why
+
+def check_cupti(variant, kinds):
+    """The training Job cupti-inject/ patched (examples/cupti-job)."""
+    jobs = kinds.get("Job", [])
+    if len(jobs) != 1:
+        err(f"{variant}: expected one Job, found {len(jobs)}")
+        return
+    pod = jobs[0]["spec"]["template"]["spec"]
+    ns = kinds.get("Namespace", [{}])[0].get("metadata", {})
+    if ns.get("labels", {}).get("pod-security.kubernetes.io/enforce") != "baseline":
+        err(f"{variant}: the example namespace must enforce baseline (what is claimed)")
+    why = baseline_refuses(pod)
+    if why:
+        err(f"{variant}: the baseline Pod Security standard refuses the training pod: "
+            + ", ".join(why))
+    vols = {v["name"]: v for v in pod.get("volumes", [])}
+    inits = pod.get("initContainers", [])
+    init = next((c for c in inits if c["name"] == "rankscope-cupti"), None)
+    if not init or not init.get("image", "").startswith("rankscope-cupti"):
+        err(f"{variant}: no init container rankscope-cupti from the rankscope-cupti image")
+        return
+    imnt = init.get("volumeMounts", [])
+    if len(imnt) != 1 or "emptyDir" not in vols.get(imnt[0]["name"], {}) or \
+            imnt[0].get("readOnly") or init.get("args") != [imnt[0]["mountPath"].rstrip("/") + "/"]:
+        err(f"{variant}: the init container must copy into its one emptyDir mount (args: it)")
+        return
+    lib_vol = imnt[0]["name"]
+    isc = init.get("securityContext", {})
+    if not isc.get("runAsNonRoot") or isc.get("allowPrivilegeEscalation") is not False or \
+            isc.get("capabilities", {}).get("drop") != ["ALL"]:
+        err(f"{variant}: the init container copies a file: non-root, no privileges")
+    if len(pod["containers"]) != 1:
+        err(f"{variant}: the patch added a container (its name is not the Job's): "
+            f"{[c['name'] for c in pod['containers']]}")
+        return
+    c = pod["containers"][0]
+    if not c.get("image"):
+        err(f"{variant}: the training container has no image")
+    env = {e["name"]: e.get("value") for e in c.get("env", [])}
+    mnts = {m["name"]: m for m in c.get("volumeMounts", [])}
+    lm = mnts.get(lib_vol)
+    inj = env.get("CUDA_INJECTION64_PATH") or ""
+    if not lm or not lm.get("readOnly") or \
+            inj != lm["mountPath"].rstrip("/") + "/librankscope_cupti.so":
+        err(f"{variant}: CUDA_INJECTION64_PATH must name librankscope_cupti.so in the "
+            "emptyDir, mounted read only")
+    sock_dir = os.path.dirname(env.get("RANKSCOPE_CUPTI_SOCKET") or
+                               "/run/rankscope/cupti/cupti.sock")
+    sm = next((m for m in c.get("volumeMounts", []) if m["mountPath"] == sock_dir), None)
+    claim = vols.get(sm["name"], {}).get("persistentVolumeClaim", {}) if sm else {}
+    if not sm or not sm.get("readOnly") or not claim.get("readOnly"):
+        err(f"{variant}: the socket directory {sock_dir} must be a claim, mounted read only")
+        return
+    pvcs = [x for x in kinds.get("PersistentVolumeClaim", [])
+            if x["metadata"]["name"] == claim.get("claimName")]
+    if len(pvcs) != 1 or pvcs[0]["spec"].get("storageClassName") != "" or \
+            pvcs[0]["spec"].get("accessModes") != ["ReadOnlyMany"]:
+        err(f"{variant}: the claim {claim.get('claimName')} must be in the output, "
+            "ReadOnlyMany, storageClassName \"\" (bound to the admin's hostPath volume)")
+    pv = [x for x in yaml.safe_load_all(open("deploy/kubernetes/cupti-inject/socket-pv.yaml"))
+          if x]
+    hp = pv[0]["spec"].get("hostPath", {}) if len(pv) == 1 else {}
+    ref = pv[0]["spec"].get("claimRef", {}) if len(pv) == 1 else {}
+    if hp.get("path") != "/run/rankscope/cupti" or ref.get("name") != claim.get("claimName") \
+            or pv[0]["spec"].get("storageClassName") != "" or \
+            pv[0]["spec"].get("accessModes") != ["ReadOnlyMany"]:
+        err("socket-pv.yaml: a hostPath PersistentVolume of /run/rankscope/cupti, "
+            "pre-bound to the claim, ReadOnlyMany, no storage class")
+    if not errs:
+        print(f"  {variant}: ok ({', '.join(sorted(kinds))}; the pod passes baseline)")
+
+# k8s-pods/: the kubectl proxy sidecar and what it may do
+PROXY_TOKEN_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+# (pattern flag, texts it must match, texts it must not): Go's RE2 and Python's re agree on
+# these anchored patterns
+PROXY_FILTERS = {
+    "--accept-hosts": (["127.0.0.1", "localhost"],
+                       ["10.0.0.7", "rankscope.rankscope.svc", "127.0.0.1.evil.example",
+                        "evil.localhost", "127.0.0.10", ""]),
+    "--accept-paths": (["/api/v1/pods"],
+                       ["/api/v1/secrets", "/api/v1/namespaces/x/pods/y/exec",
+                        "/api/v1/namespaces/x/pods/y/log", "/api/v1/pods/../secrets",
+                        "/apis/apps/v1/daemonsets", "/api/v1/podsx", "/"]),
+    "--reject-methods": (["POST", "PUT", "PATCH", "DELETE"], ["GET"]),
+}
+
+def check_k8s_pods(variant, kinds, pod, c, port, aport):
+    """k8s-pods/: absent from base; elsewhere a loopback kubectl proxy with the only token."""
+    args = c.get("args", [])
+    want = [a.split("=", 1)[1] for a in args if a.startswith("--k8s-pods=")]
+    inits = pod.get("initContainers", [])
+    proxies = [x for x in inits if x.get("name") == "kubectl-proxy"]
+    roles = kinds.get("ClusterRole", []) + kinds.get("Role", [])
+    binds = kinds.get("ClusterRoleBinding", []) + kinds.get("RoleBinding", [])
+    if pod.get("automountServiceAccountToken") is not False:
+        err(f"{variant}: automountServiceAccountToken must stay false (the daemon holds BPF; "
+            "only the k8s-pods/ sidecar gets a token)")
+    for x in pod["containers"] + [x for x in inits if x.get("name") != "kubectl-proxy"]:
+        for m in x.get("volumeMounts", []):
+            if m["mountPath"].rstrip("/").startswith("/var/run/secrets") or \
+                    m["mountPath"].rstrip("/").startswith("/run/secrets"):
+                err(f"{variant}: {x['name']} mounts {m['mountPath']}: no token but the sidecar's")
+    if variant == "base":
+        if want or inits or roles or binds:
+            err("base: --k8s-pods, init containers and RBAC come only with k8s-pods/")
+        return
+    if len(want) != 1 or len(proxies) != 1:
+        err(f"{variant}: k8s-pods/ needs one --k8s-pods=URL and one kubectl-proxy sidecar")
+        return
+    m = re.fullmatch(r"http://127\.0\.0\.1:([0-9]+)", want[0])
+    if not m:
+        err(f"{variant}: --k8s-pods={want[0]} must be http://127.0.0.1:PORT (a bare host: the "
+            "daemon then lists this node's pods only)")
+        return
+    pport = int(m.group(1))
+    if pod.get("hostNetwork"):
+        err(f"{variant}: the kubectl proxy on loopback with hostNetwork is every host "
+            "process's: k8s-pods/ needs the pod network")
+    px = proxies[0]
+    if px.get("restartPolicy") != "Always":
+        err(f"{variant}: kubectl-proxy must be a native sidecar (restartPolicy: Always), so "
+            "that the daemon starts after it")
+    img = px.get("image", "")
+    if not re.fullmatch(r"registry\.k8s\.io/kubectl:v1\.[0-9]+\.[0-9]+", img):
+        err(f"{variant}: the sidecar image {img!r} must be registry.k8s.io/kubectl at a "
+            "pinned v1.X.Y")
+    pa = px.get("args", [])
+    opts = {}
+    for a in pa[1:]:
+        k, eq, v = a.partition("=")
+        if not k.startswith("--") or not eq or k in opts:
+            err(f"{variant}: sidecar argument {a!r}: one --flag=value each")
+        opts[k] = v
+    if px.get("command") or pa[:1] != ["proxy"]:
+        err(f"{variant}: the sidecar runs the image's kubectl with `proxy` (no command)")
+    if opts.get("--address") != "127.0.0.1" or opts.get("--port") != str(pport):
+        err(f"{variant}: kubectl proxy must listen on 127.0.0.1:{pport}, --k8s-pods' port")
+    if pport in (port, aport) or any(p.get("containerPort") == pport or p.get("hostPort")
+                                     for x in pod["containers"] + inits
+                                     for p in x.get("ports", [])):
+        err(f"{variant}: port {pport} must be the proxy's alone, and no containerPort")
+    if px.get("ports"):
+        err(f"{variant}: the sidecar exposes no port beyond loopback")
+    for flag, (yes, no) in PROXY_FILTERS.items():
+        pat = opts.get(flag)
+        if pat is None or "," in pat:
+            err(f"{variant}: the sidecar needs one {flag}=REGEX")
+            continue
+        rx = re.compile(pat)
+        bad = [t for t in yes if not rx.search(t)] + [t for t in no if rx.search(t)]
+        if bad:
+            err(f"{variant}: {flag}={pat} is wrong for {bad}")
+    for k in ("--disable-filter", "--www", "--unix-socket", "--reject-paths"):
+        if k in opts:
+            err(f"{variant}: the sidecar must not set {k}")
+    # the kubelet's own probes reach the pod IP only: from inside, through the proxy
+    g = px.get("startupProbe", {}).get("exec", {}).get("command", [])
+    if not g or not g[0].endswith("kubectl") or f"--server=http://127.0.0.1:{pport}" not in g \
+            or not any(x.startswith("--raw=/api/v1/pods?") for x in g) or \
+            any(x.startswith(("--kubeconfig", "--token")) for x in g):
+        err(f"{variant}: the sidecar's startupProbe must be kubectl get --raw=/api/v1/pods?... "
+            f"through --server=http://127.0.0.1:{pport}, without credentials of its own")
+    sc = px.get("securityContext", {})
+    if sc.get("runAsNonRoot") is not True or not sc.get("runAsUser") or \
+            sc.get("allowPrivilegeEscalation") is not False or sc.get("privileged") or \
+            sc.get("readOnlyRootFilesystem") is not True or \
+            sc.get("capabilities", {}).get("drop") != ["ALL"] or \
+            sc.get("capabilities", {}).get("add") or \
+            sc.get("seccompProfile", {}).get("type") != "RuntimeDefault":
+        err(f"{variant}: the sidecar must be non-root, read only, without capabilities, "
+            "privileges or escalation, under RuntimeDefault seccomp")
+    res = px.get("resources", {})
+    try:
+        if qty(res["requests"]["cpu"]) > qty(res["limits"]["cpu"]) or \
+                qty(res["requests"]["memory"]) > qty(res["limits"]["memory"]) or \
+                qty(res["limits"]["memory"]) > 256 * 2**20 or qty(res["limits"]["cpu"]) > 0.5:
+            err(f"{variant}: the sidecar's resources must be small (0.5 CPU, 256Mi at most), "
+                "requests not above limits")
+    except (KeyError, ValueError) as e:
+        err(f"{variant}: the sidecar needs cpu and memory requests and limits ({e})")
+    vols = {v["name"]: v for v in pod.get("volumes", [])}
+    mnts = [mm for mm in px.get("volumeMounts", [])
+            if mm["mountPath"].rstrip("/") == PROXY_TOKEN_DIR]
+    proj = vols.get(mnts[0]["name"], {}).get("projected", {}) if mnts else {}
+    src = {k: v for s_ in proj.get("sources", []) for k, v in s_.items()}
+    sat = src.get("serviceAccountToken", {})
+    if len(mnts) != 1 or not mnts[0].get("readOnly") or sat.get("path") != "token" or \
+            not 600 <= sat.get("expirationSeconds", 3600) <= 86400 or sat.get("audience") or \
+            src.get("configMap", {}).get("name") != "kube-root-ca.crt" or \
+            [i.get("path") for i in src.get("downwardAPI", {}).get("items", [])] != ["namespace"]:
+        err(f"{variant}: the sidecar needs a projected token (token, kube-root-ca.crt's "
+            f"ca.crt, namespace) mounted read only at {PROXY_TOKEN_DIR}")
+    elif len(px.get("volumeMounts", [])) != 1:
+        err(f"{variant}: the sidecar mounts its token and nothing else")
+    # RBAC: read pods, nothing more, for this service account alone
+    sa = kinds["ServiceAccount"][0]["metadata"]
+    if len(roles) != 1 or roles[0]["kind"] != "ClusterRole" or roles[0].get("aggregationRule"):
+        err(f"{variant}: k8s-pods/ brings one ClusterRole, not {[r['kind'] for r in roles]}")
+        return
+    rules = roles[0].get("rules", [])
+    if len(rules) != 1 or rules[0].get("apiGroups") != [""] or \
+            rules[0].get("resources") != ["pods"] or \
+            sorted(rules[0].get("verbs", [])) != ["get", "list"] or \
+            set(rules[0]) - {"apiGroups", "resources", "verbs"}:
+        err(f"{variant}: the ClusterRole must allow get and list on core pods only: {rules}")
+    if len(binds) != 1 or binds[0]["kind"] != "ClusterRoleBinding" or \
+            binds[0].get("roleRef") != {"apiGroup": "rbac.authorization.k8s.io",
+                                        "kind": "ClusterRole",
+                                        "name": roles[0]["metadata"]["name"]} or \
+            binds[0].get("subjects") != [{"kind": "ServiceAccount", "name": sa["name"],
+                                          "namespace": sa["namespace"]}]:
+        err(f"{variant}: one ClusterRoleBinding of that role to ServiceAccount "
+            f"{sa['namespace']}/{sa['name']} alone")
+    if pod.get("serviceAccountName") != sa["name"]:
+        err(f"{variant}: the pod's service account must be the bound one")
 
 def qty(s):
     """A CPU or memory quantity as a float (cores or bytes)."""
@@ -137,6 +424,12 @@ for i, line in enumerate(src):
                 err(f"{sys.argv[1]}:{i + 1}: capability {s[2:]} has no comment saying what uses it")
 if ncaps == 0:
     err(f"{sys.argv[1]}: no capabilities.add list found")
+# The rollout choice is explained where it is made, the alternative named.
+text = "\n".join(src)
+m = re.search(r"((?:^ *#.*\n)+) *updateStrategy:", text, re.M)
+if not m or "OnDelete" not in m.group(1) or "percent" not in m.group(1).lower():
+    err(f"{sys.argv[1]}: updateStrategy needs a comment above it explaining the choice and "
+        "naming OnDelete")
 
 for arg in sys.argv[2:]:
     variant, _, path = arg.partition("=")
@@ -144,6 +437,9 @@ for arg in sys.argv[2:]:
     kinds = {}
     for d in docs:
         kinds.setdefault(d["kind"], []).append(d)
+    if variant == "cupti":
+        check_cupti(variant, kinds)
+        continue
     for k in ("Namespace", "ServiceAccount", "DaemonSet"):
         if len(kinds.get(k, [])) != 1:
             err(f"{variant}: expected one {k}, found {len(kinds.get(k, []))}")
@@ -184,11 +480,55 @@ for arg in sys.argv[2:]:
     ports = {p.get("name"): p["containerPort"] for p in c.get("ports", [])}
     if port not in ports.values():
         err(f"{variant}: --listen port {port} is not a containerPort")
-    for probe in ("readinessProbe", "livenessProbe"):
+    # The API (POST /api/v1/capture included) never on the pod network without a token: on
+    # loopback through --api-listen, its own port, not a containerPort
+    api = [a.split("=", 1)[1] for a in args if a.startswith("--api-listen=")]
+    token = any(a.startswith("--token-file=") for a in args)
+    if len(api) != 1 or not loopback(api[0]):
+        err(f"{variant}: args need one --api-listen=127.0.0.1:PORT (the API on loopback)")
+    else:
+        aport = int(api[0].rsplit(":", 1)[1])
+        if aport == port or aport in ports.values():
+            err(f"{variant}: --api-listen's port {aport} must be its own, and no containerPort")
+    check_k8s_pods(variant, kinds, pod, c, port,
+                   int(api[0].rsplit(":", 1)[1]) if len(api) == 1 else None)
+    if not loopback(listen[0]) and not token:
+        print(f"  {variant}: --listen={listen[0]} without a token serves /metrics and /healthz "
+              "only; the API is on " + (api[0] if api else "nothing"))
+    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
         g = c.get(probe, {}).get("httpGet", {})
         pp = ports.get(g.get("port"), g.get("port"))
         if g.get("path") != "/healthz" or pp != port:
             err(f"{variant}: {probe} must be httpGet /healthz on port {port}")
+    st = c.get("startupProbe", {})
+    if st.get("periodSeconds", 10) * st.get("failureThreshold", 3) < 120:
+        err(f"{variant}: the startupProbe must allow 2 minutes or more (a first attach)")
+    for probe in ("readinessProbe", "livenessProbe"):
+        if c.get(probe, {}).get("initialDelaySeconds"):
+            err(f"{variant}: {probe} waits for the startupProbe, not initialDelaySeconds")
+    if c.get("terminationMessagePolicy") != "FallbackToLogsOnError":
+        err(f"{variant}: terminationMessagePolicy must be FallbackToLogsOnError")
+    env = [e for e in c.get("env", []) if e.get("name") == "NODE_NAME"]
+    if len(env) != 1 or env[0].get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") \
+            != "spec.nodeName":
+        err(f"{variant}: env NODE_NAME must come from fieldRef spec.nodeName")
+    # GPU pools' taints: every NoSchedule and NoExecute one, whatever its key
+    tols = pod.get("tolerations", [])
+    for effect in ("NoSchedule", "NoExecute"):
+        if not any(t.get("operator") == "Exists" and not t.get("key") and
+                   t.get("effect") == effect for t in tols):
+            err(f"{variant}: tolerations need {{operator: Exists, effect: {effect}}} (no key)")
+    if pod.get("nodeSelector", {}).get("kubernetes.io/arch") != "amd64":
+        err(f"{variant}: nodeSelector kubernetes.io/arch: amd64 (the image is x86_64 only)")
+    us = ds["spec"].get("updateStrategy", {})
+    ru = us.get("rollingUpdate", {})
+    if us.get("type") == "RollingUpdate":
+        mu = str(ru.get("maxUnavailable", ""))
+        if not re.fullmatch(r"([1-9]|[1-4][0-9]|50)%", mu) or ru.get("maxSurge", 0) not in (0, "0"):
+            err(f"{variant}: a fleet rollout is maxUnavailable 1% to 50% without maxSurge "
+                f"(the lock), not {mu!r}")
+    elif us.get("type") != "OnDelete":
+        err(f"{variant}: updateStrategy must be RollingUpdate by percentage, or OnDelete")
     res = c.get("resources", {})
     for kind in ("cpu", "memory"):
         try:
@@ -215,7 +555,19 @@ for arg in sys.argv[2:]:
             err(f"{variant}: volume {name} mounts the host's {hp['path']}; hostPID already "
                 "gives the host's /proc")
         byhost[hp["path"]] = (name, hp.get("type"))
-    for hpath, (typ, ro) in HOST.items():
+    host = dict(HOST)
+    if variant == "base":
+        if TRACEFS in byhost:
+            err(f"base: {TRACEFS} is mounted; the uprobe PMU needs no tracefs (tracefs/ does it)")
+    else:
+        host[TRACEFS] = ("Directory", None)
+        m = mounts.get(byhost.get(TRACEFS, ("",))[0], {})
+        if m.get("readOnly"):
+            err(f"{variant}: tracefs/ must mount {TRACEFS} writable (uprobe_events)")
+    for hpath in UNUSED_HOST:
+        if hpath in byhost:
+            err(f"{variant}: hostPath {hpath} is mounted, and nothing uses it")
+    for hpath, (typ, ro) in host.items():
         if hpath not in byhost:
             err(f"{variant}: no hostPath volume for {hpath}")
             continue
@@ -229,7 +581,11 @@ for arg in sys.argv[2:]:
             err(f"{variant}: {hpath} must be mounted read only")
 
     sc = c.get("securityContext", {})
+    if sc.get("seLinuxOptions", {}).get("type") != "spc_t":
+        err(f"{variant}: securityContext.seLinuxOptions.type must be spc_t (SELinux nodes)")
     if variant == "base":
+        if pod.get("affinity"):
+            err("base: no affinity by default (gpu-only/ adds it)")
         if sc.get("privileged"):
             err("base: the default DaemonSet must not be privileged")
         caps = sc.get("capabilities", {})
@@ -247,6 +603,18 @@ for arg in sys.argv[2:]:
             err(f"{variant}: the privileged component must set privileged: true")
         if sc.get("allowPrivilegeEscalation") is False:
             err(f"{variant}: allowPrivilegeEscalation: false is invalid with privileged: true")
+        # gpu-only/: GPU nodes by any of the three labels, each its own (ORed) term
+        terms = pod.get("affinity", {}).get("nodeAffinity", {}).get(
+            "requiredDuringSchedulingIgnoredDuringExecution", {}).get("nodeSelectorTerms", [])
+        got = set()
+        for t in terms:
+            ex = t.get("matchExpressions") or []
+            if len(ex) != 1 or t.get("matchFields"):
+                err(f"{variant}: each GPU nodeSelectorTerm holds one expression (terms are ORed)")
+                continue
+            got.add((ex[0].get("key"), ex[0].get("operator"), tuple(ex[0].get("values") or [])))
+        if got != GPU_LABELS:
+            err(f"{variant}: gpu-only/ must match exactly {sorted(GPU_LABELS)}, not {sorted(got)}")
         pms = kinds.get("PodMonitor", [])
         if len(pms) != 1:
             err(f"{variant}: expected one PodMonitor")
@@ -483,7 +851,31 @@ if have hadolint; then
 else
 	note "hadolint is not installed: Dockerfile lint not run"
 fi
-note "the image itself is not built here (needs a container engine)"
+# Dockerfile.cupti: the library alone, built where CUPTI's headers are, in a small image whose
+# cp the init container of cupti-inject/ runs
+F=deploy/Dockerfile.cupti
+echo "== $F"
+stages=$(grep -Ec '^FROM[[:space:]]' "$F")
+[ "$stages" = 2 ] || bad "$F: $stages FROM stage(s), expected a build and a runtime stage"
+grep -Eq '^ARG CUDA_VERSION=[0-9]+\.[0-9]+\.[0-9]+$' "$F" ||
+	bad "$F: ARG CUDA_VERSION=X.Y.Z (the oldest CUDA the jobs run) before the first FROM"
+grep -E '^FROM' "$F" | head -1 | grep -Eq '^FROM nvidia/cuda:\$\{CUDA_VERSION\}-devel-[a-z]+[0-9.]+ AS build$' ||
+	bad "$F: the build stage must be nvidia/cuda:\${CUDA_VERSION}-devel-DISTRO AS build (CUPTI's headers)"
+grep -E '^FROM' "$F" | tail -1 | grep -Eq '^FROM busybox:[0-9]+\.[0-9]+\.[0-9]+$' ||
+	bad "$F: the runtime stage must be a pinned busybox (the library and a cp)"
+grep -Eq '^RUN make CUDA_HOME=[^ ]+ build/librankscope_cupti\.so$' "$F" ||
+	bad "$F: the build stage must make build/librankscope_cupti.so only"
+grep -Eq '^COPY --from=build /src/build/librankscope_cupti\.so /opt/rankscope/librankscope_cupti\.so$' "$F" ||
+	bad "$F: the runtime stage must hold the library at /opt/rankscope/librankscope_cupti.so"
+[ "$(grep -Ec '^COPY' <(awk '/^FROM/ { n++ } n == 2' "$F"))" = 1 ] ||
+	bad "$F: the runtime stage copies the library and nothing else"
+grep -Eq '^USER [1-9][0-9]*(:[0-9]+)?$' "$F" || bad "$F: the image must not run as root"
+grep -Eq '^ENTRYPOINT \["cp", "/opt/rankscope/librankscope_cupti\.so"\]$' "$F" ||
+	bad "$F: ENTRYPOINT must copy the library (the init container names the destination)"
+if have hadolint; then
+	hadolint "$F" || bad "hadolint $F"
+fi
+note "the images themselves are not built here (needs a container engine)"
 checked+=(dockerfile)
 
 if [ "$rc" -ne 0 ]; then
