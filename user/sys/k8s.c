@@ -7,6 +7,7 @@
 #include <string.h>
 #include "jsonp.h"
 #include "k8s.h"
+#include "procfs.h"
 
 static bool is_hex(char c)
 {
@@ -83,24 +84,14 @@ static void container_component(const char *c, size_t n, char *cid, size_t cidn)
 int k8s__cgroup_pod(const char *text, size_t len, char uid[K8S_UID_LEN + 1], char *cid,
 		    size_t cidn)
 {
-	const char *line, *nl, *g, *end, *c, *slash;
-	size_t i = 0, llen;
+	const char *path, *end, *c, *slash;
+	size_t pos = 0, plen;
 
 	if (cid && cidn)
 		cid[0] = '\0';
-	while (i < len) {
-		line = text + i;
-		nl = memchr(line, '\n', len - i);
-		llen = nl ? (size_t)(nl - line) : len - i;
-		i += llen + 1;
-		/* "ID:CONTROLLERS:PATH" */
-		g = memchr(line, ':', llen);
-		if (g)
-			g = memchr(g + 1, ':', llen - (size_t)(g + 1 - line));
-		if (!g || memchr(line, '\0', llen))
-			continue;
-		end = line + llen;
-		for (c = g + 1; c < end; c = slash + 1) {
+	while (procfs__cgroup_next(text, len, &pos, &path, &plen)) {
+		end = path + plen;
+		for (c = path; c < end; c = slash + 1) {
 			slash = memchr(c, '/', (size_t)(end - c));
 			if (!slash)
 				slash = end;

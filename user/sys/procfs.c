@@ -153,31 +153,40 @@ const char *procfs__environ_get(const char *env, size_t len, const char *key)
 	return NULL;
 }
 
-bool procfs__cgroup_under(const char *text, size_t len, const char *path)
+bool procfs__cgroup_next(const char *text, size_t len, size_t *pos, const char **path,
+			 size_t *plen)
 {
-	size_t plen = strlen(path), i = 0, llen, glen;
 	const char *line, *nl, *g;
+	size_t llen;
 
-	if (plen == 1 && path[0] == '/')
-		plen = 0;
-	while (i < len) {
-		line = text + i;
-		nl = memchr(line, '\n', len - i);
-		llen = nl ? (size_t)(nl - line) : len - i;
-		i += llen + 1;
+	while (*pos < len) {
+		line = text + *pos;
+		nl = memchr(line, '\n', len - *pos);
+		llen = nl ? (size_t)(nl - line) : len - *pos;
+		*pos += llen + 1;
 		/* "ID:CONTROLLERS:PATH": the path is after the second colon, and may hold colons */
 		g = memchr(line, ':', llen);
 		if (g)
 			g = memchr(g + 1, ':', llen - (size_t)(g + 1 - line));
-		if (!g)
-			continue;
-		g++;
-		glen = llen - (size_t)(g - line);
-		if (memchr(g, '\0', glen))
-			continue;	/* not text */
+		if (!g || memchr(line, '\0', llen))
+			continue;	/* not a line, or not text */
+		*path = g + 1;
+		*plen = llen - (size_t)(g + 1 - line);
+		return true;
+	}
+	return false;
+}
+
+bool procfs__cgroup_under(const char *text, size_t len, const char *path)
+{
+	size_t plen = strlen(path), pos = 0, glen;
+	const char *g;
+
+	if (plen == 1 && path[0] == '/')
+		plen = 0;
+	while (procfs__cgroup_next(text, len, &pos, &g, &glen))
 		if (glen >= plen && !memcmp(g, path, plen) && (glen == plen || g[plen] == '/'))
 			return true;
-	}
 	return false;
 }
 

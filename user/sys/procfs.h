@@ -51,6 +51,11 @@ const char *procfs__environ_get(const char *env, size_t len, const char *key);
 /* Is a process whose /proc/PID/cgroup text (len bytes) this is in cgroup path or below it,
  * in any hierarchy? path is absolute, without a trailing slash ("/" matches every one). */
 bool procfs__cgroup_under(const char *text, size_t len, const char *path);
+/* The next line of /proc/PID/cgroup text (len bytes) from *pos with a path: true, with the path
+ * (after the second colon, not NUL-terminated) in *path and *plen; false at the end. Lines
+ * without two colons or with a NUL are skipped. */
+bool procfs__cgroup_next(const char *text, size_t len, size_t *pos, const char **path,
+			 size_t *plen);
 
 /* The numbers of the "KEY:" line of /proc status text (len bytes, NUL or not), at most max
  * of them into ids (NSpid: one per PID namespace, outermost first; Tgid, Seccomp: one).
