@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/* A job's failures and recoveries, from its steps, checkpoints and rank exits: see life.h. */
+#include <stdio.h>
+#include <string.h>
+#include "life.h"
+
+void life__init(struct life *l)
+{
+	memset(l, 0, sizeof(*l));
+	l->state = LIFE_RUNNING;
+}
+
+static void forget_steps(struct life *l)
+{
+	l->head = l->n = 0;
+	l->over_steps = l->over_ns = 0;
+}
+
+static void keep_step(struct life *l, uint64_t end_ns, uint64_t dur_ns)
+{
+	struct life_step *s;
+
+	if (l->n == LIFE_STEPS) {
+		/* the oldest goes; if it came after the last checkpoint began, it is still lost
+		 * work at a failure */
+		s = &l->steps[l->head];
+		if (!l->have_ckpt || s->end_ns > l->ckpt_start_ns) {
+			l->over_steps++;
+			l->over_ns += s->dur_ns;
+		}
+		l->head = (l->head + 1) % LIFE_STEPS;
+		l->n--;
+	}
+	s = &l->steps[(l->head + l->n) % LIFE_STEPS];
+	s->end_ns = end_ns;
+	s->dur_ns = dur_ns;
+	l->n++;
+}
+
+bool life__step(struct life *l, uint64_t run, uint64_t end_ns, uint64_t dur_ns)
+{
+	bool recovered = false;
+
+	if (!run)
+		return false;
+	if (l->state != LIFE_RUNNING) {
+		if (run == l->failed_run)
+			return false;	/* a survivor of the failed incarnation */
+		recovered = true;
+		l->recoveries++;
+		l->recovery_ns = end_ns > l->cause.at_ns ? end_ns - l->cause.at_ns : 0;
+		l->recovered_at_ns = end_ns;
+		l->state = LIFE_RUNNING;
+		l->run = 0;
+	}
+	if (run != l->run) {
+		/* a new incarnation (the first, or one that replaced the last without a failure
+		 * seen): it restarts from a checkpoint, so only its own steps can be lost */
+		l->run = run;
+		forget_steps(l);
+	}
+	if (!l->start_ns)
+		l->start_ns = end_ns > dur_ns ? end_ns - dur_ns : end_ns;
+	keep_step(l, end_ns, dur_ns);
+	return recovered;
+}
+
+void life__ckpt(struct life *l, uint64_t start_ns, uint64_t end_ns)
+{
+	if (end_ns < start_ns || (l->have_ckpt && end_ns <= l->ckpt_end_ns))
+		return;
+	l->have_ckpt = true;
+	l->ckpt_start_ns = start_ns;
+	l->ckpt_end_ns = end_ns;
+	/* what was pushed out of the ring is older than the ring: saved now, normally */
+	l->over_steps = l->over_ns = 0;
+}
+
+bool life__fail(struct life *l, uint64_t run, uint64_t at_ns, enum life_reason why, int rank,
+		int code, const char *phase)
+{
+	const struct life_step *s;
+	unsigned int i;
+
+	if (l->state != LIFE_RUNNING || !run || run != l->run || why >= LIFE_REASONS)
+		return false;
+	l->state = LIFE_FAILED;
+	l->failed_run = run;
+	l->failures[why]++;
+	l->cause.rank = rank;
+	l->cause.reason = why;
+	l->cause.code = code;
+	l->cause.at_ns = at_ns;
+	snprintf(l->cause.phase, sizeof(l->cause.phase), "%s", phase ? phase : "");
+	/* the work to redo: steps that ended after the last checkpoint began (the checkpoint
+	 * holds the state from then), and before the failure */
+	l->lost_steps = l->over_steps;
+	l->lost_ns = l->over_ns;
+	for (i = 0; i < l->n; i++) {
+		s = &l->steps[(l->head + i) % LIFE_STEPS];
+		if ((!l->have_ckpt || s->end_ns > l->ckpt_start_ns) && s->end_ns <= at_ns) {
+			l->lost_steps++;
+			l->lost_ns += s->dur_ns;
+		}
+	}
+	l->lost_ns_total += l->lost_ns;
+	l->ckpt_age_known = l->have_ckpt && l->ckpt_end_ns <= at_ns;
+	if (l->ckpt_age_known)
+		l->ckpt_age_ns = at_ns - l->ckpt_end_ns;
+	else
+		l->ckpt_age_ns = at_ns > l->start_ns ? at_ns - l->start_ns : 0;
+	return true;
+}
+
+bool life__tick(struct life *l, uint64_t now_ns, uint64_t abandon_ns)
+{
+	if (l->state != LIFE_FAILED || now_ns < l->cause.at_ns ||
+	    now_ns - l->cause.at_ns < abandon_ns)
+		return false;
+	l->state = LIFE_ABANDONED;
+	l->abandoned++;
+	return true;
+}
+
+const char *life__state_name(enum life_state s)
+{
+	switch (s) {
+	case LIFE_RUNNING: return "running";
+	case LIFE_FAILED: return "failed";
+	case LIFE_ABANDONED: return "abandoned";
+	}
+	return "unknown";
+}
+
+const char *life__reason_name(enum life_reason r)
+{
+	switch (r) {
+	case LIFE_SIGNAL: return "signal";
+	case LIFE_EXIT_CODE: return "exit_code";
+	case LIFE_HANG: return "hang";
+	default: return "unknown";
+	}
+}
