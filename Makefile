@@ -94,6 +94,10 @@ $(OUTPUT)/fuzz/fuzz_decode: tests/fuzz/fuzz_decode.c user/util/decode.c | $(OUTP
 $(OUTPUT)/fuzz/fuzz_elfsym: tests/fuzz/fuzz_elfsym.c user/sys/elfsym.c | $(OUTPUT)/fuzz
 	$(FUZZ_CC) $^ -lelf -o $@
 
+$(OUTPUT)/fuzz/fuzz_k8s: tests/fuzz/fuzz_k8s.c user/sys/k8s.c user/sys/procfs.c \
+		user/util/jsonp.c | $(OUTPUT)/fuzz
+	$(FUZZ_CC) $^ -o $@
+
 $(OUTPUT)/fuzz/fuzz_procfs: tests/fuzz/fuzz_procfs.c user/sys/procfs.c user/sys/libs.c \
 		user/sys/ranks.c user/sys/elfsym.c | $(OUTPUT)/fuzz
 	$(FUZZ_CC) $^ -lelf -o $@
