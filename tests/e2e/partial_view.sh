@@ -5,7 +5,8 @@
 # carries ranks_seen 2 and world_size 4, and the local ranks' aligned wait is remote_wait,
 # never communication. Attached to all four, the same job gets compute on rank 3 (the
 # workload's own truth). Then rank 3 is stopped: seen from ranks 0 and 1, every rank here
-# waits in one collective, none stopped, which is a remote_wait again.
+# waits inside a collective (the same one, or one of them still in the one before, as a rank
+# stopped mid-collective leaves them), none stopped, which is a remote_wait again.
 . "$(dirname "$0")/../lib.sh"
 need_root
 command -v mpirun >/dev/null || skip "OpenMPI not installed (make deps)"
@@ -43,9 +44,14 @@ part = verdicts(sys.argv[1])
 for d in part:
     assert d["ranks_seen"] == 2 and d["world_size"] == 4, d
     assert d["class"] != "communication", d
+# four busy-polling ranks on 2 vCPUs: a window in which a rank seen here waited for a CPU is a
+# true cpu_contention; the story is remote_wait, and never communication
 named = [d for d in part if d["class"] != "none"]
-assert named and all(d["class"] == "remote_wait" and d["rank"] == -1 for d in named), \
+remote = [d for d in named if d["class"] == "remote_wait" and d["rank"] == -1]
+assert named and len(remote) * 3 >= len(named) * 2 and \
+    all(d in remote or d["class"] == "cpu_contention" for d in named), \
     [(d["class"], d["rank"]) for d in named]
+named = remote
 assert "2 ranks seen here (of 4)" in named[0]["evidence"]["detail"], named[0]
 assert "not observed here" in named[0]["experiment"] or "rankscope hub" in named[0]["experiment"]
 # attached to 4 running ranks that busy-poll on 2 vCPUs: the attach itself can hold one back
@@ -56,7 +62,8 @@ assert whole and len(right) * 3 >= len(whole) * 2 and whole[-1] in right, \
     [(d["class"], d["rank"]) for d in whole]
 assert all(d["ranks_seen"] == 4 and d["world_size"] == 4 for d in whole)
 hang = [d for d in verdicts(sys.argv[3]) if "every rank seen here" in d["evidence"].get("detail", "")]
-assert hang and hang[0]["class"] == "remote_wait", [d["class"] for d in verdicts(sys.argv[3])]
+assert hang and hang[0]["class"] == "remote_wait", \
+    [(d["class"], d["rank"], d["evidence"].get("detail", "")) for d in verdicts(sys.argv[3])]
 text = open(sys.argv[4]).read()
 assert "verdict: remote_wait: the 2 ranks seen here (of 4)" in text, text[-600:]
 assert "rankscope diagnose: 2 ranks of 4 in the job (the others are not observed here)" in text, text[:300]

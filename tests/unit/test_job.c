@@ -635,6 +635,66 @@ static void partial_job__every_seen_rank_stuck__remote_hang(void **state)
 	}
 }
 
+/* Column 0 already in collective seq 42, the others still in 41: the shape a stopped peer
+ * leaves when it stopped inside 41 after sending column 0 its share. */
+static bool split_inflight(void *ctx, int col, uint64_t *enter_ns, uint64_t *seq)
+{
+	*enter_ns = inflight_since + (col == 0 ? 5 * MS : 0);
+	*seq = col == 0 ? 42 : 41;
+	return true;
+}
+
+static void last_stopped(void *ctx, int col, char *buf, size_t n)
+{
+	snprintf(buf, n, "%s", col == 2 ? "stopped (SIGSTOP or a debugger)" : "running");
+}
+
+/*
+ * A rank stopped inside a collective leaves its peers split between that collective and the
+ * next. Seen from two of four ranks, none stopped: remote_wait, never a hang on the local
+ * rank still in the older one. All three seen, the third stopped: the hang is on it, not on
+ * the running rank that is one collective behind.
+ */
+static void stuck_split_across_seqs__the_stopped_rank_or_remote(void **state)
+{
+	static struct seen s;
+	struct job_cfg cfg = { .mode = STEPS_AUTO, .hang_timeout_ns = 2000 * MS, .window = 8 };
+	struct job_probe_ops ops = {
+		.on_step = on_step, .on_verdict = on_verdict, .on_rule = on_rule, .ctx = &s,
+		.inflight = split_inflight, .state = running,
+	};
+	struct job *j;
+
+	memset(&s, 0, sizeof(s));
+	j = job__new(&cfg, 2, &ops);
+	assert_non_null(j);
+	job__set_rank(j, 0, 0, 100);
+	job__set_rank(j, 1, 1, 101);
+	job__set_world(j, 4);
+	inflight_since = 1000 * MS;
+	job__advance(j, 1000 * MS + 3000 * MS, false);
+	assert_int_equal(s.nv, 1);
+	assert_int_equal(s.v[0].cls, V_REMOTE_WAIT);
+	assert_int_equal(s.v[0].col, -1);
+	assert_non_null(strstr(s.v[0].detail, "every rank seen here (2 of 4)"));
+	assert_non_null(strstr(s.v[0].detail, "seq 42 (some still in the one before)"));
+	job__free(j);
+
+	memset(&s, 0, sizeof(s));
+	ops.state = last_stopped;
+	j = job__new(&cfg, 3, &ops);
+	assert_non_null(j);
+	job__set_rank(j, 0, 0, 100);
+	job__set_rank(j, 1, 1, 101);
+	job__set_rank(j, 2, 2, 102);
+	job__advance(j, 1000 * MS + 3000 * MS, false);
+	assert_int_equal(s.nv, 1);
+	assert_int_equal(s.v[0].cls, V_HANG);
+	assert_int_equal(s.v[0].col, 2);
+	assert_non_null(strstr(s.v[0].detail, "the laggard is stopped"));
+	job__free(j);
+}
+
 /* What each rank's process is doing, for the first-look tests: rank 1 as first_state says. */
 static const char *first_state;
 
@@ -778,6 +838,7 @@ int main(void)
 		cmocka_unit_test(partial_job__aligned_wait__remote_wait_not_communication),
 		cmocka_unit_test(marker_attached_a_step_apart__skew_is_the_extra_compute),
 		cmocka_unit_test(partial_job__every_seen_rank_stuck__remote_hang),
+		cmocka_unit_test(stuck_split_across_seqs__the_stopped_rank_or_remote),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1997,29 +1997,35 @@ done:
 }
 
 /*
- * Every rank seen here has waited past the hang timeout in the same collective, none of them
+ * Every rank seen here has waited past the hang timeout inside a collective (the same one, or
+ * some still in the one before: their peers here got their share first), none of them
  * stopped: with ranks of the job elsewhere, the one that holds it is among those.
  */
 static void remote_hang(struct job *j, uint64_t now, uint64_t wait_since, int64_t wait_seq)
 {
 	struct job_verdict jv = {};
 	uint64_t enter, seq;
-	int c;
+	int c, behind = 0;
 
 	if (!partial(j))
 		return;
-	for (c = 0; c < j->n; c++)
-		if (!j->r[c].exited && (!j->ops.inflight(j->ops.ctx, c, &enter, &seq) ||
-					(int64_t)seq + j->r[c].seq_off != wait_seq))
+	for (c = 0; c < j->n; c++) {
+		if (j->r[c].exited)
+			continue;
+		if (!j->ops.inflight(j->ops.ctx, c, &enter, &seq))
 			return;
+		if ((int64_t)seq + j->r[c].seq_off < wait_seq)
+			behind++;
+	}
 	jv.cls = jv.v.cls = V_REMOTE_WAIT;
 	jv.col = jv.v.rank = -1;
 	jv.t_ns = now;
 	jv.step = jv.first = jv.last = j->next_k;
 	snprintf(jv.detail, sizeof(jv.detail), "every rank seen here (%d of %d) has waited "
-		 "%.1f s in collective seq %" PRId64 ", none of them stopped: the rank that holds "
-		 "it is not observed here (a hang or a dead rank on another node)", j->n, j->world,
-		 (now - wait_since) / 1e9, wait_seq);
+		 "%.1f s in collective seq %" PRId64 "%s, none of them stopped: the rank that "
+		 "holds it is not observed here (a hang or a dead rank on another node)", j->n,
+		 j->world, (now - wait_since) / 1e9, wait_seq,
+		 behind ? " (some still in the one before)" : "");
 	j->hang_done = true;
 	emit_verdict(j, &jv);
 }
@@ -2185,14 +2191,8 @@ static void check_hang(struct job *j, uint64_t now)
 		first_look_hang(j, now);
 		return;
 	}
-	for (c = 0; c < j->n && lag < 0; c++) {
-		if (c == waiter || j->r[c].exited)
-			continue;
-		in = j->ops.inflight(j->ops.ctx, c, &enter, &seq);
-		if (!in || (int64_t)seq + j->r[c].seq_off < wait_seq)
-			lag = c;
-	}
-	/* everyone is inside the same collective: the one that cannot run holds it */
+	/* a rank that cannot run holds the others, whatever call it was stopped in: one stopped
+	 * inside collective k leaves some peers in k and others already in k + 1 */
 	for (c = 0; c < j->n && lag < 0 && j->ops.state; c++) {
 		char st[96];
 
@@ -2200,6 +2200,16 @@ static void check_hang(struct job *j, uint64_t now)
 			continue;
 		j->ops.state(j->ops.ctx, c, st, sizeof(st));
 		if (!strncmp(st, "stopped", 7) || !strncmp(st, "a zombie", 8))
+			lag = c;
+	}
+	/* then one outside every collective while the waiter is in one; one inside an older
+	 * collective is behind only when every rank is seen here: with ranks elsewhere, it
+	 * may wait on one of those (its peers here got their data first) */
+	for (c = 0; c < j->n && lag < 0; c++) {
+		if (c == waiter || j->r[c].exited)
+			continue;
+		in = j->ops.inflight(j->ops.ctx, c, &enter, &seq);
+		if (!in || (!partial(j) && (int64_t)seq + j->r[c].seq_off < wait_seq))
 			lag = c;
 	}
 	if (lag < 0) {
