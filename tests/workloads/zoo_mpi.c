@@ -35,6 +35,12 @@
  *                 bytes on MPI_COMM_WORLD
  *   --len-skew    every rank's compute scaled by [1, 2) from a PRNG seeded by the step
  *   --change-at S from measured step S on: N+2 buckets (or K+2 with --fsdp)
+ *   --ckpt-every K  after the optimizer of measured steps K-1, 2K-1, ...: rank 0 writes a
+ *                 checkpoint of --ckpt-mb MB (32) in 1 MiB writes to DIR/zoo-ckpt.tmp,
+ *                 fsyncs it and renames it to DIR/zoo-ckpt (--ckpt-dir DIR, default the
+ *                 --data-dir); the others go on to the next step's collectives, as DDP's do
+ *   --resume      rank 0 reads DIR/zoo-ckpt (if there is one) and every rank starts at the
+ *                 step after the one it saved (a relaunched job)
  *   --loader      a data-loader child (see below); --loader-us US (500) its busy time per batch
  *   --fault KIND:R[:ARG] (repeatable; the first one is the workload line's "expect"),
  *   --fault-from S (0): the first measured step of the per-step faults
@@ -77,6 +83,9 @@
  *
  * Output, one write per line (a line is under PIPE_BUF, so mpirun cannot split it):
  *   rank 0: {"type":"workload",...}; every rank: "loader rank= pid= ppid=", "ready rank= pid=";
+ *   rank 0 with --resume: {"type":"resume","step":S} (S: the first measured step run);
+ *   rank 0 per checkpoint: {"type":"ckpt","rank":0,"step":K,"start_ns":T0,"end_ns":T1}
+ *   (CLOCK_MONOTONIC, from the first write to the rename; K: the last step it holds);
  *   per step: {"type":"truth",...}. step_ns runs from this step's start to the next one's (or
  *   the end of the last); input_ns + io_ns + compute_ns + sleep_ns + comm_ns + stopped_ns +
  *   log_ns is step_ns less a few clock reads. log_ns: this step printing the previous step's
@@ -156,8 +165,9 @@ static struct zoo {
 	/* options */
 	long steps, warmup, compute_us, opt_us, input_kb, buckets, bucket_bytes, last_bytes;
 	long fsdp, tp, pp, act_bytes, accum, eval_every, change_at, loader_us, fault_from;
-	bool overlap, len_skew, loader;
-	const char *go_file, *init_file, *data_dir;
+	long ckpt_every, ckpt_mb;
+	bool overlap, len_skew, loader, resume;
+	const char *go_file, *init_file, *data_dir, *ckpt_dir;
 	struct fault faults[MAX_FAULTS];
 	int nfaults;
 	/* run time */
@@ -166,7 +176,7 @@ static struct zoo {
 	MPI_Comm tp_comm, dp_comm;
 	int dp_size;
 	float *sbuf, *rbuf;
-	char *inbuf, *dbuf;
+	char *inbuf, *dbuf, *ckbuf;
 	int in_fd, direct_fd, req_fd, data_fd;
 	pid_t loader_pid;
 	long in_reads, direct_reads;
@@ -174,7 +184,7 @@ static struct zoo {
 } z = {
 	.steps = 100, .warmup = 3, .compute_us = 2300, .opt_us = 300, .input_kb = 4,
 	.buckets = 1, .bucket_bytes = 65536, .act_bytes = 16384, .accum = 1,
-	.change_at = -1, .loader_us = 500, .data_dir = "/tmp/rankscope-zoo",
+	.change_at = -1, .loader_us = 500, .data_dir = "/tmp/rankscope-zoo", .ckpt_mb = 32,
 	.in_fd = -1, .direct_fd = -1, .req_fd = -1, .data_fd = -1,
 };
 
@@ -276,6 +286,8 @@ static void parse_opts(int argc, char **argv)
 		{ "change-at", 1, NULL, 'C' }, { "loader", 0, NULL, 'l' },
 		{ "loader-us", 1, NULL, 'u' }, { "fault", 1, NULL, 'F' },
 		{ "fault-from", 1, NULL, 'S' }, { "init-file", 1, NULL, 'I' },
+		{ "ckpt-every", 1, NULL, 'K' }, { "ckpt-mb", 1, NULL, 'M' },
+		{ "ckpt-dir", 1, NULL, 'P' }, { "resume", 0, NULL, 'R' },
 		{ NULL, 0, NULL, 0 },
 	};
 	long big = INT_MAX / 4 * 4;
@@ -308,6 +320,10 @@ static void parse_opts(int argc, char **argv)
 		case 'u': z.loader_us = parse_num(optarg, "--loader-us", 0, INT_MAX); break;
 		case 'F': parse_fault(optarg); break;
 		case 'S': z.fault_from = parse_num(optarg, "--fault-from", 0, INT_MAX); break;
+		case 'K': z.ckpt_every = parse_num(optarg, "--ckpt-every", 1, INT_MAX); break;
+		case 'M': z.ckpt_mb = parse_num(optarg, "--ckpt-mb", 1, 1 << 16); break;
+		case 'P': z.ckpt_dir = optarg; break;
+		case 'R': z.resume = true; break;
 		case ':': usage_error("option '%s' needs a value", argv[optind - 1]);
 		default: usage_error("unknown option '%s' (the options are in zoo_mpi.c's header)",
 				     argv[optind - 1]);
@@ -315,6 +331,8 @@ static void parse_opts(int argc, char **argv)
 	}
 	if (optind != argc)
 		usage_error("unexpected argument '%s'", argv[optind]);
+	if (!z.ckpt_dir)
+		z.ckpt_dir = z.data_dir;
 	if (z.bucket_bytes % 4 || z.last_bytes % 4 || z.act_bytes % 4)
 		usage_error("--bucket-bytes, --last-bytes and --act-bytes must be multiples of 4");
 	if (!!z.fsdp + !!z.tp + !!z.pp > 1)
@@ -838,6 +856,59 @@ static void pp(struct acct *a, int64_t c)
 	}
 }
 
+/* ---- checkpoints ---- */
+
+static void ckpt_path(char *buf, size_t n, const char *suffix)
+{
+	if ((size_t)snprintf(buf, n, "%s/zoo-ckpt%s", z.ckpt_dir, suffix) >= n)
+		fatal("--ckpt-dir is too long: '%s'", z.ckpt_dir);
+}
+
+/* Rank 0, after measured step k: the state up to k, written whole and renamed into place. */
+static void checkpoint(long k)
+{
+	char tmp[4096], path[4096];
+	int64_t t0 = fix_now_ns();
+	long next = k + 1, i;
+	int fd;
+
+	ckpt_path(tmp, sizeof(tmp), ".tmp");
+	ckpt_path(path, sizeof(path), "");
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		fatal("checkpoint %s: %s", tmp, strerror(errno));
+	memset(z.ckbuf, (int)(k & 0xff), 1 << 20);
+	memcpy(z.ckbuf, &next, sizeof(next));
+	for (i = 0; i < z.ckpt_mb; i++)
+		if (write(fd, z.ckbuf, 1 << 20) != 1 << 20)
+			fatal("checkpoint %s: %s", tmp, strerror(errno));
+	if (fsync(fd) || close(fd) || rename(tmp, path))
+		fatal("checkpoint %s: %s", path, strerror(errno));
+	printf("{\"type\":\"ckpt\",\"rank\":%d,\"step\":%ld,\"start_ns\":%lld,\"end_ns\":%lld}\n",
+	       z.rank, k, (long long)t0, (long long)fix_now_ns());
+	fflush(stdout);
+}
+
+/* --resume: the first measured step, from rank 0's checkpoint (0: none), to every rank. */
+static long resume_step(void)
+{
+	char path[4096];
+	long next = 0;
+	int fd;
+
+	if (!z.rank) {
+		ckpt_path(path, sizeof(path), "");
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			if (read(fd, &next, sizeof(next)) != (ssize_t)sizeof(next) || next < 0)
+				next = 0;
+			close(fd);
+		}
+	}
+	MPI_Bcast(&next, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+	return next;
+}
+
 /* ---- one step ---- */
 
 /* A training step's own function, as a script's train_step(): the target of --steps
@@ -915,6 +986,8 @@ static void step(struct acct *a, long k)
 	if ((z.tp || z.pp) && z.dp_size > 1)
 		buckets(a, k, 0, z.dp_comm);
 	compute(a, z.opt_us * 1000, false);
+	if (meas && z.ckpt_every && (k + 1) % z.ckpt_every == 0 && !z.rank)
+		checkpoint(k);
 	if (meas && z.eval_every && (k + 1) % z.eval_every == 0) {
 		double loss = 1.0 + z.rank, sum;
 
@@ -991,6 +1064,10 @@ static int setup(char *err, size_t elen)
 		n = 2 * DIV_COUNT;
 	z.sbuf = malloc(n * sizeof(float));
 	z.rbuf = malloc(n * sizeof(float));
+	if (z.ckpt_every && !z.rank && !(z.ckbuf = malloc(1 << 20))) {
+		snprintf(err, elen, "out of memory");
+		return 1;
+	}
 	if (posix_memalign((void **)&z.inbuf, 4096, z.input_kb * 1024 + 1))
 		z.inbuf = NULL;
 	if (!z.sbuf || !z.rbuf || !z.inbuf) {
@@ -1029,7 +1106,7 @@ int main(int argc, char **argv)
 	struct acct a = { 0 }, prev = { 0 };
 	char err[1024] = "";
 	int ret, worst, i;
-	long k;
+	long k, first;
 
 	z.loud = !env || !strcmp(env, "0");
 	z.pid = (int)getpid();
@@ -1093,11 +1170,18 @@ int main(int argc, char **argv)
 	MPI_Barrier(MPI_COMM_WORLD);	/* the workload line first */
 	if (z.loader)
 		printf("loader rank=%d pid=%d ppid=%d\n", z.rank, (int)z.loader_pid, (int)getpid());
+	first = z.resume ? resume_step() : 0;
+	if (z.resume && !z.rank)
+		printf("{\"type\":\"resume\",\"step\":%ld}\n", first);
 	fix_ready(z.rank);
 	if (z.go_file)
 		fix_wait_go(z.go_file, z.rank);
 
 	for (k = -z.warmup; k < z.steps; k++) {
+		if (k == 0 && first > 0)
+			k = first;
+		if (k >= z.steps)
+			break;
 		if (k == z.fault_from) {	/* the quotas bite from here */
 			cg_limit(&z.cg_rank);
 			cg_limit(&z.cg_loader);
@@ -1106,7 +1190,7 @@ int main(int argc, char **argv)
 		a.step = k;
 		a.start = fix_now_ns();
 		a.t = a.start;
-		if (k > -z.warmup)
+		if (prev.start)
 			emit(&prev, a.start - prev.start);
 		zoo_train_step(k);
 		lap(&a, A_LOG);
@@ -1133,6 +1217,7 @@ int main(int argc, char **argv)
 	free(z.rbuf);
 	free(z.inbuf);
 	free(z.dbuf);
+	free(z.ckbuf);
 	MPI_Finalize();
 	return 0;
 }

@@ -70,6 +70,9 @@ static void usage(FILE *f, enum cmd_verb v)
 "                         rankscope_series_overflow_total counts what it leaves out\n"
 "      --rescan S         /proc rescan period (default 1)\n"
 "      --retain S         keep a finished job's series this long (default 300)\n"
+"      --abandon-after S  a failed job not back this long is abandoned (default 3600);\n"
+"                         /api/v1/jobs and the job_recovery_* series follow each job id\n"
+"                         across its restarts\n"
 "      --cgroup PATH      only processes in this cgroup or below it (as /proc/PID/cgroup\n"
 "                         shows it): a Slurm job, a share of a host, one of several\n"
 "                         daemons on one machine\n"
@@ -179,6 +182,7 @@ enum {
 	OPT_IO_MIN = 256, OPT_OFFCPU_MIN, OPT_RINGBUF, OPT_DRAIN,
 	OPT_NO_SCHED, OPT_NO_IO, OPT_NO_NET, OPT_NO_COLL, OPT_STEPS, OPT_WINDOW, OPT_HANG,
 	OPT_LISTEN, OPT_LOCK, OPT_MAX_RANKS, OPT_MAX_JOBS, OPT_MAX_SERIES, OPT_RESCAN, OPT_RETAIN,
+	OPT_ABANDON,
 	OPT_PLANNED, OPT_CKPT_MIN, OPT_CUPTI, OPT_NO_CUPTI, OPT_CAP_DIR, OPT_CAP_COUNT, OPT_CAP_MB,
 	OPT_STACK_KB, OPT_MAX_THREADS, OPT_MAX_PROCS,
 	OPT_AUTO_CAP, OPT_SECONDS, OPT_SERVER, OPT_RANKS, OPT_ALIGN, OPT_CGROUP, OPT_TOKEN,
@@ -414,6 +418,7 @@ int cmd__parse_opts(int argc, char **argv, struct session_opts *o, enum cmd_verb
 		{ "max-series", required_argument, NULL, OPT_MAX_SERIES },
 		{ "rescan", required_argument, NULL, OPT_RESCAN },
 		{ "retain", required_argument, NULL, OPT_RETAIN },
+		{ "abandon-after", required_argument, NULL, OPT_ABANDON },
 		{ "planned-steps", required_argument, NULL, OPT_PLANNED },
 		{ "ckpt-min-mb", required_argument, NULL, OPT_CKPT_MIN },
 		{ "cupti-socket", required_argument, NULL, OPT_CUPTI },
@@ -449,6 +454,7 @@ int cmd__parse_opts(int argc, char **argv, struct session_opts *o, enum cmd_verb
 	o->max_jobs = 32;
 	o->max_series = 200000;
 	o->retain_s = 300;
+	o->abandon_s = 3600;
 	o->lock_file = "/run/rankscope/daemon.lock";
 	o->ckpt = (struct ckpt_cfg){ .active_bytes = CKPT_ACTIVE_BYTES, .gap_ns = CKPT_GAP_NS,
 				     .min_bytes = CKPT_MIN_BYTES };
@@ -594,6 +600,12 @@ int cmd__parse_opts(int argc, char **argv, struct session_opts *o, enum cmd_verb
 			if (!o->daemon)
 				goto daemon_only;
 			if (parse_secs("--retain", optarg, 0, 86400 * 7, &o->retain_s))
+				return -EINVAL;
+			break;
+		case OPT_ABANDON:
+			if (!o->daemon)
+				goto daemon_only;
+			if (parse_secs("--abandon-after", optarg, 1, 86400 * 7, &o->abandon_s))
 				return -EINVAL;
 			break;
 		case OPT_MAX_SERIES:

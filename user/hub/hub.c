@@ -14,7 +14,6 @@
 #include "prom.h"
 #include "report.h"
 
-#define LABELS(...) ((const char *const[]){ __VA_ARGS__, NULL })
 #define HUB_MAX_VALUES	(1 << 20)	/* JSON values in one answer */
 #define HUB_PENDING	65536		/* step lines waiting for hub__drain_steps */
 #define HUB_CHANGES	16		/* changes of a rank's sequence of collectives kept */

@@ -24,6 +24,8 @@ struct ckpt_cfg {
 #define CKPT_ACTIVE_BYTES	(1ULL << 20)
 #define CKPT_GAP_NS		1000000000ULL
 #define CKPT_MIN_BYTES		(16ULL << 20)
+#define CKPT_SETTLED_NS		300000000ULL	/* writes stopped this long before a kill: the
+						 * burst was a whole checkpoint */
 
 struct ckpt {
 	bool primed;		/* last_bytes/last_t hold a sample */

@@ -99,6 +99,7 @@ struct job {
 	uint64_t last_emit_k;
 	bool hang_done;
 	uint64_t progress_ns;	/* the last step built, or the first look (0: not yet) */
+	uint64_t last_end_ns;	/* the end of the last step built (0: none yet) */
 	int disk_col;		/* the one rank in uninterruptible sleep at every look, -1: none */
 	uint64_t stacks_ns;	/* the last look at a stuck job's stacks */
 	uint64_t disk_since;
@@ -1658,6 +1659,8 @@ static void stuck_evidence(struct job *j, struct job_verdict *jv, int peer)
 
 static void emit_verdict(struct job *j, struct job_verdict *jv)
 {
+	if (jv->stuck)
+		jv->since_ns = j->last_end_ns ? j->last_end_ns : j->progress_ns;
 	jv->ranks_seen = j->n;
 	jv->world_size = j->world;
 	j->last = *jv;
@@ -1984,6 +1987,9 @@ static void assemble(struct job *j, uint64_t now, bool final)
 		j->row_k[j->nrows % JOB_ROWS] = j->next_k;
 		j->nrows++;
 		j->progress_ns = now;
+		for (c = 0; c < j->n; c++)
+			if (row[c].present && st[c].start_ns + st[c].dur_ns > j->last_end_ns)
+				j->last_end_ns = st[c].start_ns + st[c].dur_ns;
 		check_divergence(j, j->next_k);
 		judge(j, j->next_k);
 		j->next_k++;
@@ -2027,6 +2033,7 @@ static void remote_hang(struct job *j, uint64_t now, uint64_t wait_since, int64_
 		 j->world, (now - wait_since) / 1e9, wait_seq,
 		 behind ? " (some still in the one before)" : "");
 	j->hang_done = true;
+	jv.stuck = true;
 	emit_verdict(j, &jv);
 }
 
@@ -2101,6 +2108,7 @@ static void stuck_stacks(struct job *j, uint64_t now)
 		jv.stacks[1].rank = j->r[best].rank;
 	}
 	j->hang_done = true;
+	jv.stuck = true;
 	emit_verdict(j, &jv);
 out:
 	free(coll);
@@ -2157,6 +2165,7 @@ static void first_look_hang(struct job *j, uint64_t now)
 		 "rank(s) wait", (now - j->progress_ns) / 1e9, lag_st, waiting);
 	stuck_evidence(j, &jv, -1);
 	j->hang_done = true;
+	jv.stuck = true;
 	emit_verdict(j, &jv);
 }
 
@@ -2241,6 +2250,7 @@ static void check_hang(struct job *j, uint64_t now)
 	}
 	stuck_evidence(j, &jv, waiter);
 	j->hang_done = true;
+	jv.stuck = true;
 	emit_verdict(j, &jv);
 }
 

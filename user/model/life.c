@@ -21,10 +21,10 @@ static void keep_step(struct life *l, uint64_t end_ns, uint64_t dur_ns)
 	struct life_step *s;
 
 	if (l->n == LIFE_STEPS) {
-		/* the oldest goes; if it came after the last checkpoint began, it is still lost
-		 * work at a failure */
+		/* the oldest goes; if it came after the last checkpoint, it is still lost work
+		 * at a failure */
 		s = &l->steps[l->head];
-		if (!l->have_ckpt || s->end_ns > l->ckpt_start_ns) {
+		if (!l->have_ckpt || s->end_ns > l->ckpt_end_ns) {
 			l->over_steps++;
 			l->over_ns += s->dur_ns;
 		}
@@ -37,21 +37,42 @@ static void keep_step(struct life *l, uint64_t end_ns, uint64_t dur_ns)
 	l->n++;
 }
 
+/* A failure's loss goes into the totals: at once, or a hang's when it proves lasting. */
+static void settle_loss(struct life *l)
+{
+	if (!l->lost_pending)
+		return;
+	l->lost_pending = false;
+	l->lost_ns_total += l->lost_ns;
+	l->lost_steps_total += l->lost_steps;
+}
+
 bool life__step(struct life *l, uint64_t run, uint64_t end_ns, uint64_t dur_ns)
 {
 	bool recovered = false;
+	uint64_t back;
 
 	if (!run)
 		return false;
 	if (l->state != LIFE_RUNNING) {
-		if (run == l->failed_run)
+		if (run == l->failed_run &&
+		    (l->cause.reason != LIFE_HANG || end_ns <= l->cause.at_ns))
 			return false;	/* a survivor of the failed incarnation */
 		recovered = true;
 		l->recoveries++;
-		l->recovery_ns = end_ns > l->cause.at_ns ? end_ns - l->cause.at_ns : 0;
-		l->recovered_at_ns = end_ns;
+		l->in_place = run == l->failed_run;
+		/* a relaunch's first step seen starts where its first iteration ended (no step
+		 * boundary comes before it); a hang's ends the wait */
+		back = l->in_place || dur_ns > end_ns ? end_ns : end_ns - dur_ns;
+		l->recovery_ns = back > l->cause.at_ns ? back - l->cause.at_ns : 0;
+		l->recovered_at_ns = back;
 		l->state = LIFE_RUNNING;
-		l->run = 0;
+		if (l->in_place) {
+			l->lost_pending = false;	/* the hang cleared: nothing to redo */
+		} else {
+			settle_loss(l);
+			l->run = 0;
+		}
 	}
 	if (run != l->run) {
 		/* a new incarnation (the first, or one that replaced the last without a failure
@@ -92,18 +113,22 @@ bool life__fail(struct life *l, uint64_t run, uint64_t at_ns, enum life_reason w
 	l->cause.code = code;
 	l->cause.at_ns = at_ns;
 	snprintf(l->cause.phase, sizeof(l->cause.phase), "%s", phase ? phase : "");
-	/* the work to redo: steps that ended after the last checkpoint began (the checkpoint
-	 * holds the state from then), and before the failure */
+	/* the work to redo: steps that ended after the last checkpoint, and before the failure.
+	 * A job writes its checkpoint between two steps, so the checkpoint holds every step that
+	 * ended before it ended; its start is known only to a drain tick (100 ms), which may be
+	 * before the end of the step it saves, and two close checkpoints can read as one burst */
 	l->lost_steps = l->over_steps;
 	l->lost_ns = l->over_ns;
 	for (i = 0; i < l->n; i++) {
 		s = &l->steps[(l->head + i) % LIFE_STEPS];
-		if ((!l->have_ckpt || s->end_ns > l->ckpt_start_ns) && s->end_ns <= at_ns) {
+		if ((!l->have_ckpt || s->end_ns > l->ckpt_end_ns) && s->end_ns <= at_ns) {
 			l->lost_steps++;
 			l->lost_ns += s->dur_ns;
 		}
 	}
-	l->lost_ns_total += l->lost_ns;
+	l->lost_pending = true;
+	if (why != LIFE_HANG)
+		settle_loss(l);
 	l->ckpt_age_known = l->have_ckpt && l->ckpt_end_ns <= at_ns;
 	if (l->ckpt_age_known)
 		l->ckpt_age_ns = at_ns - l->ckpt_end_ns;
@@ -119,6 +144,7 @@ bool life__tick(struct life *l, uint64_t now_ns, uint64_t abandon_ns)
 		return false;
 	l->state = LIFE_ABANDONED;
 	l->abandoned++;
+	settle_loss(l);
 	return true;
 }
 

@@ -2,7 +2,8 @@
 /*
  * A job's life seen from outside: it runs, fails (a rank dies by a signal or a non-zero exit,
  * or the job stops stepping past the hang timeout), comes back (the same job identity completes
- * a step again, in a new incarnation), or is abandoned (no return within the abandon time).
+ * a step again, in a new incarnation, or, after a hang, the same incarnation steps again), or
+ * is abandoned (no return within the abandon time).
  *
  * Fed by the daemon with what it already sees: completed steps, checkpoint bursts, rank exits
  * and hangs. An incarnation is a key the caller derives from the ranks themselves (the start
@@ -12,10 +13,16 @@
  * recover the job nor count as new work.
  *
  * Per failure it works out what the reference observability document asks for:
- *   - the time from the failure to the first step of the next incarnation (recovery);
+ *   - the time from the failure to the first step of the next incarnation (recovery): to the
+ *     start of the first step seen, which is where the relaunched job's first iteration ended
+ *     (steps are found between collectives: the first has no boundary before it); after a
+ *     hang that clears, to the end of the first step past it;
  *   - the age of the last checkpoint at the failure;
- *   - the steps completed after the last checkpoint's start, lost at the failure (their count
- *     and their summed duration: the work to redo).
+ *   - the steps completed after the last checkpoint, lost at the failure (their count and
+ *     their summed duration: the work to redo). The job writes a checkpoint between steps:
+ *     it holds every step that ended before it ended (a step shorter than the checkpoint
+ *     detector's 100 ms tick may be counted on the wrong side). A hang's are lost only once the job is
+ *     restarted or abandoned: a hang that clears (the same incarnation steps again) lost none.
  * No allocation; all times are CLOCK_MONOTONIC ns.
  */
 #ifndef RS_LIFE_H
@@ -61,9 +68,12 @@ struct life {
 	uint64_t recovered_at_ns;
 	uint64_t ckpt_age_ns;		/* at the failure: since the last checkpoint's end */
 	bool ckpt_age_known;		/* false: no checkpoint seen (the age is since start_ns) */
-	uint64_t lost_steps;		/* completed after the last checkpoint began */
+	uint64_t lost_steps;		/* completed after the last checkpoint */
 	uint64_t lost_ns;		/* their summed duration */
 	uint64_t lost_ns_total;		/* over every failure */
+	uint64_t lost_steps_total;
+	bool lost_pending;		/* a hang's loss, not in the totals yet */
+	bool in_place;			/* the last recovery: the hung incarnation went on */
 	/* checkpoints */
 	bool have_ckpt;
 	uint64_t ckpt_start_ns, ckpt_end_ns;
@@ -77,8 +87,9 @@ struct life {
 
 void life__init(struct life *l);
 
-/* A step of incarnation run ended at end_ns after dur_ns. Returns true when it is the first
- * step of a new incarnation after a failure: the job recovered (recovery_ns is set). */
+/* A step of incarnation run ended at end_ns after dur_ns. Returns true when the job recovered
+ * with it (recovery_ns is set): the first step of a new incarnation after a failure, or a step
+ * of a hung incarnation that ended after the hang's last progress (in_place). */
 bool life__step(struct life *l, uint64_t run, uint64_t end_ns, uint64_t dur_ns);
 
 /* A checkpoint was written over [start_ns, end_ns]. */

@@ -14,8 +14,6 @@
 #include "metrics.h"
 #include "procfs.h"
 
-#define LABELS(...) ((const char *const[]){ __VA_ARGS__, NULL })
-
 static void hist_add(struct rs_hist *h, uint64_t ns)
 {
 	unsigned int b = hist__bucket(ns);

@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <malloc.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -433,6 +434,12 @@ static void ckpt_sample(struct session *s, struct rank_state *rs, uint64_t t, bo
 	    !(last && rs->ck.in_burst &&
 	      ckpt__sample(&rs->ck, &s->o.ckpt, t + s->o.ckpt.gap_ns + 1, bytes, &d)))
 		return;
+	if (s->life) {
+		struct joblife_job *e = joblife__get(s->life, job_of(s, rs)->id, true);
+
+		if (e)
+			joblife__ckpt(e, d.start_ns, d.end_ns);
+	}
 	rs->acc->ckpt_count++;
 	rs->acc->ckpt_ns += d.end_ns - d.start_ns;
 	rs->acc->ckpt_bytes += d.bytes;
@@ -440,6 +447,34 @@ static void ckpt_sample(struct session *s, struct rank_state *rs, uint64_t t, bo
 	rs->acc->ckpt_last_unix = rt.tv_sec + rt.tv_nsec / 1e9 - (t - d.end_ns) / 1e9;
 	pr_debug("%s: rank %d pid %d wrote a checkpoint: %" PRIu64 " bytes in %.3f s", verb(s),
 		 rs->info.rank, rs->pid, d.bytes, (d.end_ns - d.start_ns) / 1e9);
+}
+
+/* A rank died by a signal or exited non-zero: its job failed (joblife judges it once the
+ * steps before settle). The phase it was in: inside a collective, or its last step's largest. */
+static void life_exit(struct session *s, struct sjob *j, struct rank_state *rs, uint64_t t,
+		      int status)
+{
+	struct life_cause c = { .rank = rs->info.rank, .at_ns = t };
+	struct joblife_job *e;
+	uint64_t most = 0;
+	int ph;
+
+	if (!s->life || !(status & 0x7f || status >> 8 & 0xff))
+		return;
+	e = joblife__get(s->life, j->id, false);
+	if (!e)
+		return;
+	c.reason = status & 0x7f ? LIFE_SIGNAL : LIFE_EXIT_CODE;
+	c.code = status & 0x7f ? status & 0x7f : status >> 8 & 0xff;
+	inflight_now(s, rs);
+	if (rs->in_coll)
+		snprintf(c.phase, sizeof(c.phase), "%s", steps__phase_name(PH_COMM));
+	for (ph = 0; !rs->in_coll && ph < PH_MAX; ph++)
+		if (rs->last_step.ph.ns[ph] > most) {
+			most = rs->last_step.ph.ns[ph];
+			snprintf(c.phase, sizeof(c.phase), "%s", steps__phase_name(ph));
+		}
+	joblife__fail(s->life, e, &c, session__now());
 }
 
 void session__rank_gone(struct session *s, struct rank_state *rs, uint64_t t, int status)
@@ -450,8 +485,11 @@ void session__rank_gone(struct session *s, struct rank_state *rs, uint64_t t, in
 	if (rs->exited)
 		return;
 	/* before the probes let go of its counters; a burst is a checkpoint only if the rank
-	 * exited cleanly (one killed mid-save wrote no checkpoint) */
-	ckpt_sample(s, rs, t, status == 0);
+	 * exited cleanly, or its writes had stopped a while before it was killed (one killed
+	 * mid-save wrote no checkpoint) */
+	ckpt_sample(s, rs, t, status == 0 ||
+		    (rs->ck.in_burst && t > rs->ck.active_end_ns + CKPT_SETTLED_NS));
+	life_exit(s, j, rs, t, status);
 	rs->exited = true;
 	rs->exit_code = status;
 	rs->exit_ns = t;
@@ -1318,6 +1356,8 @@ static void publish_metrics(struct session *s, uint64_t t)
 		s->prom.max_series = s->o.max_series;
 		metrics__render(&s->prom, mr, n, mj, nj, &s->self, s->o.planned_steps);
 	}
+	if (s->life)
+		joblife__metrics(s->life, &s->prom);
 	if (!s->prom.err)
 		httpd__publish(s->httpd, HTTPD_METRICS, s->prom.buf, s->prom.len);
 out:
@@ -1372,6 +1412,12 @@ static void publish(struct session *s, uint64_t t)
 	json__arr_end(&j);
 	if (!j.err)
 		httpd__publish(s->httpd, HTTPD_DIAGNOSIS, j.buf, j.len);
+	if (s->life) {
+		json__reset(&j);
+		joblife__json(s->life, &j, t);
+		if (!j.err)
+			httpd__publish(s->httpd, HTTPD_JOBS, j.buf, j.len);
+	}
 	publish_stacks(s, t);
 	json__free(&j);
 }
@@ -1398,6 +1444,24 @@ static void steps_text(struct session *s, uint64_t t)
 	free(last);
 }
 
+/* Which job ids the session has now, then time passes for their lives. */
+static void life_tick(struct session *s, uint64_t t)
+{
+	bool live[JOBLIFE_MAX] = {};
+	struct joblife_job *e;
+	int k;
+
+	if (!s->life)
+		return;
+	for (k = 0; k < SESSION_JOBS_MAX; k++)
+		if (s->jobs[k].used && (e = joblife__get(s->life, s->jobs[k].id, false)))
+			live[e - s->life->j] = true;
+	for (k = 0; k < JOBLIFE_MAX; k++)
+		if (s->life->j[k].used)
+			joblife__set_live(&s->life->j[k], live[k], t);
+	joblife__tick(s->life, t);
+}
+
 void session__tick(struct session *s, bool final)
 {
 	struct rank_row *rows;
@@ -1408,6 +1472,7 @@ void session__tick(struct session *s, bool final)
 	for (k = 0; k < SESSION_JOBS_MAX; k++)
 		if (s->jobs[k].used)
 			job__advance(s->jobs[k].model, t, final);
+	life_tick(s, t);
 	/* ranks dropped since the last tick: give their memory back to the node, not only to
 	 * the heap (a daemon's RSS falls again when jobs end) */
 	if (s->dropped_since_trim) {
@@ -1458,6 +1523,47 @@ void session__tick(struct session *s, bool final)
 
 /* ---- the job model's callbacks; ctx is the job ---- */
 
+/* The incarnation: the start of the newest live rank, unix seconds to 10 ms. */
+static double newest_start_unix(struct sjob *j)
+{
+	struct timespec rt, bt;
+	uint64_t newest = 0;
+	double v;
+	int c;
+
+	for (c = 0; c < j->ncols; c++) {
+		const struct rank_state *rs = col_rank(j, c);
+
+		if (rs && !rs->exited && rs->starttime > newest)
+			newest = rs->starttime;
+	}
+	if (!newest || clock_gettime(CLOCK_REALTIME, &rt) || clock_gettime(CLOCK_BOOTTIME, &bt))
+		return 0;
+	v = rt.tv_sec - bt.tv_sec + (rt.tv_nsec - bt.tv_nsec) / 1e9 +
+	    (double)newest / sysconf(_SC_CLK_TCK);
+	return round(v * 100) / 100;
+}
+
+/* Once a step (the first column's call of each step index of each model): to joblife. */
+static void life_step(struct session *s, struct sjob *j, const struct job_step *st)
+{
+	struct joblife_job *e;
+
+	if (!s->life)
+		return;
+	if (j->life_build != j->builds) {
+		j->life_build = j->builds;
+		j->life_k = 0;
+	}
+	if (st->index < j->life_k)
+		return;
+	j->life_k = st->index + 1;
+	e = joblife__get(s->life, j->id, true);
+	if (e)
+		joblife__step(s->life, e, joblife__needs_run(e) ? newest_start_unix(j) : 0,
+			      st->start_ns + st->dur_ns, st->dur_ns, session__now());
+}
+
 static void job_on_step(void *ctx, const struct job_step *st, const char *rule)
 {
 	struct sjob *j = ctx;
@@ -1469,6 +1575,7 @@ static void job_on_step(void *ctx, const struct job_step *st, const char *rule)
 		return;
 	j->steps_seen++;
 	rs->last_step = *st;
+	life_step(s, j, st);
 	if (s->cap_open && !s->finishing && capture__step(&s->cap, st->start_ns + st->dur_ns))
 		capture_started(s);
 	if (recording(s, rs))
@@ -1563,6 +1670,16 @@ static void job_on_verdict(void *ctx, const struct job_verdict *v)
 			});
 	}
 
+	if (v->stuck && s->life) {
+		struct joblife_job *e = joblife__get(s->life, j->id, false);
+		struct life_cause c = {
+			.rank = rs ? rs->info.rank : -1, .reason = LIFE_HANG, .at_ns = v->since_ns,
+		};
+
+		snprintf(c.phase, sizeof(c.phase), "%s", detect__class_name(v->cls));
+		if (e)
+			joblife__fail(s->life, e, &c, session__now());
+	}
 	j->last = *v;
 	j->have_last = true;
 	/* the report keeps the most serious, and the latest among equals */
@@ -1672,6 +1789,7 @@ int session__build_jobs(struct session *s)
 		j->model = job__new(&s->o.jcfg, j->ncols, &ops);
 		if (!j->model)
 			return -ENOMEM;
+		j->builds++;
 		j->dirty = false;
 		j->have_last = false;
 		job__set_detail(j->model, s->cap_active);
@@ -2030,6 +2148,7 @@ static struct sjob *find_job(struct session *s, const char *id, bool create)
 enum attach_result session__join(struct session *s, int slot, bool defer)
 {
 	struct rank_state *rs = &s->ranks[slot], *o;
+	struct joblife_job *e;
 	struct proc_stat st;
 	pid_t kids[64];
 	struct sjob *j;
@@ -2039,11 +2158,17 @@ enum attach_result session__join(struct session *s, int slot, bool defer)
 	if (!j)
 		return AR_CAP_JOBS;
 	if (j->done_ns && s->o.daemon) {
-		/* every rank of this job id is gone: a new member starts a new run of it */
+		/* every rank of this job id is gone: a new member starts a new run of it. The
+		 * old run's last steps first: its failure is judged on them */
+		job__advance(j->model, session__now(), true);
+		if (s->life && (e = joblife__get(s->life, j->id, false)))
+			joblife__flush(e, session__now());
 		while (j->used && j->ncols)
 			session__drop_rank(s, j->slots[j->ncols - 1]);
 		return session__join(s, slot, defer);
 	}
+	if (!j->ncols && s->life && (e = joblife__get(s->life, j->id, true)))
+		joblife__generation(e);		/* the first rank of a (re)start */
 	if (rs->info.src == RANK_SRC_NONE) {
 		rs->info.rank = free_rank_number(s, j, rs);
 		rs->info.src = RANK_SRC_ORDER;
@@ -2064,6 +2189,8 @@ enum attach_result session__join(struct session *s, int slot, bool defer)
 				"library", verb(s), o->pid, o->info.rank, j->id, rs->pid);
 			s->displaced_pid = o->pid;
 		}
+		if (o->exited && s->life && (e = joblife__get(s->life, j->id, true)))
+			joblife__generation(e);	/* a rank relaunched in place */
 		session__drop_rank(s, o->slot);
 		if (!j->used)	/* that was the job's last rank */
 			return session__join(s, slot, defer);
@@ -2465,6 +2592,14 @@ int session__open(struct session *s)
 		pr_info("%s: GPU timing from librankscope_cupti.so on %s", verb(s), s->o.cupti_socket);
 	}
 	node_name(s->node, sizeof(s->node));
+	if (s->o.daemon) {
+		s->life = malloc(sizeof(*s->life));
+		if (!s->life)
+			return -ENOMEM;
+		/* a failure waits for the steps before it: their events, then GPU records */
+		joblife__init(s->life, s->o.abandon_s * 1e9, s->o.retain_s * 1e9,
+			      JOB_SETTLE_NS + JOB_GPU_SETTLE_NS + 300000000ULL);
+	}
 	if (s->o.k8s_pods) {
 		f = k8s_watch__start(&s->k8s, s->o.k8s_pods, s->node, msg, sizeof(msg));
 		if (f) {
@@ -2484,6 +2619,10 @@ void session__close(struct session *s)
 
 	k8s_watch__stop(s->k8s);
 	s->k8s = NULL;
+	if (s->life)
+		joblife__free(s->life);
+	free(s->life);
+	s->life = NULL;
 
 	httpd__stop(s->httpd);
 	s->httpd = NULL;

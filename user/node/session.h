@@ -16,6 +16,7 @@
 #include "cupti_rx.h"
 #include "httpd.h"
 #include "job.h"
+#include "joblife.h"
 #include "json.h"
 #include "k8swatch.h"
 #include "metrics.h"
@@ -57,6 +58,7 @@ struct session_opts {
 	size_t max_series;	/* /metrics sample lines; 0: no cap */
 	double rescan_s;	/* /proc rescan period */
 	double retain_s;	/* a finished job's series stay this long */
+	double abandon_s;	/* a failed job not back within this is abandoned */
 	const char *lock_file;
 	const char *cgroup;	/* --cgroup: only processes in this cgroup or below; NULL: all */
 	const char *k8s_pods;	/* --k8s-pods: the pod watch's URL; NULL: none */
@@ -103,6 +105,10 @@ struct sjob {
 	struct session *s;
 	char *stacks;			/* its ranks' stacks while it makes no progress */
 	uint64_t stacks_ns;		/* when they were read */
+	/* the daemon's lifecycle (joblife): the model's steps handed to it, once a step */
+	uint64_t builds;		/* models made for this job */
+	uint64_t life_build;		/* the model life_k counts in */
+	uint64_t life_k;		/* the next step index to hand over */
 };
 
 struct session {
@@ -145,6 +151,7 @@ struct session {
 	uint64_t gpu_gone[5];		/* CUPTI record counts of ranks dropped since */
 	char node[256];			/* this node's name: NODE_NAME, else the hostname */
 	struct k8s_watch *k8s;		/* --k8s-pods; NULL: none */
+	struct joblife *life;		/* the daemon's jobs across restarts; NULL: not a daemon */
 };
 
 uint64_t session__now(void);

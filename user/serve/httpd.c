@@ -715,9 +715,12 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		return serve_doc(h, c, HTTPD_NODES, "application/json");
 	if (!strcmp(url, "/api/v1/stacks"))
 		return serve_stacks(h, c);
+	if (!strcmp(url, "/api/v1/jobs") && has_doc(h, HTTPD_JOBS))
+		return serve_doc(h, c, HTTPD_JOBS, "application/json");
 	return text(c, MHD_HTTP_NOT_FOUND,
 		    "not found: try /, /metrics, /healthz, /api/v1/ranks, /api/v1/steps, "
-		    "/api/v1/diagnosis, /api/v1/stacks, /api/v1/capture, /api/v1/captures/ID\n");
+		    "/api/v1/diagnosis, /api/v1/stacks, /api/v1/jobs, /api/v1/capture, "
+		    "/api/v1/captures/ID\n");
 }
 
 /* libmicrohttpd's own messages: with -v only. Its bind failure names port 0 (it never saw

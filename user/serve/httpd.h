@@ -23,6 +23,8 @@ enum httpd_doc {
 	HTTPD_NODES,		/* /api/v1/nodes (the hub's), a JSON array: each node daemon */
 	HTTPD_STACKS,		/* /api/v1/stacks: "[\n", one stacks object a line, "]": the ranks
 				 * of each job that makes no progress */
+	HTTPD_JOBS,		/* /api/v1/jobs (the daemon's), a JSON array: each job's failures,
+				 * recoveries and timeline */
 	HTTPD_DOC_MAX,
 };
 

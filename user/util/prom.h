@@ -27,6 +27,9 @@ void prom__init(struct prom *p);
 void prom__reset(struct prom *p);
 void prom__free(struct prom *p);
 
+/* A NULL-ended label list, name and value pairs: LABELS("job_id", id, "rank", r). */
+#define LABELS(...) ((const char *const[]){ __VA_ARGS__, NULL })
+
 /* "# HELP name help" and "# TYPE name type", once per metric family, before its samples. */
 void prom__family(struct prom *p, const char *name, const char *type, const char *help);
 
