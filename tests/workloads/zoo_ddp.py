@@ -71,7 +71,7 @@ Output (stdout, one write() per line)
                         dropping the previous batch, ~0.1 ms), fwd (batch scaling, forward,
                         loss), bwd (backward, which includes DDP's wait for the gradient
                         all-reduce); then opt (optimizer step, zero_grad), eval (the
-                        --eval-every and divergent all_reduce). other: the rest, mostly writing
+                        --eval-every and divergent all_reduce). other: the rest (rank 0's checkpoints), mostly writing
                         the previous step's line (~0.07 ms; a few ms in a step where the rank
                         is preempted or the file system stalls the write). They add up to
                         step_ns exactly. step_ns runs from this step's start to the next
@@ -85,6 +85,15 @@ Output (stdout, one write() per line)
                         rank with the most of it arrives last. cpu_ns and runq_ns: the main
                         thread's CPU time and run-queue wait over the step.
   rank 0, eval steps:   {"type":"eval","step":K,"loss":L}
+  rank 0, --resume:     {"type":"resume","step":S} (the first measured step run)
+  rank 0, checkpoints:  {"type":"ckpt","rank":0,"step":K,"start_ns":T0,"end_ns":T1}
+
+Checkpoints: with --ckpt-every K, after the optimizer of measured steps K-1, 2K-1, ... rank 0
+torch.save()s the model, the optimizer, the step and --ckpt-mb MB (32) of padding to
+DIR/zoo-ckpt.pt.tmp, fsyncs it and renames it to DIR/zoo-ckpt.pt (--ckpt-dir DIR, default
+the --data-dir); T0..T1 spans the save, the fsync and the rename. With --resume (a
+relaunched job), rank 0 loads that file before DDP is made (its broadcast gives every rank
+rank 0's weights) and broadcasts the step after the saved one: the first measured step.
   every rank, at end:   done rank=R pid=P steps=N
 
 ZOO_DDP_STARTUP_HELPER=S: before it imports torch each rank runs `sleep S` as a child, which
@@ -218,6 +227,12 @@ def parse_args():
                    help="size of the file the storage fault reads with O_DIRECT")
     p.add_argument("--workers", type=int, default=1, help="DataLoader num_workers")
     p.add_argument("--batch-size", type=int, default=8)
+    p.add_argument("--ckpt-every", type=int, default=0,
+                   help="rank 0 checkpoints after every K-th measured step (0: never)")
+    p.add_argument("--ckpt-mb", type=int, default=32, help="padding in each checkpoint")
+    p.add_argument("--ckpt-dir", default=None, help="where checkpoints go (the --data-dir)")
+    p.add_argument("--resume", action="store_true",
+                   help="start after the step of the checkpoint in --ckpt-dir, if any")
     p.add_argument("--timeout-s", type=float, default=300.0,
                    help="gloo collective timeout, so a dead peer does not hang us forever")
     a = p.parse_args()
@@ -232,6 +247,10 @@ def parse_args():
     if any(f["kind"] in ("slowdata", "workerquota", "storage") for f in a.faults) \
             and a.workers < 1:
         p.error("slowdata, workerquota and storage faults need --workers >= 1")
+    if a.ckpt_every < 0 or a.ckpt_mb < 1:
+        p.error("bad value: --ckpt-every >= 0, --ckpt-mb >= 1")
+    if a.ckpt_dir is None:
+        a.ckpt_dir = a.data_dir
     if a.decode_us is None:
         a.decode_us = 500.0 if any(f["kind"] == "workerquota" for f in a.faults) else 0.0
     return a
@@ -564,6 +583,35 @@ TRUTH_FMT = ('{"type":"truth","rank":%d,"pid":%d,"step":%d,"start_ns":%d,"step_n
              ',"scale":%.4f,"wait_ns":%d,"cpu_ns":%d,"runq_ns":%d}')
 
 
+def ckpt_path(args, suffix=""):
+    return os.path.join(args.ckpt_dir, "zoo-ckpt.pt" + suffix)
+
+
+def checkpoint(args, model, opt, k):
+    """Rank 0 after measured step k: the state up to k, written whole, then renamed."""
+    t0 = time.monotonic_ns()
+    tmp = ckpt_path(args, ".tmp")
+    with open(tmp, "wb") as f:
+        torch.save({"step": k, "model": model.state_dict(), "opt": opt.state_dict(),
+                    "pad": torch.full((args.ckpt_mb << 18,), float(k))}, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.rename(tmp, ckpt_path(args))
+    say(json.dumps({"type": "ckpt", "rank": 0, "step": k, "start_ns": t0,
+                    "end_ns": time.monotonic_ns()}, separators=(",", ":")))
+
+
+def resume(args, rank, model):
+    """--resume: rank 0 loads the checkpoint's weights; every rank learns the first step."""
+    first = torch.zeros(1, dtype=torch.long)
+    if rank == 0 and os.path.exists(ckpt_path(args)):
+        state = torch.load(ckpt_path(args), map_location="cpu")
+        model.load_state_dict(state["model"])
+        first[0] = state["step"] + 1
+    dist.broadcast(first, 0)
+    return int(first[0])
+
+
 def burn_cpu(seconds):
     """Busy loop until this thread has used `seconds` more CPU time."""
     end = time.thread_time() + seconds
@@ -644,6 +692,9 @@ def main():
         model = SmallCNN()
         bucket_cap_mb = 25.0
         n_buckets = 1
+    first_step = resume(args, rank, model) if args.resume else 0
+    if args.resume and rank == 0:
+        say(json.dumps({"type": "resume", "step": first_step}, separators=(",", ":")))
     # DDP() broadcasts rank 0's parameters: a collective, before ready
     ddp = DDP(model, bucket_cap_mb=bucket_cap_mb)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.01, momentum=0.9)
@@ -724,6 +775,9 @@ def main():
         opt.step()
         opt.zero_grad(set_to_none=True)
         st.lap("opt")
+        if rank == 0 and k >= 0 and args.ckpt_every and (k + 1) % args.ckpt_every == 0:
+            checkpoint(args, model, opt, k)
+            st.lap("other")
         if k >= 0 and args.eval_every and k % args.eval_every == args.eval_every - 1:
             t = torch.tensor([total])
             dist.all_reduce(t)
@@ -748,7 +802,7 @@ def main():
 
         prev = None
         t = time.monotonic_ns()
-        for k in range(args.steps):
+        for k in range(first_step, args.steps):
             st = Step(t)
             if prev is not None:
                 say(prev.line(rank, pid, k - 1))

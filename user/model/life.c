@@ -113,15 +113,18 @@ bool life__fail(struct life *l, uint64_t run, uint64_t at_ns, enum life_reason w
 	l->cause.code = code;
 	l->cause.at_ns = at_ns;
 	snprintf(l->cause.phase, sizeof(l->cause.phase), "%s", phase ? phase : "");
-	/* the work to redo: steps that ended after the last checkpoint, and before the failure.
+	/* the work to redo: the failed incarnation's steps that ended after the last checkpoint.
 	 * A job writes its checkpoint between two steps, so the checkpoint holds every step that
 	 * ended before it ended; its start is known only to a drain tick (100 ms), which may be
-	 * before the end of the step it saves, and two close checkpoints can read as one burst */
+	 * before the end of the step it saves, and two close checkpoints can read as one burst.
+	 * Steps that end after the failure count too: a survivor reaches the boundary of a step
+	 * the dead rank finished (DDP's steps end at the next forward) before it blocks in the
+	 * collective the dead rank never joins; no step ends past that */
 	l->lost_steps = l->over_steps;
 	l->lost_ns = l->over_ns;
 	for (i = 0; i < l->n; i++) {
 		s = &l->steps[(l->head + i) % LIFE_STEPS];
-		if ((!l->have_ckpt || s->end_ns > l->ckpt_end_ns) && s->end_ns <= at_ns) {
+		if (!l->have_ckpt || s->end_ns > l->ckpt_end_ns) {
 			l->lost_steps++;
 			l->lost_ns += s->dur_ns;
 		}

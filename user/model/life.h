@@ -15,7 +15,8 @@
  * Per failure it works out what the reference observability document asks for:
  *   - the time from the failure to the first step of the next incarnation (recovery): to the
  *     start of the first step seen, which is where the relaunched job's first iteration ended
- *     (steps are found between collectives: the first has no boundary before it); after a
+ *     (a step needs a boundary before it, and the first iteration has none: no collective
+ *     before it, or its forward came before the probes of a library loaded late); after a
  *     hang that clears, to the end of the first step past it;
  *   - the age of the last checkpoint at the failure;
  *   - the steps completed after the last checkpoint, lost at the failure (their count and
@@ -97,8 +98,9 @@ void life__ckpt(struct life *l, uint64_t start_ns, uint64_t end_ns);
 
 /* Incarnation run failed at at_ns: rank died (LIFE_SIGNAL with the signal, LIFE_EXIT_CODE with
  * the status) or the job hung (LIFE_HANG, at_ns its last progress). Returns true when this is
- * a new failure (counted, lost work computed); false when the job had already failed, or run
- * is not the current incarnation (a straggler of an older one). */
+ * a new failure (counted, lost work computed from the steps given so far: call it once the
+ * survivors' last steps are in); false when the job had already failed, or run is not the
+ * current incarnation (a straggler of an older one). */
 bool life__fail(struct life *l, uint64_t run, uint64_t at_ns, enum life_reason why, int rank,
 		int code, const char *phase);
 

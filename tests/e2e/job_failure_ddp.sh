@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# A real PyTorch DDP (gloo) job that fails and is relaunched, seen by the daemon from outside:
+# 2 ranks of tests/workloads/zoo_ddp.py, rank 0 torch.save()s a checkpoint every 5 steps,
+# rank 1 SIGKILLs itself at a random step; its peer fails on the next all-reduce and the
+# launcher exits. A relaunch loop starts the job again 1 s later under the same
+# TORCHELASTIC_RUN_ID (the job id), with TORCHELASTIC_RESTART_COUNT 1 as torchrun would set
+# it; it resumes from the checkpoint and finishes. Against the truth the workload prints
+# (tests/e2e/job_failure_check.py): one failure by signal 9 on rank 1, the checkpoint age at
+# the failure within one step, the lost steps exactly, the recovery within 0.5 s, a new
+# train_run_id, and the timeline in /api/v1/jobs.
+. "$(dirname "$0")/../lib.sh"
+need_root
+$PY -c 'import torch' 2>/dev/null || skip "python3-torch not installed (make deps)"
+PORT=$(free_port)
+URL=http://127.0.0.1:$PORT
+# one gradient bucket a step, so the step is known after 48 all-reduces: each run goes well
+# past that. --seq-len 48: steps of ~200 ms (the checkpoint detector samples every 100 ms).
+# --warmup 0: the relaunch's first iteration is its first measured step, whose end is the truth
+# of the recovery
+ARGS=(--warmup 0 --seq-len 48 --ckpt-every 5 --ckpt-mb 8 --resume --data-dir "$T/data"
+	--ckpt-dir "$T/ck")
+# not the step right after a checkpoint, which rank 1 can reach while rank 0 still saves it
+S=$((5 * (11 + RANDOM % 3) + 1 + RANDOM % 4))
+echo "rank 1 killed at step $S"
+mkdir -p "$T/ck"
+
+bg rsd "$RS" daemon --listen "127.0.0.1:$PORT" --lock-file "$T/lock" --ckpt-min-mb 4 \
+	--retain 120
+wait_lines "$T/rsd.out" 'serving /metrics' 1 30 || fail "the daemon did not start"
+
+export ZOO_DDP_RUN_ID=fail-ddp ZOO_DDP_FAIL_GRACE_S=10
+bg job bash -c "'$ZOO_DDP' 2 --steps 200 ${ARGS[*]} --fault kill:1:$S >'$T/d1.out' 2>&1;
+	echo first rc=\$?; sleep 1;
+	TORCHELASTIC_RESTART_COUNT=1 '$ZOO_DDP' 2 --steps $((S + 60)) ${ARGS[*]} >'$T/d2.out' 2>&1;
+	echo second rc=\$?"
+
+metric() {
+	http_get "$URL/metrics" | tail -n +2 | grep -E "^$1\{job_id=\"$2\"" | head -1 | awk '{print $NF}'
+}
+RUN1=
+for i in $(seq 240); do
+	RUN1=$(metric train_run_id fail-ddp)
+	[ -n "$RUN1" ] && break
+	sleep 0.5
+done
+[ -n "$RUN1" ] || fail "no train_run_id for job fail-ddp: $(tail -5 "$T/rsd.out")"
+wait_lines "$T/job.out" '^second rc=' 1 300 || fail "the relaunch did not finish"
+grep -q '^first rc=0' "$T/job.out" && fail "the first run was not killed: $(tail -3 "$T/d1.out")"
+grep -q '^second rc=0' "$T/job.out" || fail "the relaunch failed: $(tail -5 "$T/d2.out")"
+sleep 1
+http_get "$URL/metrics" | tail -n +2 >"$T/metrics.txt"
+http_get "$URL/api/v1/jobs" | tail -n +2 >"$T/jobs.json"
+$PY "$TOP/tests/e2e/job_failure_check.py" "$T/metrics.txt" "$T/jobs.json" \
+	"fail-ddp:$T/d1.out:$S:$T/d2.out:$RUN1" || { tail -20 "$T/rsd.out"; exit 1; }
+pass "a DDP job killed and relaunched: failure, recovery, checkpoint age and lost steps match the workload's truth"
