@@ -138,8 +138,8 @@ static void commit(struct joblife_job *e, uint64_t now_ns)
 		return;
 	cause_text(&l->cause, why, sizeof(why));
 	event(e, JL_FAILED, l->cause.at_ns, "%s; %" PRIu64 " step(s) since the last checkpoint "
-	      "lost (%.1f s of work), the checkpoint %s %.1f s old", why, l->lost_steps,
-	      l->lost_ns / 1e9, l->ckpt_age_known ? "was" : "(none seen: the job's start)",
+	      "lost (%.1f s of work); %s %.1f s before", why, l->lost_steps, l->lost_ns / 1e9,
+	      l->ckpt_age_known ? "the checkpoint ended" : "no checkpoint seen: the job began",
 	      l->ckpt_age_ns / 1e9);
 	pr_info("daemon: job '%s' failed: %s", e->id, e->ev[(e->nev - 1) % JOBLIFE_EVENTS].detail);
 	(void)now_ns;
@@ -233,7 +233,9 @@ void joblife__tick(struct joblife *jl, uint64_t now_ns)
 		}
 		/* a job that ended or was given up on, and has had no ranks for the retain
 		 * time; a failed one waits to be abandoned first */
-		if (!e->live && !e->pend && e->l->state != LIFE_FAILED && e->idle_ns &&
+		if (!e->live && !e->idle_ns)
+			e->idle_ns = now_ns;	/* never had ranks that we saw */
+		if (!e->live && !e->pend && e->l->state != LIFE_FAILED &&
 		    now_ns - e->idle_ns >= jl->retain_ns &&
 		    (e->l->state == LIFE_RUNNING || now_ns - e->l->cause.at_ns >=
 		     jl->abandon_ns + jl->retain_ns))
