@@ -11,6 +11,7 @@ BG_PIDS=()
 
 cleanup() {
 	local p
+	[ -n "${CHROME_USED:-}" ] && chrome_reap
 	for p in "${BG_PIDS[@]}"; do
 		kill -TERM -- "-$p" 2>/dev/null || kill -TERM "$p" 2>/dev/null
 	done
@@ -118,6 +119,34 @@ for f in glob.glob("/proc/[0-9]*/fdinfo/*"):
         held.setdefault(int(m[1]), set()).add(f.split("/")[2])
 progs = [p["id"] for p in json.load(sys.stdin) if p.get("name", "").startswith("rs_")]
 print(len([i for i in progs if (want in held.get(i, ()) if want else not held.get(i))]))' "$@"
+}
+
+# Chromium's crash handler leaves its process group: find what is left by our own user-data-dir
+chrome_reap() {
+	local p
+	for p in /proc/[0-9]*; do
+		{ tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null | grep -qF -- "$T/chrome" &&
+			kill -KILL "${p#/proc/}" 2>/dev/null
+	done
+	return 0
+}
+
+# chrome NAME ARGS...: one headless Chromium run in its own process group, output in $T/NAME.out
+chrome() {
+	local name=$1 pid rc
+	shift
+	CHROME_USED=1
+	setsid timeout -k 5 60 chromium --headless --no-sandbox --disable-gpu \
+		--disable-background-networking --disable-dev-shm-usage --disable-crash-reporter \
+		--user-data-dir="$T/chrome-$name" "$@" >"$T/$name.out" 2>"$T/$name.err" &
+	pid=$!
+	BG_PIDS+=("$pid")
+	wait "$pid"
+	rc=$?
+	kill -KILL -- "-$pid" 2>/dev/null
+	chrome_reap
+	[ $rc = 0 ] || echo "chromium $name: exit $rc: $(grep -v dbus "$T/$name.err" | tail -3)"
+	return $rc
 }
 
 # http_get URL [METHOD]: the status line, then the body (HTTP errors too)

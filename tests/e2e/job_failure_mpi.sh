@@ -12,7 +12,9 @@
 #    within 0.5 s; the checkpoint age at the failure within one step; the lost steps exactly,
 #    and their seconds within 20%;
 #  - B: its own failure (its lost steps, its checkpoint age), abandoned, no recovery: the two
-#    failures are not merged.
+#    failures are not merged;
+#  - the live view (Chromium, when installed) draws each job's band: running, failed, then
+#    running again for A and abandoned for B, with a mark at each failure and recovery.
 . "$(dirname "$0")/../lib.sh"
 need_root
 command -v mpirun >/dev/null || skip "OpenMPI not installed (make deps)"
@@ -79,4 +81,18 @@ http_get "$URL/api/v1/jobs" | tail -n +2 >"$T/jobs.json"
 $PY "$TOP/tests/e2e/job_failure_check.py" "$T/metrics.txt" "$T/jobs.json" \
 	"fail-a:$T/a1.out:$SA:$T/a2.out:$RUN1" "fail-b:$T/b1.out:$SB" ||
 	{ tail -20 "$T/rsd.out"; exit 1; }
+# the live view's lifecycle band, where Debian's Chromium is installed
+if command -v chromium >/dev/null; then
+	chrome lifeA --virtual-time-budget=4000 --dump-dom "$URL/?job=fail-a" ||
+		fail "chromium --dump-dom"
+	$PY "$TOP/tests/e2e/live_view_check.py" life "$T/lifeA.out" running,failed,running \
+		failed,recovered "last failure: rank 1 killed by signal 9" ||
+		fail "the live view's band for job fail-a"
+	chrome lifeB --virtual-time-budget=4000 --dump-dom "$URL/?job=fail-b" ||
+		fail "chromium --dump-dom"
+	$PY "$TOP/tests/e2e/live_view_check.py" life "$T/lifeB.out" running,failed,abandoned \
+		failed,abandoned "steps (" || fail "the live view's band for job fail-b"
+else
+	echo "note: chromium is not installed: the live view's band is not checked"
+fi
 pass "two jobs killed at once: failures, recovery, checkpoint age and lost steps match the workloads' truth; the one never back is abandoned"

@@ -22,34 +22,7 @@ PAGE="$TOP/user/serve/view.html"
 CHECK=("$PY" "$TOP/tests/e2e/live_view_check.py")
 LOGS="$TOP/build/test-logs"
 SLOW=$((RANDOM % 2))
-
-# Chromium's crash handler leaves its process group: find what is left by our own user-data-dir
-chrome_reap() {
-	local p
-	for p in /proc/[0-9]*; do
-		{ tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null | grep -qF -- "$T/chrome" &&
-			kill -KILL "${p#/proc/}" 2>/dev/null
-	done
-	return 0
-}
-trap 'chrome_reap; cleanup' EXIT
-
-# chrome NAME ARGS...: one headless Chromium run in its own process group, output in $T/NAME.out
-chrome() {
-	local name=$1 pid rc
-	shift
-	setsid timeout -k 5 60 chromium --headless --no-sandbox --disable-gpu \
-		--disable-background-networking --disable-dev-shm-usage --disable-crash-reporter \
-		--user-data-dir="$T/chrome-$name" "$@" >"$T/$name.out" 2>"$T/$name.err" &
-	pid=$!
-	BG_PIDS+=("$pid")
-	wait "$pid"
-	rc=$?
-	kill -KILL -- "-$pid" 2>/dev/null
-	chrome_reap
-	[ $rc = 0 ] || echo "chromium $name: exit $rc: $(grep -v dbus "$T/$name.err" | tail -3)"
-	return $rc
-}
+CHROME_USED=1	# click's Chromium too: reaped at exit (lib.sh)
 
 # click NAME URL: press "Capture 10 s" twice over the DevTools pipe; JSON in $T/NAME.out
 click() {

@@ -8,6 +8,10 @@
   stacks DUMP JOB SLOW         a dump of the same job stuck (rank SLOW stopped): its stack classes
                                shown, rank SLOW's the odd one out, the other in MPI_Allreduce
   hostile DUMP JOB             a dump over the proxy's hostile answers: no markup got in
+  life DUMP STATES EVENTS TEXT a dump of a job the daemon saw fail (?job=ID): its lifecycle
+                               band's segments are STATES (comma-separated: running, failed,
+                               abandoned), its marks EVENTS (failed, recovered, abandoned), and
+                               the text under it contains TEXT
   click CHROMIUM URL DIR       load URL in CHROMIUM over --remote-debugging-pipe, wait for the
                                bars, press "Capture 10 s" (twice); prints what the page showed
                                as JSON: [{"status": TEXT, "link": HREF|null}, ...] and pwned
@@ -120,6 +124,26 @@ def check_dom(dump, job, nranks, slow):
     print(f"dom: status: {st}")
 
 
+def check_life(dump, states, events, text):
+    """A failed job's lifecycle band: its segments and marks in order, and its summary."""
+    d = Dom(open(dump, encoding="utf-8").read())
+    sec = d.by_id("life")
+    if "hidden" in sec[1]:
+        die("no lifecycle section shown")
+    segs = [a.get("data-state") for t, a, _ in d.els
+            if t == "rect" and any(c.startswith("life-") for c in classes(a))]
+    marks = [a.get("data-event") for t, a, _ in d.els if "life-mark" in classes(a)]
+    if segs != states.split(","):
+        die(f"band segments {segs}, want {states}")
+    if marks != events.split(","):
+        die(f"band marks {marks}, want {events}")
+    got = " ".join(d.by_id("life-text")[2].split())
+    if text not in got:
+        die(f"lifecycle text lacks {text!r}: {got!r}")
+    note = " ".join(d.by_id("life-note")[2].split())
+    print(f"life: {segs} marks {marks}; {note}; {got}")
+
+
 def check_stacks(dump, job, slow):
     """A stuck job: its stack classes shown, rank SLOW's the odd one with its whole stack."""
     d = Dom(open(dump, encoding="utf-8").read())
@@ -156,6 +180,13 @@ def check_hostile(dump, job):
     st = d.by_id("stacks")
     if "hidden" in st[1] or 'onerror="window.pwned=1"' not in st[2]:
         die(f"the hostile stack classes are not shown as text: {st[1]} {st[2][:200]!r}")
+    life = d.by_id("life")
+    if "hidden" in life[1] or 'onerror="window.pwned=1"' not in life[2]:
+        die(f"the hostile lifecycle is not shown as text: {life[1]} {life[2][:200]!r}")
+    segs = [a.get("data-state") for t, a, _ in d.els
+            if t == "rect" and any(c.startswith("life-") for c in classes(a))]
+    if segs != ["running", "failed", "running"]:
+        die(f"the hostile timeline's band: {segs} (unknown events and times are left out)")
     opts = [x[2] for x in d.find(lambda t, a: t == "option" and a.get("value", "").startswith(("job", "other")))]
     if job not in opts:
         die(f"job selector lacks the job id as text: {opts}")
@@ -265,6 +296,8 @@ if __name__ == "__main__":
         check_stacks(args[0], args[1], int(args[2]))
     elif cmd == "hostile":
         check_hostile(*args)
+    elif cmd == "life":
+        check_life(*args)
     elif cmd == "click":
         click(*args)
     else:

@@ -53,6 +53,16 @@ def hostile(path):
             {"ranks": [0], "main_stack": "_start;main;" + EVIL, "stack": EVIL, "outlier": False},
             {"ranks": [1, "x" + EVIL], "main_stack": EVIL + ";" + EVIL, "stack": "",
              "outlier": True}]}]
+    if path == "/api/v1/jobs":
+        return 200, [{"type": "job", "job": EVIL_JOB, "state": EVIL, "recoveries": 1,
+                      "failures": {"signal": 1, EVIL: 2},
+                      "last_failure": {"reason": EVIL, "detail": EVIL, "lost_steps": EVIL},
+                      "last_recovery": {"seconds": 2.5, "in_place": EVIL},
+                      "timeline": [{"t": 1e9, "event": "started", "detail": EVIL},
+                                   {"t": 1e9 + 10, "event": "failed", "detail": EVIL},
+                                   {"t": 1e9 + 12, "event": EVIL, "detail": EVIL},
+                                   {"t": EVIL, "event": "recovered", "detail": EVIL},
+                                   {"t": 1e9 + 14, "event": "recovered", "detail": EVIL}]}]
     if path == "/api/v1/capture":
         return 202, {"id": "../" + EVIL, "seconds": 10}
     return 404, None
