@@ -822,6 +822,49 @@ static void stuck_all_waiting__stacks_name_the_odd_rank(void **state)
 	}
 }
 
+/*
+ * A job whose steps are not known yet (equal buckets: 48 collectives to learn, slow steps)
+ * while its collectives keep returning: no step for the hang timeout is not a stuck job, even
+ * when a look finds one rank computing while its peer waits. Its collectives stop returning
+ * (the peer waits on): then the first look's judge may speak.
+ */
+static void no_step_yet_but_collectives_return__not_stuck(void **state)
+{
+	static struct seen s;
+	struct job_cfg cfg = { .mode = STEPS_AUTO, .hang_timeout_ns = 2000 * MS, .window = 8 };
+	struct job_probe_ops ops = {
+		.on_step = on_step, .on_verdict = on_verdict, .on_rule = on_rule, .ctx = &s,
+		.inflight = none_inflight, .state = stuck_states,
+	};
+	struct job *j;
+	uint64_t t;
+	int c, i;
+
+	memset(&s, 0, sizeof(s));
+	first_state = "stopped (rank 1, pid 101; SIGSTOP or a debugger)";
+	j = job__new(&cfg, 2, &ops);
+	assert_non_null(j);
+	for (c = 0; c < 2; c++)
+		job__set_rank(j, c, c, 100 + c);
+	job__advance(j, 1000 * MS, false);		/* the first look */
+	/* 20 all-reduces, 400 ms apart: too few to learn a step from */
+	for (i = 0, t = 1000 * MS; i < 20; i++, t += 400 * MS) {
+		for (c = 0; c < 2; c++)
+			job__on_coll(j, c, 100 + c, RS_OP_ALLREDUCE, RS_LIB_MPI, 7, i + 1, 4096,
+				     t + 390 * MS, t + 399 * MS);
+		job__advance(j, t + 400 * MS, false);
+	}
+	assert_int_equal(s.nv, 0);
+	/* they stop returning: after the hang timeout the stopped rank is named */
+	job__advance(j, t + 1500 * MS, false);
+	assert_int_equal(s.nv, 0);
+	job__advance(j, t + 2500 * MS, false);
+	assert_int_equal(s.nv, 1);
+	assert_int_equal(s.v[0].cls, V_HANG);
+	assert_int_equal(s.v[0].col, 1);
+	job__free(j);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -839,6 +882,7 @@ int main(void)
 		cmocka_unit_test(marker_attached_a_step_apart__skew_is_the_extra_compute),
 		cmocka_unit_test(partial_job__every_seen_rank_stuck__remote_hang),
 		cmocka_unit_test(stuck_split_across_seqs__the_stopped_rank_or_remote),
+		cmocka_unit_test(no_step_yet_but_collectives_return__not_stuck),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1659,7 +1659,7 @@ static void stuck_evidence(struct job *j, struct job_verdict *jv, int peer)
 
 static void emit_verdict(struct job *j, struct job_verdict *jv)
 {
-	if (jv->stuck)
+	if (jv->stuck && !jv->since_ns)
 		jv->since_ns = j->last_end_ns ? j->last_end_ns : j->progress_ns;
 	jv->ranks_seen = j->n;
 	jv->world_size = j->world;
@@ -2026,6 +2026,7 @@ static void remote_hang(struct job *j, uint64_t now, uint64_t wait_since, int64_
 	jv.cls = jv.v.cls = V_REMOTE_WAIT;
 	jv.col = jv.v.rank = -1;
 	jv.t_ns = now;
+	jv.since_ns = wait_since;
 	jv.step = jv.first = jv.last = j->next_k;
 	snprintf(jv.detail, sizeof(jv.detail), "every rank seen here (%d of %d) has waited "
 		 "%.1f s in collective seq %" PRId64 "%s, none of them stopped: the rank that "
@@ -2129,6 +2130,12 @@ static void first_look_hang(struct job *j, uint64_t now)
 
 	if (!j->ops.state || j->n < 2 || now < j->progress_ns + j->cfg.hang_timeout_ns)
 		return;
+	/* no step yet is not a stuck job while collectives still return: its steps are not
+	 * known yet (equal buckets take 48 collectives to learn, a long time at slow steps) */
+	for (c = 0; c < j->n; c++)
+		if (!j->r[c].exited && j->r[c].main_ret_ns &&
+		    now < j->r[c].main_ret_ns + j->cfg.hang_timeout_ns)
+			return;
 	for (c = 0; c < j->n; c++) {
 		if (j->r[c].exited)
 			continue;
@@ -2238,6 +2245,9 @@ static void check_hang(struct job *j, uint64_t now)
 	jv.cls = jv.v.cls = V_HANG;
 	jv.col = jv.v.rank = lag;
 	jv.t_ns = now;
+	/* the job's last progress: when the waiter entered the collective it still waits in
+	 * (the steps before it may not all be built yet: their end needs the next collective) */
+	jv.since_ns = wait_since;
 	jv.step = jv.first = jv.last = j->next_k;
 	{
 		char state[96] = "unknown";

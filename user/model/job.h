@@ -120,8 +120,9 @@ struct job_verdict {
 	int world_size;		/* ranks in the job; -1: not known */
 	char detail[256];	/* divergent signatures, hang state, exit status */
 	/* the job stopped stepping (hang, a divergence seen on a stuck job's stacks, a partial
-	 * view's remote hang): since_ns is its last progress, the end of its last step (or the
-	 * first look, for a job stuck before the probes) */
+	 * view's remote hang): since_ns is its last progress, when the waiter entered the
+	 * collective it waits in (else the end of its last step built, or the first look, for a
+	 * job stuck before the probes) */
 	bool stuck;
 	uint64_t since_ns;
 	/* the late rank was judged inside groups smaller than the job (tensor-, data- or
