@@ -51,7 +51,7 @@ struct addr {
 	bool live;		/* among the addresses the peers resolve to now */
 	/* one round's answers, filled by a fetcher thread, fed by the loop */
 	bool want_ranks, ranks_seen;
-	struct httpc_resp resp[3];	/* ranks, steps, diagnosis */
+	struct httpc_resp resp[4];	/* ranks, steps, diagnosis, jobs */
 	int err;
 	char why[256];
 	bool down_said;
@@ -110,7 +110,8 @@ static void usage(FILE *f)
 "Join node daemons (rankscope daemon --listen) into one verdict per job: their step lines\n"
 "are pulled, joined by (job, rank), lined up without a shared clock, and judged as one job.\n"
 "Served as a daemon serves its own: /metrics, /healthz, /api/v1/diagnosis, /api/v1/ranks\n"
-"(each rank with its node), /api/v1/steps, /api/v1/nodes and the live view at /.\n"
+"(each rank with its node), /api/v1/steps, /api/v1/nodes, /api/v1/jobs (each job's failures\n"
+"and recoveries, joined from its nodes') and the live view at /.\n"
 "\n"
 "  -P, --peers LIST       node daemons, host:port items; a name that resolves to several\n"
 "                         addresses (a headless Service) means each of them, resolved again\n"
@@ -394,6 +395,14 @@ static void fetch_node(struct addr *a)
 	a->recv_ns = now_ns();
 	if (!a->err)
 		a->err = get(a, "/api/v1/diagnosis", &a->resp[2], a->why, sizeof(a->why));
+	/* the jobs' lifecycle: a daemon's only (an attach or an older daemon has none); what a
+	 * node does not answer leaves its lives as they were */
+	if (!a->err) {
+		char why[256];
+
+		if (get(a, "/api/v1/jobs", &a->resp[3], why, sizeof(why)))
+			memset(&a->resp[3], 0, sizeof(a->resp[3]));
+	}
 }
 
 static void *fetcher(void *arg)
@@ -425,9 +434,12 @@ static void apply_node(struct addr *a, uint64_t now)
 	}
 	if (!err && r[2].body)
 		err = hub__feed_diagnosis(g.hub, a->node, r[2].body, r[2].len, why, sizeof(why));
+	if (!err && r[3].body)
+		err = hub__feed_jobs(g.hub, a->node, r[3].body, r[3].len, why, sizeof(why));
 	httpc__resp_free(&r[0]);
 	httpc__resp_free(&r[1]);
 	httpc__resp_free(&r[2]);
+	httpc__resp_free(&r[3]);
 	if (!err || err == -EAGAIN) {
 		if (a->down_said)
 			pr_info("hub: node %s answers again; its ranks are observed again", a->name);
@@ -719,9 +731,9 @@ static void add_step(void *ctx, const char *job, int rank, const char *json, siz
 static void publish(void)
 {
 	static const enum httpd_doc docs[] = { HTTPD_METRICS, HTTPD_RANKS, HTTPD_DIAGNOSIS,
-					       HTTPD_NODES };
+					       HTTPD_NODES, HTTPD_JOBS };
 	char *(*render[])(struct hub *, size_t *) = { hub__metrics, hub__ranks, hub__diagnosis,
-						      hub__nodes };
+						      hub__nodes, hub__jobs };
 	size_t i, len;
 	char *doc;
 

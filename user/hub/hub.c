@@ -9,6 +9,7 @@
 #include "comms.h"
 #include "detect.h"
 #include "hub.h"
+#include "hublife.h"
 #include "json.h"
 #include "jsonp.h"
 #include "prom.h"
@@ -129,6 +130,7 @@ struct hub {
 	int nranks;		/* of all jobs */
 	uint64_t now;		/* the latest time the caller gave */
 	uint64_t hang_ns;	/* no step for this long, with a rank stopped: a hang */
+	struct hublife life;	/* the jobs' failures and recoveries, from the nodes' lives */
 };
 
 struct hub *hub__new(int window)
@@ -173,6 +175,7 @@ void hub__free(struct hub *h)
 		free(h->pend[i].json);
 	free(h->pend);
 	free(h->nodes);
+	hublife__free(&h->life);
 	free(h);
 }
 
@@ -712,8 +715,21 @@ void hub__node_bad(struct hub *h, int node)
 	h->nodes[node].st.bad++;
 }
 
+int hub__feed_jobs(struct hub *h, int node, const char *text, size_t len, char *err, size_t n)
+{
+	return hublife__feed(&h->life, node, text, len, err, n);
+}
+
+static const char *node_name(int node, void *ctx)
+{
+	const struct hub *h = ctx;
+
+	return node >= 0 && node < h->nn ? h->nodes[node].name : "";
+}
+
 void hub__node_gone(struct hub *h, int node)
 {
+	hublife__node_gone(&h->life, node);
 	h->nodes[node].gone = true;
 	h->nodes[node].up = false;
 	snprintf(h->nodes[node].why, sizeof(h->nodes[node].why), "no longer among the peers");
@@ -1444,6 +1460,15 @@ static char *finish(struct json *j, size_t *len)
 	return j->buf;
 }
 
+char *hub__jobs(struct hub *h, size_t *len)
+{
+	struct json j;
+
+	json__init(&j);
+	hublife__json(&h->life, &j, node_name, h);
+	return finish(&j, len);
+}
+
 char *hub__diagnosis(struct hub *h, size_t *len)
 {
 	struct json j;
@@ -1666,6 +1691,7 @@ char *hub__metrics(struct hub *h, size_t *len)
 				     LABELS("job_id", h->jobs[k]->id),
 				     h->jobs[k]->last_rank >= 0 ?
 				     h->jobs[k]->last.v.skew_ns / 1e9 : 0);
+	hublife__metrics(&h->life, &p);
 	if (p.err) {
 		prom__free(&p);
 		return NULL;

@@ -110,6 +110,11 @@ void hub__judge(struct hub *h, uint64_t now_ns,
 char *hub__diagnosis(struct hub *h, size_t *len);
 char *hub__ranks(struct hub *h, size_t *len);
 char *hub__nodes(struct hub *h, size_t *len);
+/* /api/v1/jobs: each job's failures and recoveries across its nodes (hublife.h). */
+char *hub__jobs(struct hub *h, size_t *len);
+/* A node's GET /api/v1/jobs answer (a daemon's lifecycle of its jobs). Returns 0, or -EINVAL
+ * with the reason in err. */
+int hub__feed_jobs(struct hub *h, int node, const char *text, size_t len, char *err, size_t n);
 char *hub__metrics(struct hub *h, size_t *len);
 
 /* For the step lines the hub serves: visit each step fed since the last call, as a JSON line
