@@ -64,7 +64,8 @@ $(OUTPUT)/fuzz/fuzz_gpu_wire: tests/fuzz/fuzz_gpu_wire.c user/gpu/gpu_wire.c use
 	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 		-iquote user/gpu -iquote cupti -D_GNU_SOURCE $^ -o $@
 
-$(OUTPUT)/fuzz/fuzz_hub: tests/fuzz/fuzz_hub.c user/hub/hub.c user/util/jsonp.c user/util/json.c \
+$(OUTPUT)/fuzz/fuzz_hub: tests/fuzz/fuzz_hub.c user/hub/hub.c user/hub/hublife.c user/util/jsonp.c \
+		user/util/json.c \
 		user/util/utf8.c \
 		user/util/prom.c user/serve/report.c user/model/detect.c user/model/steps.c \
 		user/sys/comms.c user/sys/elfsym.c \

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
  * libFuzzer harness: what a node daemon (or anything that answers on its port) sends the hub.
- * The first byte picks the document (ranks, steps, diagnosis) and the node; the rest is its
+ * The first byte picks the document (ranks, steps, diagnosis, jobs) and the node; the rest is its
  * text. The hub keeps state across inputs, so answers build on each other, as in a poll loop;
  * every few inputs it judges and renders every document. Built with ASan and UBSan.
  */
@@ -31,7 +31,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!size)
 		return 0;
 	node = data[0] & 3;
-	kind = (data[0] >> 2) % 5;
+	kind = (data[0] >> 2) % 6;
 	data++;
 	size--;
 	switch (kind) {
@@ -45,6 +45,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	case 3:
 		hub__feed_diagnosis(h, node, (const char *)data, size, err, sizeof(err));
+		break;
+	case 4:
+		hub__feed_jobs(h, node, (const char *)data, size, err, sizeof(err));
 		break;
 	default:
 		if (size && data[0] & 1)
@@ -64,6 +67,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	doc = hub__nodes(h, &len);
 	free(doc);
 	doc = hub__metrics(h, &len);
+	free(doc);
+	doc = hub__jobs(h, &len);
 	free(doc);
 	return 0;
 }
