@@ -13,6 +13,7 @@
 # from node A (the writer's); the recovery from the kill to the last node's first step; a new
 # train_run_id.
 . "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib_life.sh"
 need_root
 $PY -c 'import torch' 2>/dev/null || skip "python3-torch not installed (make deps)"
 test_cgroups a b
@@ -36,30 +37,13 @@ bg hub "$RS" hub --peers "127.0.0.1:$PORT_a,127.0.0.1:$PORT_b" --listen "127.0.0
 	--interval 0.5
 
 export ZOO_DDP_RUN_ID=fail-2n ZOO_DDP_FAIL_GRACE_S=10 ZOO_DDP_CGROUPS="$ROOT/$CG-a $ROOT/$CG-b"
-bg job bash -c "'$ZOO_DDP' 2 --steps 200 ${ARGS[*]} --fault kill:1:$S >'$T/d1.out' 2>&1;
-	echo first rc=\$?; sleep 1;
-	TORCHELASTIC_RESTART_COUNT=1 '$ZOO_DDP' 2 --steps $((S + 60)) ${ARGS[*]} >'$T/d2.out' 2>&1;
-	echo second rc=\$?"
-
-metric() {	# URL NAME: the value for job fail-2n
-	http_get "$1/metrics" | tail -n +2 | grep -E "^$2\{job_id=\"fail-2n\"" | head -1 |
-		awk '{print $NF}'
-}
-RUN1=
-for i in $(seq 240); do
-	RUN1=$(metric "$HUB" train_run_id)
-	[ -n "$RUN1" ] && break
-	sleep 0.5
-done
-[ -n "$RUN1" ] || fail "no train_run_id for job fail-2n on the hub: $(tail -5 "$T/hub.out")"
-wait_lines "$T/job.out" '^second rc=' 1 300 || fail "the relaunch did not finish"
-grep -q '^first rc=0' "$T/job.out" && fail "the first run was not killed: $(tail -3 "$T/d1.out")"
-grep -q '^second rc=0' "$T/job.out" || fail "the relaunch failed: $(tail -5 "$T/d2.out")"
+ddp_kill_relaunch "$S" "${ARGS[@]}"
+RUN1=$(run_id "$HUB" fail-2n "$T/hub.out") || exit 1
+relaunched
 sleep 2
-http_get "$HUB/metrics" | tail -n +2 >"$T/metrics.txt"
-http_get "$HUB/api/v1/jobs" | tail -n +2 >"$T/jobs.json"
+snapshot "$HUB"
 # each node alone: half the story
-[ "$(metric "http://127.0.0.1:$PORT_b" 'rankscope_job_failures_total' )" = 1 ] ||
+[ "$(job_metric "http://127.0.0.1:$PORT_b" rankscope_job_failures_total fail-2n)" = 1 ] ||
 	fail "node B did not see rank 1's death"
 http_get "http://127.0.0.1:$PORT_a/api/v1/jobs" | tail -n +2 | grep -q '"reason":"exit_code"' ||
 	fail "node A did not see its rank exit"

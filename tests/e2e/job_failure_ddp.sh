@@ -9,6 +9,7 @@
 # the failure within one step, the lost steps exactly, the recovery within 0.5 s, a new
 # train_run_id, and the timeline in /api/v1/jobs.
 . "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib_life.sh"
 need_root
 $PY -c 'import torch' 2>/dev/null || skip "python3-torch not installed (make deps)"
 PORT=$(free_port)
@@ -29,27 +30,11 @@ bg rsd "$RS" daemon --listen "127.0.0.1:$PORT" --lock-file "$T/lock" --ckpt-min-
 wait_lines "$T/rsd.out" 'serving /metrics' 1 30 || fail "the daemon did not start"
 
 export ZOO_DDP_RUN_ID=fail-ddp ZOO_DDP_FAIL_GRACE_S=10
-bg job bash -c "'$ZOO_DDP' 2 --steps 200 ${ARGS[*]} --fault kill:1:$S >'$T/d1.out' 2>&1;
-	echo first rc=\$?; sleep 1;
-	TORCHELASTIC_RESTART_COUNT=1 '$ZOO_DDP' 2 --steps $((S + 60)) ${ARGS[*]} >'$T/d2.out' 2>&1;
-	echo second rc=\$?"
-
-metric() {
-	http_get "$URL/metrics" | tail -n +2 | grep -E "^$1\{job_id=\"$2\"" | head -1 | awk '{print $NF}'
-}
-RUN1=
-for i in $(seq 240); do
-	RUN1=$(metric train_run_id fail-ddp)
-	[ -n "$RUN1" ] && break
-	sleep 0.5
-done
-[ -n "$RUN1" ] || fail "no train_run_id for job fail-ddp: $(tail -5 "$T/rsd.out")"
-wait_lines "$T/job.out" '^second rc=' 1 300 || fail "the relaunch did not finish"
-grep -q '^first rc=0' "$T/job.out" && fail "the first run was not killed: $(tail -3 "$T/d1.out")"
-grep -q '^second rc=0' "$T/job.out" || fail "the relaunch failed: $(tail -5 "$T/d2.out")"
+ddp_kill_relaunch "$S" "${ARGS[@]}"
+RUN1=$(run_id "$URL" fail-ddp "$T/rsd.out") || exit 1
+relaunched
 sleep 1
-http_get "$URL/metrics" | tail -n +2 >"$T/metrics.txt"
-http_get "$URL/api/v1/jobs" | tail -n +2 >"$T/jobs.json"
+snapshot "$URL"
 $PY "$TOP/tests/e2e/job_failure_check.py" "$T/metrics.txt" "$T/jobs.json" \
 	"fail-ddp:$T/d1.out:$S:$T/d2.out:$RUN1" || { tail -20 "$T/rsd.out"; exit 1; }
 pass "a DDP job killed and relaunched: failure, recovery, checkpoint age and lost steps match the workload's truth"

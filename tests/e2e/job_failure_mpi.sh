@@ -16,13 +16,14 @@
 #  - the live view (Chromium, when installed) draws each job's band: running, failed, then
 #    running again for A and abandoned for B, with a mark at each failure and recovery.
 . "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib_life.sh"
 need_root
 command -v mpirun >/dev/null || skip "OpenMPI not installed (make deps)"
 ZOO="$TOP/build/workloads/zoo_mpi"
 [ -x "$ZOO" ] || fail "build/workloads/zoo_mpi is missing: make fixtures"
 PORT=$(free_port)
 URL=http://127.0.0.1:$PORT
-ABANDON=30
+ABANDON=15
 
 # steps of ~200 ms (the checkpoint detector samples every 100 ms), three gradient buckets:
 # the step period is known after 48 collectives (16 steps), and each run goes past that
@@ -54,18 +55,7 @@ bg jobA bash -c "'$T/launch.sh' fail-a '$T/a1.out' '$T/ckA' 80 --fault kill:1:$S
 	echo second rc=\$?"
 bg jobB "$T/launch.sh" fail-b "$T/b1.out" "$T/ckB" 80 --fault kill:1:$SB
 
-# metric NAME JOB: its value for job_id JOB (empty if absent)
-metric() {
-	http_get "$URL/metrics" | tail -n +2 | grep -E "^$1\{job_id=\"$2\"" | head -1 | awk '{print $NF}'
-}
-# A's incarnation while its first run steps
-RUN1=
-for i in $(seq 120); do
-	RUN1=$(metric train_run_id fail-a)
-	[ -n "$RUN1" ] && break
-	sleep 0.5
-done
-[ -n "$RUN1" ] || fail "no train_run_id for job fail-a: $(tail -5 "$T/rsd.out")"
+RUN1=$(run_id "$URL" fail-a "$T/rsd.out") || exit 1	# A's, while its first run steps
 wait_lines "$T/jobA.out" '^second rc=' 1 150 || fail "job A's relaunch did not finish"
 grep -q '^second rc=0' "$T/jobA.out" || fail "job A's relaunch failed: $(tail -5 "$T/a2.out")"
 # B is abandoned ABANDON s after its failure
@@ -75,8 +65,7 @@ for i in $(seq $((ABANDON * 2 + 20))); do
 	sleep 0.5
 done
 sleep 1
-http_get "$URL/metrics" | tail -n +2 >"$T/metrics.txt"
-http_get "$URL/api/v1/jobs" | tail -n +2 >"$T/jobs.json"
+snapshot "$URL"
 
 $PY "$TOP/tests/e2e/job_failure_check.py" "$T/metrics.txt" "$T/jobs.json" \
 	"fail-a:$T/a1.out:$SA:$T/a2.out:$RUN1" "fail-b:$T/b1.out:$SB" ||

@@ -8,6 +8,7 @@
 # step before the stop) to the end of its first step after: the step the rank was stopped in,
 # whose length the workload prints (truth), within 0.5 s.
 . "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib_life.sh"
 need_root
 command -v mpirun >/dev/null || skip "OpenMPI not installed (make deps)"
 ZOO="$TOP/build/workloads/zoo_mpi"
@@ -29,9 +30,8 @@ bg job mpirun --allow-run-as-root --oversubscribe -np 2 \
 wait_lines "$T/job.out" '^ready rank=' 2 60 || fail "the MPI job did not start"
 read -r -a PIDS <<<"$(ready_pids "$T/job.out" | tr , ' ')"
 
-metric() {
-	http_get "$URL/metrics" | tail -n +2 | grep -E "^$1\{job_id=\"hang-a\"${2:-}" | head -1 |
-		awk '{print $NF}'
+metric() {	# NAME [MORE]: for job hang-a
+	job_metric "$URL" "$1" hang-a "${2:-}"
 }
 RUN1=
 for i in $(seq 240); do
@@ -52,8 +52,7 @@ sleep $((8 - i / 4 > 0 ? 8 - i / 4 : 0))
 kill -CONT "${PIDS[1]}"
 wait_exit "$PID_job" 90 || fail "the job did not finish after SIGCONT"
 sleep 1
-http_get "$URL/metrics" | tail -n +2 >"$T/metrics.txt"
-http_get "$URL/api/v1/jobs" | tail -n +2 >"$T/jobs.json"
+snapshot "$URL"
 
 $PY - "$T/job.out" "$T/metrics.txt" "$T/jobs.json" "$S" "$RUN1" <<'PY' || { tail -20 "$T/rsd.out"; exit 1; }
 import json, re, sys

@@ -39,7 +39,23 @@ static void burst__big_then_quiet__one_checkpoint(void **state)
 	assert_int_equal(feed(&c, d, 20, &out), 1);
 	assert_int_equal(out.bytes, 32 * MIB);
 	assert_int_equal(out.start_ns, 0);		/* the writes began after the t=0 sample */
+	assert_int_equal(out.last_start_ns, 0);
 	assert_int_equal(out.end_ns, 400 * MS);
+}
+
+/* Two checkpoints 0.6 s apart (closer than the 1 s gap): one burst, and the later one's
+ * start kept as its last run's start. */
+static void burst__two_close__one_burst_with_the_last_run_start(void **state)
+{
+	uint64_t d[30] = { 0, 8 * MIB, 8 * MIB, 0, 0, 0, 0, 0, 8 * MIB, 8 * MIB, 8 * MIB };
+	struct ckpt c = {};
+	struct ckpt_done out = {};
+
+	assert_int_equal(feed(&c, d, 30, &out), 1);
+	assert_int_equal(out.start_ns, 0);
+	assert_int_equal(out.last_start_ns, 700 * MS);
+	assert_int_equal(out.end_ns, 1000 * MS);
+	assert_int_equal(out.bytes, 40 * MIB);
 }
 
 static void burst__small_writes__not_a_checkpoint(void **state)
@@ -103,6 +119,7 @@ static void counter__goes_backwards__restarts_quietly(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(burst__two_close__one_burst_with_the_last_run_start),
 		cmocka_unit_test(burst__big_then_quiet__one_checkpoint),
 		cmocka_unit_test(burst__small_writes__not_a_checkpoint),
 		cmocka_unit_test(burst__big_but_short__under_minimum),

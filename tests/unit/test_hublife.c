@@ -60,18 +60,30 @@ static void two_nodes__one_life_the_earliest_cause_the_writer_s_checkpoint(void 
 	/* from the cause (node b, 50.0) to the last node back (node b, 59.0) */
 	assert_non_null(strstr(p.buf, "job_recovery_seconds{job_id=\"j1\"} 9\n"));
 	/* the checkpoint writer's node: its age and its lost steps */
-	assert_non_null(strstr(p.buf, "job_checkpoint_age_at_failure_seconds{job_id=\"j1\"} 1.2\n"));
+	/* as of the cause (node b, 0.5 s before node a's own failure) */
+	assert_non_null(strstr(p.buf, "job_checkpoint_age_at_failure_seconds{job_id=\"j1\"} 0.7\n"));
+	assert_non_null(strstr(p.buf, "rankscope_job_recovery_seconds_count{job_id=\"j1\"} 0\n"));
 	assert_non_null(strstr(p.buf, "rankscope_job_lost_steps_total{job_id=\"j1\"} 3\n"));
 	assert_non_null(strstr(p.buf, "train_run_id{job_id=\"j1\"} 1700000100.7\n"));
 	assert_non_null(strstr(p.buf, "rankscope_job_lifecycle_state{job_id=\"j1\",state=\"running\"} 1\n"));
 	assert_non_null(strstr(p.buf, "rankscope_job_recoveries_total{job_id=\"j1\"} 1\n"));
+	prom__free(&p);
+	/* the round is over: the recovery both nodes saw goes into the histogram, once */
+	hublife__round(&hl);
+	hublife__round(&hl);
+	prom__init(&p);
+	hublife__metrics(&hl, &p);
+	assert_non_null(strstr(p.buf, "rankscope_job_recovery_seconds_count{job_id=\"j1\"} 1\n"));
+	assert_non_null(strstr(p.buf, "rankscope_job_recovery_seconds_bucket{job_id=\"j1\",le=\"10\"} 1\n"));
+	assert_non_null(strstr(p.buf, "rankscope_job_recovery_seconds_bucket{job_id=\"j1\",le=\"5\"} 0\n"));
 	prom__free(&p);
 	json__init(&j);
 	hublife__json(&hl, &j, name, NULL);
 	assert_false(j.err);
 	assert_non_null(strstr(j.buf, "\"reason\":\"signal\",\"rank\":1,\"signal\":9,"
 				      "\"phase\":\"compute\",\"node\":\"node-b:9464\""));
-	assert_non_null(strstr(j.buf, "\"checkpoint_seen\":true,\"lost_steps\":3"));
+	assert_non_null(strstr(j.buf, "\"checkpoint_age_seconds\":0.7,\"checkpoint_seen\":true,"
+				      "\"lost_steps\":3"));
 	assert_non_null(strstr(j.buf, "\"event\":\"recovered\""));
 	assert_non_null(strstr(j.buf, "b<script>"));	/* text, escaped by the writer if need be */
 	json__free(&j);

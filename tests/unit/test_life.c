@@ -181,6 +181,29 @@ static void hang_clears__recovered_in_place_nothing_lost(void **state)
 	assert_true(l.lost_steps >= 5);
 }
 
+/* The step that holds the checkpoint: boundaries after the collectives put the checkpoint near
+ * its start (it is the next iteration's work: lost), boundaries at an iteration's start near
+ * its end (it is the saved iteration's: not lost). Edges off by a drain tick change neither. */
+static void checkpoint_inside_a_step__the_larger_side_decides(void **state)
+{
+	int near_start;
+
+	for (near_start = 0; near_start < 2; near_start++) {
+		uint64_t t = 10 * SEC, s0;
+
+		life__init(&l);
+		t = run_steps(RUN1, t, 5, 300 * MS, 0, 0);
+		s0 = t;	/* the step [s0, s0 + 300 ms] holds the checkpoint */
+		if (near_start)
+			life__ckpt(&l, s0 + 10 * MS - 90 * MS, s0 + 60 * MS + 80 * MS);
+		else
+			life__ckpt(&l, s0 + 230 * MS - 90 * MS, s0 + 290 * MS + 80 * MS);
+		t = run_steps(RUN1, t, 3, 300 * MS, 0, 0);
+		assert_true(life__fail(&l, RUN1, t, LIFE_SIGNAL, 1, 9, ""));
+		assert_int_equal(l.lost_steps, near_start ? 3 : 2);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -191,6 +214,7 @@ int main(void)
 		cmocka_unit_test(stale_or_bad_input__ignored),
 		cmocka_unit_test(long_run__ring_overflow_still_counts_lost_steps),
 		cmocka_unit_test(hang_clears__recovered_in_place_nothing_lost),
+		cmocka_unit_test(checkpoint_inside_a_step__the_larger_side_decides),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

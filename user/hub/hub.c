@@ -1433,6 +1433,7 @@ void hub__judge(struct hub *h, uint64_t now_ns, verdict_fn on_verdict, void *ctx
 {
 	int i, k;
 
+	hublife__round(&h->life);	/* every node has answered this round, or not */
 	h->now = now_ns;
 	for (i = 0; i < h->nj; i++)
 		judge_job(h, h->jobs[i], now_ns, on_verdict, ctx);

@@ -11,6 +11,9 @@
 #define HUBLIFE_MAX_VALUES	(1 << 18)	/* JSON values in one answer */
 
 static const char *const reasons[3] = { "signal", "exit_code", "hang" };
+static const double rec_bounds[HUBLIFE_REC_BUCKETS] = {
+	1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600,
+};
 
 void hublife__free(struct hublife *hl)
 {
@@ -261,6 +264,40 @@ static void join(const struct hl_job *j, struct joined *o)
 		o->rec_s = o->rec_at - o->cause->at;
 }
 
+/* A recovery every node has seen, once: into the job's histogram. */
+static void account(struct hl_job *j)
+{
+	struct joined o;
+	int b;
+
+	join(j, &o);
+	if (!o.rec || o.recoveries <= j->rec_seen)
+		return;
+	j->rec_seen = o.recoveries;
+	for (b = 0; b < HUBLIFE_REC_BUCKETS && o.rec_s > rec_bounds[b]; b++)
+		;
+	if (b < HUBLIFE_REC_BUCKETS)
+		j->rec_counts[b]++;
+	j->rec_sum += o.rec_s;
+	j->rec_n++;
+}
+
+void hublife__round(struct hublife *hl)
+{
+	int k;
+
+	for (k = 0; k < hl->nj; k++)
+		account(hl->jobs[k]);
+}
+
+/* The checkpoint's age at the cause: the node that saw it may have failed later. */
+static double ckpt_age(const struct joined *o)
+{
+	double a = o->work->ckpt_age - (o->work->at - o->cause->at);
+
+	return a > 0 ? a : 0;
+}
+
 void hublife__metrics(const struct hublife *hl, struct prom *p)
 {
 	static const char *const states[] = { "running", "failed", "abandoned" };
@@ -316,8 +353,16 @@ void hublife__metrics(const struct hublife *hl, struct prom *p)
 		join(hl->jobs[k], &o);
 		if (o.work)
 			prom__sample(p, "job_checkpoint_age_at_failure_seconds",
-				     LABELS("job_id", hl->jobs[k]->id), o.work->ckpt_age);
+				     LABELS("job_id", hl->jobs[k]->id), ckpt_age(&o));
 	}
+	prom__family(p, "rankscope_job_recovery_seconds", "histogram",
+		     "Every recovery the hub saw every node of the job make: from the earliest "
+		     "failure to the last node's first step.");
+	for (k = 0; k < hl->nj; k++)
+		prom__histogram(p, "rankscope_job_recovery_seconds",
+				LABELS("job_id", hl->jobs[k]->id), hl->jobs[k]->rec_counts,
+				rec_bounds, HUBLIFE_REC_BUCKETS, hl->jobs[k]->rec_sum,
+				hl->jobs[k]->rec_n);
 	prom__family(p, "rankscope_job_lost_step_seconds_total", "counter",
 		     "Work lost at failures, from the node that saw the last checkpoint.");
 	for (k = 0; k < hl->nj; k++) {
@@ -382,7 +427,7 @@ void hublife__json(const struct hublife *hl, struct json *j,
 			json__kstr(j, "phase", c->phase);
 			json__kstr(j, "node", name(c->node, ctx));
 			kunix(j, "at", c->at);
-			json__kdouble(j, "checkpoint_age_seconds", w->ckpt_age);
+			json__kdouble(j, "checkpoint_age_seconds", ckpt_age(&o));
 			json__key(j, "checkpoint_seen");
 			json__bool(j, w->ckpt_seen);
 			json__kuint(j, "lost_steps", w->lost_steps);

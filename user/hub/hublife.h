@@ -11,9 +11,11 @@
  *     errors and the launcher's cleanup on the other nodes); the failure counts are those of
  *     the cause's node, unless another counts more;
  *   - recoveries: the fewest of any node (the job is back when every node's ranks step);
- *     the recovery time runs from the cause to the last node's first step after it;
+ *     the recovery time runs from the cause to the last node's first step after it (each
+ *     joined recovery also goes into the hub's own histogram of them);
  *   - the checkpoint age and the work lost: from the node that saw the freshest checkpoint
- *     (the writer's), else from the cause's node;
+ *     (the writer's), else from the cause's node; the age is at the cause, not at that
+ *     node's own failure (its ranks may have failed seconds later);
  *   - train_run_id: the newest of the nodes' values (a relaunch changes every node's).
  * Every string in the answers is hostile: bounded and copied as text.
  */
@@ -58,10 +60,17 @@ struct hl_view {
 	int nev;
 };
 
+#define HUBLIFE_REC_BUCKETS	11
+
 struct hl_job {
 	char id[128];
 	struct hl_view *v;
 	int nv;
+	/* the joined recoveries, for rankscope_job_recovery_seconds */
+	uint64_t rec_seen;
+	uint64_t rec_counts[HUBLIFE_REC_BUCKETS];
+	double rec_sum;
+	uint64_t rec_n;
 };
 
 struct hublife {
@@ -76,6 +85,10 @@ void hublife__free(struct hublife *hl);
  * lists is no longer on it). Returns 0, or -EINVAL with the reason in err (nothing changes). */
 int hublife__feed(struct hublife *hl, int node, const char *text, size_t len, char *err,
 		  size_t n);
+
+/* Every node answered (or not) for this round: recoveries that every node of a job has now
+ * seen go into its histogram, once each. */
+void hublife__round(struct hublife *hl);
 
 /* The node is gone from the hub: its views go. */
 void hublife__node_gone(struct hublife *hl, int node);

@@ -25,6 +25,8 @@ bool ckpt__sample(struct ckpt *c, const struct ckpt_cfg *cfg, uint64_t t, uint64
 			c->start_ns = prev_t;	/* the writes happened since the last sample */
 			c->bytes = 0;
 		}
+		if (c->active_end_ns != prev_t)
+			c->run_start_ns = prev_t;	/* a run of active ticks begins */
 		c->bytes += delta;
 		c->active_end_ns = t;
 		return false;
@@ -36,6 +38,7 @@ bool ckpt__sample(struct ckpt *c, const struct ckpt_cfg *cfg, uint64_t t, uint64
 		return false;
 	if (c->bytes >= cfg->min_bytes) {
 		out->start_ns = c->start_ns;
+		out->last_start_ns = c->run_start_ns;
 		out->end_ns = c->active_end_ns;
 		out->bytes = c->bytes;
 		done = true;

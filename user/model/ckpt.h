@@ -33,10 +33,14 @@ struct ckpt {
 	uint64_t last_t;
 	bool in_burst;
 	uint64_t start_ns, active_end_ns, bytes;
+	uint64_t run_start_ns;	/* the latest run of consecutive active ticks began */
 };
 
 struct ckpt_done {
 	uint64_t start_ns;
+	uint64_t last_start_ns;	/* where its last run of consecutive active ticks began: two
+				 * checkpoints less than the gap apart make one burst, and
+				 * this is the later one's start */
 	uint64_t end_ns;
 	uint64_t bytes;
 };

@@ -1659,8 +1659,16 @@ static void stuck_evidence(struct job *j, struct job_verdict *jv, int peer)
 
 static void emit_verdict(struct job *j, struct job_verdict *jv)
 {
+	uint64_t last = j->last_end_ns;
+	int c;
+
+	/* a stuck job's last progress: its last step built, or a later collective return (the
+	 * steps before it may not be built yet), or the first look */
+	for (c = 0; jv->stuck && !jv->since_ns && c < j->n; c++)
+		if (j->r[c].main_ret_ns > last)
+			last = j->r[c].main_ret_ns;
 	if (jv->stuck && !jv->since_ns)
-		jv->since_ns = j->last_end_ns ? j->last_end_ns : j->progress_ns;
+		jv->since_ns = last ? last : j->progress_ns;
 	jv->ranks_seen = j->n;
 	jv->world_size = j->world;
 	j->last = *jv;

@@ -121,8 +121,8 @@ struct job_verdict {
 	char detail[256];	/* divergent signatures, hang state, exit status */
 	/* the job stopped stepping (hang, a divergence seen on a stuck job's stacks, a partial
 	 * view's remote hang): since_ns is its last progress, when the waiter entered the
-	 * collective it waits in (else the end of its last step built, or the first look, for a
-	 * job stuck before the probes) */
+	 * collective it waits in (else the later of its last step built and its last collective
+	 * return, or the first look, for a job stuck before the probes) */
 	bool stuck;
 	uint64_t since_ns;
 	/* the late rank was judged inside groups smaller than the job (tensor-, data- or

@@ -10,6 +10,28 @@ void life__init(struct life *l)
 	l->state = LIFE_RUNNING;
 }
 
+/*
+ * Is a step's work lost at a failure, the last checkpoint not holding it? A job writes its
+ * checkpoint between iterations, and where a step's boundary falls depends on what marks it:
+ * after an iteration's collectives (then the step that holds the checkpoint is mostly the next
+ * iteration's work), or at an iteration's start (then it is mostly the saved iteration's). So
+ * a step that overlaps the checkpoint is lost when more of it lies after the checkpoint than
+ * before; the burst's edges are known to a drain tick (100 ms), far less than a step's work.
+ */
+static bool lost(const struct life *l, uint64_t end_ns, uint64_t dur_ns)
+{
+	uint64_t start = end_ns > dur_ns ? end_ns - dur_ns : 0;
+	int64_t before, after;
+
+	if (!l->have_ckpt || start >= l->ckpt_end_ns)
+		return true;
+	if (end_ns <= l->ckpt_start_ns)
+		return false;
+	before = (int64_t)(l->ckpt_start_ns - start);
+	after = (int64_t)(end_ns - l->ckpt_end_ns);
+	return after > before;
+}
+
 static void forget_steps(struct life *l)
 {
 	l->head = l->n = 0;
@@ -24,7 +46,7 @@ static void keep_step(struct life *l, uint64_t end_ns, uint64_t dur_ns)
 		/* the oldest goes; if it came after the last checkpoint, it is still lost work
 		 * at a failure */
 		s = &l->steps[l->head];
-		if (!l->have_ckpt || s->end_ns > l->ckpt_end_ns) {
+		if (lost(l, s->end_ns, s->dur_ns)) {
 			l->over_steps++;
 			l->over_ns += s->dur_ns;
 		}
@@ -113,18 +135,15 @@ bool life__fail(struct life *l, uint64_t run, uint64_t at_ns, enum life_reason w
 	l->cause.code = code;
 	l->cause.at_ns = at_ns;
 	snprintf(l->cause.phase, sizeof(l->cause.phase), "%s", phase ? phase : "");
-	/* the work to redo: the failed incarnation's steps that ended after the last checkpoint.
-	 * A job writes its checkpoint between two steps, so the checkpoint holds every step that
-	 * ended before it ended; its start is known only to a drain tick (100 ms), which may be
-	 * before the end of the step it saves, and two close checkpoints can read as one burst.
-	 * Steps that end after the failure count too: a survivor reaches the boundary of a step
+	/* the work to redo: the failed incarnation's steps the last checkpoint does not hold
+	 * (lost() above). Steps that end after the failure count too: a survivor reaches the boundary of a step
 	 * the dead rank finished (DDP's steps end at the next forward) before it blocks in the
 	 * collective the dead rank never joins; no step ends past that */
 	l->lost_steps = l->over_steps;
 	l->lost_ns = l->over_ns;
 	for (i = 0; i < l->n; i++) {
 		s = &l->steps[(l->head + i) % LIFE_STEPS];
-		if (!l->have_ckpt || s->end_ns > l->ckpt_end_ns) {
+		if (lost(l, s->end_ns, s->dur_ns)) {
 			l->lost_steps++;
 			l->lost_ns += s->dur_ns;
 		}

@@ -19,10 +19,10 @@
  *     before it, or its forward came before the probes of a library loaded late); after a
  *     hang that clears, to the end of the first step past it;
  *   - the age of the last checkpoint at the failure;
- *   - the steps completed after the last checkpoint, lost at the failure (their count and
- *     their summed duration: the work to redo). The job writes a checkpoint between steps:
- *     it holds every step that ended before it ended (a step shorter than the checkpoint
- *     detector's 100 ms tick may be counted on the wrong side). A hang's are lost only once the job is
+ *   - the steps completed that the last checkpoint does not hold, lost at the failure (their
+ *     count and their summed duration: the work to redo). The job writes a checkpoint between
+ *     iterations; a step that overlaps it is lost when more of it lies after it than before
+ *     (a step shorter than the checkpoint detector's 100 ms tick may land on the wrong side). A hang's are lost only once the job is
  *     restarted or abandoned: a hang that clears (the same incarnation steps again) lost none.
  * No allocation; all times are CLOCK_MONOTONIC ns.
  */
@@ -69,7 +69,7 @@ struct life {
 	uint64_t recovered_at_ns;
 	uint64_t ckpt_age_ns;		/* at the failure: since the last checkpoint's end */
 	bool ckpt_age_known;		/* false: no checkpoint seen (the age is since start_ns) */
-	uint64_t lost_steps;		/* completed after the last checkpoint */
+	uint64_t lost_steps;		/* completed, not held by the last checkpoint */
 	uint64_t lost_ns;		/* their summed duration */
 	uint64_t lost_ns_total;		/* over every failure */
 	uint64_t lost_steps_total;

@@ -437,8 +437,8 @@ static void ckpt_sample(struct session *s, struct rank_state *rs, uint64_t t, bo
 	if (s->life) {
 		struct joblife_job *e = joblife__get(s->life, job_of(s, rs)->id, true);
 
-		if (e)
-			joblife__ckpt(e, d.start_ns, d.end_ns);
+		if (e)	/* the work it holds: up to where its last writes began */
+			joblife__ckpt(e, d.last_start_ns, d.end_ns);
 	}
 	rs->acc->ckpt_count++;
 	rs->acc->ckpt_ns += d.end_ns - d.start_ns;
