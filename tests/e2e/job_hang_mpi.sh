@@ -20,7 +20,7 @@ echo "rank 1 stops at step $S"
 mkdir -p "$T/ck"
 
 bg rsd "$RS" daemon --listen "127.0.0.1:$PORT" --lock-file "$T/lock" --ckpt-min-mb 8 \
-	--hang-timeout 3 ${RS_DEBUG_JSON:+--json}
+	--hang-timeout 3
 wait_lines "$T/rsd.out" 'serving /metrics' 1 30 || fail "the daemon did not start"
 export RANKSCOPE_JOB_ID=hang-a
 bg job mpirun --allow-run-as-root --oversubscribe -np 2 \

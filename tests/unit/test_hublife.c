@@ -130,9 +130,14 @@ static void hostile_answers__refused_or_bounded(void **state)
 				       "{\"job\":\"k\",\"failures\":7,\"last_failure\":[],\"timeline\":{},"
 				       "\"recoveries\":-3,\"run_id\":\"x\"}]", 110, err, sizeof(err)), 0);
 	assert_int_equal(hl.nj, 1);
+	/* a failure without a time but with a checkpoint: no cause, so no age (the fuzzer's find) */
+	static const char notime[] = "[{\"job\":\"k\",\"last_failure\":{\"checkpoint_seen\":true,"
+				     "\"checkpoint_age_seconds\":5}}]";
+	assert_int_equal(hublife__feed(&hl, 0, notime, strlen(notime), err, sizeof(err)), 0);
 	prom__init(&p);
 	hublife__metrics(&hl, &p);
 	assert_false(p.err);
+	assert_null(strstr(p.buf, "job_checkpoint_age_at_failure_seconds{"));
 	assert_non_null(strstr(p.buf, "rankscope_job_lifecycle_state{job_id=\"k\",state=\"running\"} 1\n"));
 	assert_null(strstr(p.buf, "job_recovery_seconds{"));
 	prom__free(&p);

@@ -33,7 +33,7 @@ static uint64_t steps(struct joblife_job *e, double run, uint64_t t, int n)
 
 	for (i = 0; i < n; i++) {
 		t += 100 * MS;
-		joblife__step(&jl, e, run, t, 100 * MS, t);
+		joblife__step(e, run, t, 100 * MS);
 	}
 	return t;
 }
@@ -67,7 +67,7 @@ static void kill__held_back_then_judged_on_settled_steps(void **state)
 	assert_true(e->pend);
 	assert_int_equal(e->l->state, LIFE_RUNNING);
 	/* a survivor's last step, built after the kill */
-	joblife__step(&jl, e, 0, t + 100 * MS, 100 * MS, t + 400 * MS);
+	joblife__step(e, 0, t + 100 * MS, 100 * MS);
 	joblife__tick(&jl, t + 1 * SEC);
 	assert_int_equal(e->l->state, LIFE_RUNNING);
 	joblife__tick(&jl, t + 30 * MS + SETTLE);
@@ -81,7 +81,7 @@ static void kill__held_back_then_judged_on_settled_steps(void **state)
 
 	/* relaunched: a new membership, its first step starts 5 s after the kill */
 	joblife__generation(e);
-	joblife__step(&jl, e, 1010.25, t + 5100 * MS, 100 * MS, t + 5200 * MS);
+	joblife__step(e, 1010.25, t + 5100 * MS, 100 * MS);
 	assert_int_equal(e->l->state, LIFE_RUNNING);
 	assert_int_equal(e->l->recoveries, 1);
 	assert_int_equal(e->l->recovery_ns, 5 * SEC - 20 * MS);
@@ -104,7 +104,7 @@ static void relaunch_before_settle__failure_judged_first(void **state)
 	c = cause(2, LIFE_EXIT_CODE, 1, t);
 	joblife__fail(&jl, e, &c, t);
 	joblife__generation(e);
-	joblife__step(&jl, e, 1001, t + 900 * MS, 100 * MS, t + 1 * SEC);
+	joblife__step(e, 1001, t + 900 * MS, 100 * MS);
 	assert_int_equal(e->l->failures[LIFE_EXIT_CODE], 1);
 	assert_int_equal(e->l->recoveries, 1);
 	assert_int_equal(e->l->lost_steps, 5);
@@ -167,7 +167,7 @@ static void hang_clears__in_place(void **state)
 	c = cause(3, LIFE_HANG, 0, t);
 	joblife__fail(&jl, e, &c, t + 60 * SEC);
 	/* it steps again before the failure is judged: judged, then recovered */
-	joblife__step(&jl, e, 0, t + 61 * SEC, 61 * SEC, t + 61 * SEC);
+	joblife__step(e, 0, t + 61 * SEC, 61 * SEC);
 	assert_int_equal(e->l->failures[LIFE_HANG], 1);
 	assert_int_equal(e->l->state, LIFE_RUNNING);
 	assert_true(e->l->in_place);
@@ -192,7 +192,7 @@ static void render__series_and_json(void **state)
 	t = steps(e, 1764600000.5, SEC, 4);
 	c = cause(1, LIFE_SIGNAL, 9, t);
 	joblife__fail(&jl, e, &c, t);
-	joblife__flush(e, t);
+	joblife__flush(e);
 	prom__init(&p);
 	joblife__metrics(&jl, &p);
 	assert_false(p.err);

@@ -245,7 +245,8 @@ static void join(const struct hl_job *j, struct joined *o)
 		if (total(&j->v[i]) > total(o->counts))
 			o->counts = &j->v[i];
 	o->state = abandoned == j->nv ? "abandoned" : failed || abandoned ? "failed" : "running";
-	if (!o->work)
+	/* the work lost is judged at the cause: none (no failure with a time), none lost */
+	if (!o->work || !o->cause)
 		o->work = o->cause;
 	/* back when the last node's ranks stepped again, from the cause */
 	o->rec = o->cause && o->recoveries;
@@ -379,15 +380,6 @@ void hublife__metrics(const struct hublife *hl, struct prom *p)
 	}
 }
 
-static void kunix(struct json *j, const char *k, double v)
-{
-	char b[32];
-
-	snprintf(b, sizeof(b), "%.3f", v);
-	json__key(j, k);
-	json__raw(j, b);
-}
-
 void hublife__json(const struct hublife *hl, struct json *j,
 		   const char *(*name)(int node, void *ctx), void *ctx)
 {
@@ -407,7 +399,7 @@ void hublife__json(const struct hublife *hl, struct json *j,
 		json__kstr(j, "job", jb->id);
 		json__kstr(j, "state", o.state);
 		if (o.run_id > 0)
-			kunix(j, "run_id", o.run_id);
+			json__kunix(j, "run_id", o.run_id);
 		json__key(j, "failures");
 		json__obj_begin(j);
 		for (r = 0; r < 3; r++)
@@ -426,7 +418,7 @@ void hublife__json(const struct hublife *hl, struct json *j,
 					   c->code);
 			json__kstr(j, "phase", c->phase);
 			json__kstr(j, "node", name(c->node, ctx));
-			kunix(j, "at", c->at);
+			json__kunix(j, "at", c->at);
 			json__kdouble(j, "checkpoint_age_seconds", ckpt_age(&o));
 			json__key(j, "checkpoint_seen");
 			json__bool(j, w->ckpt_seen);
@@ -439,7 +431,7 @@ void hublife__json(const struct hublife *hl, struct json *j,
 			json__key(j, "last_recovery");
 			json__obj_begin(j);
 			json__kdouble(j, "seconds", o.rec_s);
-			kunix(j, "at", o.rec_at);
+			json__kunix(j, "at", o.rec_at);
 			json__key(j, "in_place");
 			json__bool(j, o.in_place);
 			json__obj_end(j);
@@ -451,7 +443,7 @@ void hublife__json(const struct hublife *hl, struct json *j,
 			const struct hl_event *ev = &(c ? c : &jb->v[0])->ev[i];
 
 			json__obj_begin(j);
-			kunix(j, "t", ev->t);
+			json__kunix(j, "t", ev->t);
 			json__kstr(j, "event", ev->event);
 			json__kstr(j, "detail", ev->detail);
 			json__obj_end(j);

@@ -125,7 +125,7 @@ static void cause_text(const struct life_cause *c, char *buf, size_t n)
 }
 
 /* Judge a held-back failure: the steps before it are in the life by now. */
-static void commit(struct joblife_job *e, uint64_t now_ns)
+static void commit(struct joblife_job *e)
 {
 	struct life *l = e->l;
 	char why[128];
@@ -142,11 +142,9 @@ static void commit(struct joblife_job *e, uint64_t now_ns)
 	      l->ckpt_age_known ? "the checkpoint ended" : "no checkpoint seen: the job began",
 	      l->ckpt_age_ns / 1e9);
 	pr_info("daemon: job '%s' failed: %s", e->id, e->ev[(e->nev - 1) % JOBLIFE_EVENTS].detail);
-	(void)now_ns;
 }
 
-void joblife__step(struct joblife *jl, struct joblife_job *e, double run_unix, uint64_t end_ns,
-		   uint64_t dur_ns, uint64_t now_ns)
+void joblife__step(struct joblife_job *e, double run_unix, uint64_t end_ns, uint64_t dur_ns)
 {
 	struct life *l = e->l;
 	uint64_t run;
@@ -159,7 +157,7 @@ void joblife__step(struct joblife *jl, struct joblife_job *e, double run_unix, u
 	 * hung one's step past the hang: that step is its recovery */
 	if (e->pend && (run != e->pend_run ||
 			(e->pcause.reason == LIFE_HANG && end_ns > e->pcause.at_ns)))
-		commit(e, now_ns);
+		commit(e);
 	if (l->run != run && l->state == LIFE_RUNNING)
 		event(e, JL_STARTED, end_ns, "incarnation %.2f: its first step ended", e->run_unix);
 	if (!life__step(l, run, end_ns, dur_ns))
@@ -178,7 +176,6 @@ void joblife__step(struct joblife *jl, struct joblife_job *e, double run_unix, u
 		e->rec_counts[b]++;
 	e->rec_sum += l->recovery_ns / 1e9;
 	e->rec_n++;
-	(void)jl;
 }
 
 void joblife__ckpt(struct joblife_job *e, uint64_t start_ns, uint64_t end_ns)
@@ -201,9 +198,9 @@ void joblife__fail(struct joblife *jl, struct joblife_job *e, const struct life_
 	e->pend_due_ns = now_ns + jl->settle_ns;
 }
 
-void joblife__flush(struct joblife_job *e, uint64_t now_ns)
+void joblife__flush(struct joblife_job *e)
 {
-	commit(e, now_ns);
+	commit(e);
 }
 
 void joblife__set_live(struct joblife_job *e, bool live, uint64_t now_ns)
@@ -224,7 +221,7 @@ void joblife__tick(struct joblife *jl, uint64_t now_ns)
 		if (!e->used)
 			continue;
 		if (e->pend && now_ns >= e->pend_due_ns)
-			commit(e, now_ns);
+			commit(e);
 		if (life__tick(e->l, now_ns, jl->abandon_ns)) {
 			event(e, JL_ABANDONED, now_ns, "not back %.0f s after the failure",
 			      (now_ns - e->l->cause.at_ns) / 1e9);
@@ -351,16 +348,6 @@ void joblife__metrics(const struct joblife *jl, struct prom *p)
 	}
 }
 
-/* Unix seconds to the millisecond (json__double keeps 9 digits: 10 s at this epoch). */
-static void kunix(struct json *j, const char *k, double v)
-{
-	char b[32];
-
-	snprintf(b, sizeof(b), "%.3f", v);
-	json__key(j, k);
-	json__raw(j, b);
-}
-
 void joblife__json(const struct joblife *jl, struct json *j, uint64_t now_ns)
 {
 	const struct joblife_job *e;
@@ -381,7 +368,7 @@ void joblife__json(const struct joblife *jl, struct json *j, uint64_t now_ns)
 		json__key(j, "ranks_here");
 		json__bool(j, e->live);
 		if (e->run_unix)
-			kunix(j, "run_id", e->run_unix);
+			json__kunix(j, "run_id", e->run_unix);
 		json__key(j, "failures");
 		json__obj_begin(j);
 		for (k = 0; k < LIFE_REASONS; k++)
@@ -403,7 +390,7 @@ void joblife__json(const struct joblife *jl, struct json *j, uint64_t now_ns)
 			else if (l->cause.reason == LIFE_EXIT_CODE)
 				json__kint(j, "exit_code", l->cause.code);
 			json__kstr(j, "phase", l->cause.phase);
-			kunix(j, "at", unix_of(l->cause.at_ns));
+			json__kunix(j, "at", unix_of(l->cause.at_ns));
 			json__kdouble(j, "ago_seconds", now_ns > l->cause.at_ns ?
 				      (now_ns - l->cause.at_ns) / 1e9 : 0);
 			json__kdouble(j, "checkpoint_age_seconds", l->ckpt_age_ns / 1e9);
@@ -418,7 +405,7 @@ void joblife__json(const struct joblife *jl, struct json *j, uint64_t now_ns)
 			json__key(j, "last_recovery");
 			json__obj_begin(j);
 			json__kdouble(j, "seconds", l->recovery_ns / 1e9);
-			kunix(j, "at", unix_of(l->recovered_at_ns));
+			json__kunix(j, "at", unix_of(l->recovered_at_ns));
 			json__key(j, "in_place");
 			json__bool(j, l->in_place);
 			json__obj_end(j);
@@ -432,7 +419,7 @@ void joblife__json(const struct joblife *jl, struct json *j, uint64_t now_ns)
 			const struct joblife_event *ev = &e->ev[k % JOBLIFE_EVENTS];
 
 			json__obj_begin(j);
-			kunix(j, "t", ev->t_unix);
+			json__kunix(j, "t", ev->t_unix);
 			json__kstr(j, "event", joblife__event_name(ev->kind));
 			json__kstr(j, "detail", ev->detail);
 			json__obj_end(j);

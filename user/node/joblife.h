@@ -86,8 +86,7 @@ bool joblife__needs_run(const struct joblife_job *e);
 
 /* A step of the job ended at end_ns after dur_ns; run_unix: its incarnation, used only when
  * joblife__needs_run() said so. */
-void joblife__step(struct joblife *jl, struct joblife_job *e, double run_unix, uint64_t end_ns,
-		   uint64_t dur_ns, uint64_t now_ns);
+void joblife__step(struct joblife_job *e, double run_unix, uint64_t end_ns, uint64_t dur_ns);
 
 /* A checkpoint over [start_ns, end_ns]. */
 void joblife__ckpt(struct joblife_job *e, uint64_t start_ns, uint64_t end_ns);
@@ -98,7 +97,7 @@ void joblife__fail(struct joblife *jl, struct joblife_job *e, const struct life_
 
 /* The job's steps are all built (its ranks are gone and the model flushed): a failure held
  * back for them is judged now. */
-void joblife__flush(struct joblife_job *e, uint64_t now_ns);
+void joblife__flush(struct joblife_job *e);
 
 /* Whether the session has a job of this id now. */
 void joblife__set_live(struct joblife_job *e, bool live, uint64_t now_ns);

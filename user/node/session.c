@@ -1560,8 +1560,8 @@ static void life_step(struct session *s, struct sjob *j, const struct job_step *
 	j->life_k = st->index + 1;
 	e = joblife__get(s->life, j->id, true);
 	if (e)
-		joblife__step(s->life, e, joblife__needs_run(e) ? newest_start_unix(j) : 0,
-			      st->start_ns + st->dur_ns, st->dur_ns, session__now());
+		joblife__step(e, joblife__needs_run(e) ? newest_start_unix(j) : 0,
+			      st->start_ns + st->dur_ns, st->dur_ns);
 }
 
 static void job_on_step(void *ctx, const struct job_step *st, const char *rule)
@@ -2162,7 +2162,7 @@ enum attach_result session__join(struct session *s, int slot, bool defer)
 		 * old run's last steps first: its failure is judged on them */
 		job__advance(j->model, session__now(), true);
 		if (s->life && (e = joblife__get(s->life, j->id, false)))
-			joblife__flush(e, session__now());
+			joblife__flush(e);
 		while (j->used && j->ncols)
 			session__drop_rank(s, j->slots[j->ncols - 1]);
 		return session__join(s, slot, defer);

@@ -243,3 +243,16 @@ void json__kdouble(struct json *j, const char *k, double v)
 	json__key(j, k);
 	json__double(j, v);
 }
+
+void json__kunix(struct json *j, const char *k, double v)
+{
+	char b[32];
+
+	json__key(j, k);
+	if (!isfinite(v)) {
+		json__null(j);
+		return;
+	}
+	snprintf(b, sizeof(b), "%.3f", v);
+	json__raw(j, b);
+}

@@ -45,5 +45,7 @@ void json__kstr(struct json *j, const char *k, const char *v);	/* NULL -> null *
 void json__kint(struct json *j, const char *k, int64_t v);
 void json__kuint(struct json *j, const char *k, uint64_t v);
 void json__kdouble(struct json *j, const char *k, double v);
+/* Unix seconds to the millisecond ("%.3f"): json__double's 9 digits are 10 s at this epoch. */
+void json__kunix(struct json *j, const char *k, double v);
 
 #endif /* RS_JSON_H */
