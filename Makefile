@@ -68,6 +68,7 @@ $(OUTPUT)/fuzz/fuzz_hub: tests/fuzz/fuzz_hub.c user/hub/hub.c user/hub/hublife.c
 		user/util/json.c \
 		user/util/utf8.c \
 		user/util/prom.c user/serve/report.c user/model/detect.c user/model/steps.c \
+		user/model/cost.c user/util/hist.c \
 		user/sys/comms.c user/sys/elfsym.c \
 		user/util/decode.c | $(OUTPUT)/fuzz
 	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
@@ -106,6 +107,7 @@ $(OUTPUT)/fuzz/fuzz_procfs: tests/fuzz/fuzz_procfs.c user/sys/procfs.c user/sys/
 $(OUTPUT)/fuzz/fuzz_http: tests/fuzz/fuzz_http.c user/capture/capture.c user/sys/procfs.c \
 		user/serve/httpd.c user/serve/view.c user/serve/report.c user/capture/trace.c \
 		user/util/json.c user/util/utf8.c user/model/detect.c user/model/steps.c \
+		user/model/cost.c user/util/hist.c user/util/prom.c \
 		user/util/decode.c user/util/log.c user/sys/comms.c user/sys/elfsym.c \
 		user/serve/view.html \
 		| $(OUTPUT)/fuzz

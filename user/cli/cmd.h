@@ -30,6 +30,8 @@ int cmd__parse_num(const char *verb, const char *opt, const char *arg, long lo, 
 		   long *out);
 int cmd__parse_secs(const char *verb, const char *opt, const char *arg, double lo, double hi,
 		    double *out);
+/* --gpu-hour-cost: US dollars per GPU-hour, 0.01 to 10000. */
+int cmd__parse_price(const char *verb, const char *arg, double *out);
 
 /* After session__open: serve the API on --api-listen too, and say where the API is when
  * --listen does not serve it. Returns 0, or -errno with the reason printed. */

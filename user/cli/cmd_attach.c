@@ -426,7 +426,37 @@ int cmd_capture(int argc, char **argv)
 	return run(argc, argv, VERB_CAPTURE);
 }
 
-/* diagnose's human report: the rule, each rank's last step, and the verdict. */
+/* What stragglers cost over the whole run: each culprit's rank-time waited, with dollars. */
+static void print_cost(const struct cost *c, double usd, int gpus)
+{
+	char a[16], b[16];
+	struct cost_sum sum;
+	int i;
+
+	cost__sum(c, 0, usd, gpus, &sum);
+	if (!c->steps)
+		return;
+	printf("straggler cost: %.1f rank-seconds waited of %.1f in %llu steps (%.1f%%)",
+	       c->wait_ns / 1e9, c->rank_ns / 1e9, (unsigned long long)c->steps,
+	       c->rank_ns ? 100.0 * c->wait_ns / c->rank_ns : 0.0);
+	if (sum.slowdown > 1.005)
+		printf("; the last steps took %s, %s without their straggler",
+		       report__dur(sum.real_ns, a, sizeof(a)), report__dur(sum.whatif_ns, b, sizeof(b)));
+	printf("\n");
+	for (i = 0; i < c->nc; i++) {
+		if (c->c[i].rank >= 0)
+			printf("  rank %d (%s): %.1f rank-seconds over %llu steps", c->c[i].rank,
+			       steps__phase_name(c->c[i].phase), c->c[i].wait_ns / 1e9,
+			       (unsigned long long)c->c[i].steps);
+		else
+			printf("  other ranks: %.1f rank-seconds", c->c[i].wait_ns / 1e9);
+		if (usd > 0)
+			printf(", ~$%.2f at $%.2f/GPU-h", cost__dollars(c->c[i].wait_ns, usd, gpus), usd);
+		printf("\n");
+	}
+}
+
+/* diagnose's human report: the rule, each rank's last step, the verdict and the cost. */
 static void print_report(struct session *s)
 {
 	const struct sjob *j = &s->jobs[0];
@@ -485,4 +515,6 @@ static void print_report(struct session *s)
 		rank = s->ranks[j->slots[j->worst.col]].info.rank;
 	report__verdict_text(stdout, &j->worst, rank, line, sizeof(line));
 	printf("experiment: %s\n", detect__experiment(j->worst.cls));
+	if (j->model)
+		print_cost(job__cost(j->model), s->o.jcfg.gpu_hour_usd, s->o.jcfg.gpus_per_rank);
 }

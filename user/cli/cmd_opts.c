@@ -81,6 +81,9 @@ static void usage(FILE *f, enum cmd_verb v)
 "                         kubectl proxy, http://127.0.0.1:8001 (a bare host lists\n"
 "                         spec.nodeName=$NODE_NAME); without it, from the environ\n"
 "      --planned-steps N  export rankscope_planned_steps for the dashboard's ETA\n"
+"      --gpu-hour-cost USD  price a straggler's cost: the wait it causes, in dollars\n"
+"                         (rankscope_straggler_cost_dollars_total, the verdict's words)\n"
+"      --gpus-per-rank N  GPUs each rank holds, for that price (default 1)\n"
 "      --ckpt-min-mb N    a write burst this big is a checkpoint (default 16)\n"
 "      --cupti-socket PATH  GPU timing: where librankscope_cupti.so connects (default:\n"
 "                         cupti/cupti.sock next to the lock file,\n"
@@ -165,6 +168,10 @@ static void usage(FILE *f, enum cmd_verb v)
 "                         unless --token-file is given, and its port not --listen's\n"
 "      --max-series N     with --listen: cap /metrics at N sample lines (default 200000)\n"
 "      --planned-steps N  with --listen: export rankscope_planned_steps (dashboard ETA)\n"
+"      --gpu-hour-cost USD  price a straggler's cost (the rank-time its peers wait for\n"
+"                         it) at USD per GPU-hour, in the verdict's cost line and in\n"
+"                         rankscope_straggler_cost_dollars_total; --gpus-per-rank N\n"
+"                         GPUs each rank holds (default 1)\n"
 "      --ckpt-min-mb N    with --listen: a write burst this big is a checkpoint\n"
 "                         (default 16)\n"
 "      --cupti-socket PATH  GPU timing: listen here for librankscope_cupti.so (set\n"
@@ -187,7 +194,7 @@ enum {
 	OPT_STACK_KB, OPT_MAX_THREADS, OPT_MAX_PROCS,
 	OPT_AUTO_CAP, OPT_SECONDS, OPT_SERVER, OPT_RANKS, OPT_ALIGN, OPT_CGROUP, OPT_TOKEN,
 	OPT_API_LISTEN,
-	OPT_K8S_PODS,
+	OPT_K8S_PODS, OPT_GPU_COST, OPT_GPUS_RANK,
 };
 
 static const char *who = "attach";
@@ -214,6 +221,22 @@ int cmd__parse_secs(const char *verb, const char *opt, const char *arg, double l
 	if (!*arg || *end || errno || !(v >= lo && v <= hi)) {
 		pr_warn("%s: invalid %s '%s': expected seconds from %g to %g", verb, opt, arg,
 			lo, hi);
+		return -EINVAL;
+	}
+	*out = v;
+	return 0;
+}
+
+int cmd__parse_price(const char *verb, const char *arg, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(arg, &end);
+	if (!*arg || *end || errno || !(v >= 0.01 && v <= 10000)) {
+		pr_warn("%s: invalid --gpu-hour-cost '%s': expected US dollars per GPU-hour from "
+			"0.01 to 10000, e.g. 2.9", verb, arg);
 		return -EINVAL;
 	}
 	*out = v;
@@ -430,6 +453,8 @@ int cmd__parse_opts(int argc, char **argv, struct session_opts *o, enum cmd_verb
 		{ "auto-capture", no_argument, NULL, OPT_AUTO_CAP },
 		{ "cgroup", required_argument, NULL, OPT_CGROUP },
 		{ "k8s-pods", required_argument, NULL, OPT_K8S_PODS },
+		{ "gpu-hour-cost", required_argument, NULL, OPT_GPU_COST },
+		{ "gpus-per-rank", required_argument, NULL, OPT_GPUS_RANK },
 		{ "token-file", required_argument, NULL, OPT_TOKEN },
 		{ "seconds", required_argument, NULL, OPT_SECONDS },
 		{ "output", required_argument, NULL, 'o' },
@@ -455,6 +480,7 @@ int cmd__parse_opts(int argc, char **argv, struct session_opts *o, enum cmd_verb
 	o->max_series = 200000;
 	o->retain_s = 300;
 	o->abandon_s = 3600;
+	o->jcfg.gpus_per_rank = 1;
 	o->lock_file = "/run/rankscope/daemon.lock";
 	o->ckpt = (struct ckpt_cfg){ .active_bytes = CKPT_ACTIVE_BYTES, .gap_ns = CKPT_GAP_NS,
 				     .min_bytes = CKPT_MIN_BYTES };
@@ -704,6 +730,15 @@ int cmd__parse_opts(int argc, char **argv, struct session_opts *o, enum cmd_verb
 			if (parse_num("--ckpt-min-mb", optarg, 1, 1 << 20, &v))
 				return -EINVAL;
 			o->ckpt.min_bytes = (uint64_t)v << 20;
+			break;
+		case OPT_GPU_COST:
+			if (cmd__parse_price(who, optarg, &o->jcfg.gpu_hour_usd))
+				return -EINVAL;
+			break;
+		case OPT_GPUS_RANK:
+			if (parse_num("--gpus-per-rank", optarg, 1, 64, &v))
+				return -EINVAL;
+			o->jcfg.gpus_per_rank = v;
 			break;
 		case OPT_HANG: {
 			double secs;

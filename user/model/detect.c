@@ -454,6 +454,11 @@ out:
 	return err;
 }
 
+bool detect__straggler_class(enum vclass c)
+{
+	return c == V_INPUT || c == V_STORAGE || c == V_COMPUTE || c == V_CPU_CONTENTION;
+}
+
 uint64_t detect__threshold(uint64_t step_ns)
 {
 	uint64_t t = step_ns * DETECT_SKEW_FRAC;

@@ -95,6 +95,7 @@ struct job {
 	enum vclass cand_cls;	/* a new verdict seen, not yet confirmed */
 	int cand_col, cand_n;
 	struct job_verdict last;
+	struct cost cost;	/* what stragglers cost it (cost.h) */
 	bool emitted;
 	uint64_t last_emit_k;
 	bool hang_done;
@@ -156,6 +157,7 @@ struct job *job__new(const struct job_cfg *cfg, int nranks, const struct job_pro
 			goto fail;
 	}
 	j->last.col = -1;
+	j->last.cost.rank = -1;
 	j->world = -1;
 	j->rule = "";
 	return j;
@@ -1657,6 +1659,24 @@ static void stuck_evidence(struct job *j, struct job_verdict *jv, int peer)
 	}
 }
 
+/* What the step's straggler, if it has one, cost its peers (cost.h). */
+static void step_cost(struct job *j, uint64_t k, const struct step_obs *row, uint64_t now)
+{
+	struct cost_step cs;
+	int rank;
+
+	cost__step(row, j->n, &cs);
+	rank = cs.culprit >= 0 ? j->r[cs.culprit].rank : -1;
+	cost__add(&j->cost, &cs, rank, now);
+	if (j->ops.on_cost)
+		j->ops.on_cost(j->ops.ctx, k, &cs, rank);
+}
+
+const struct cost *job__cost(const struct job *j)
+{
+	return &j->cost;
+}
+
 static void emit_verdict(struct job *j, struct job_verdict *jv)
 {
 	uint64_t last = j->last_end_ns;
@@ -1671,6 +1691,7 @@ static void emit_verdict(struct job *j, struct job_verdict *jv)
 		jv->since_ns = last ? last : j->progress_ns;
 	jv->ranks_seen = j->n;
 	jv->world_size = j->world;
+	cost__sum(&j->cost, j->now, j->cfg.gpu_hour_usd, j->cfg.gpus_per_rank, &jv->cost);
 	j->last = *jv;
 	j->emitted = true;
 	if (j->ops.on_verdict)
@@ -1829,6 +1850,7 @@ static void judge(struct job *j, uint64_t k)
 	/* a line when the story changes, and once a window while it does not */
 	if (j->emitted && jv.cls == j->last.cls && jv.col == j->last.col &&
 	    k - j->last_emit_k < (uint64_t)w && !(jv.persistent && !j->last.persistent)) {
+		cost__sum(&j->cost, j->now, j->cfg.gpu_hour_usd, j->cfg.gpus_per_rank, &jv.cost);
 		j->last = jv;
 		return;
 	}
@@ -1992,6 +2014,7 @@ static void assemble(struct job *j, uint64_t now, bool final)
 			if (j->ops.on_step)
 				j->ops.on_step(j->ops.ctx, &st[c], j->rule);
 		}
+		step_cost(j, j->next_k, row, now);
 		j->row_k[j->nrows % JOB_ROWS] = j->next_k;
 		j->nrows++;
 		j->progress_ns = now;
@@ -2000,6 +2023,10 @@ static void assemble(struct job *j, uint64_t now, bool final)
 				j->last_end_ns = st[c].start_ns + st[c].dur_ns;
 		check_divergence(j, j->next_k);
 		judge(j, j->next_k);
+		/* a straggler verdict on a rank: its waits are a straggler's cost */
+		if (j->emitted && j->last.col >= 0 && j->last.col < j->n &&
+		    detect__straggler_class(j->last.cls))
+			cost__charge(&j->cost, j->r[j->last.col].rank, now);
 		j->next_k++;
 		/* the next step starts where this one ended: older events are done with */
 		for (c = 0; c < j->n; c++)

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include "cost.h"
 #include "detect.h"
 #include "period.h"
 #include "steps.h"
@@ -21,6 +22,8 @@ struct job_cfg {
 	int every;			/* STEPS_EVERY */
 	uint64_t hang_timeout_ns;
 	int window;			/* steps per verdict window */
+	double gpu_hour_usd;		/* the straggler cost's price (--gpu-hour-cost); 0: none */
+	int gpus_per_rank;		/* GPUs each rank holds (the price is per GPU) */
 };
 
 #define JOB_MAX_COLL	4096	/* per rank; the oldest are dropped (bounded memory) */
@@ -134,6 +137,8 @@ struct job_verdict {
 	/* a stuck job's stacks as evidence: the rank's own and a peer's (text "": none), each
 	 * innermost first from the collective or call it waits in (job_probe_ops.where) */
 	struct { int rank; char text[JOB_STACK_TEXT]; } stacks[2];
+	/* what stragglers cost the job when it was judged (cost.h): its culprit, -1 none */
+	struct cost_sum cost;
 };
 
 /* What the caller can tell about a rank right now (hang detection). */
@@ -153,6 +158,8 @@ struct job_probe_ops {
 	/* How steps are found, once learned, and again when the pattern changed (changed). */
 	void (*on_rule)(void *ctx, const char *rule, int period, double confidence, bool changed,
 			const char *note);
+	/* Each step's straggler cost once its row is joined (rank: the culprit's; -1 none). */
+	void (*on_cost)(void *ctx, uint64_t step, const struct cost_step *cs, int rank);
 	/* With job__set_detail(): each run of one phase inside a step, as it is built. */
 	void (*on_phase)(void *ctx, int col, enum phase ph, uint64_t start, uint64_t end);
 	void *ctx;
@@ -195,6 +202,9 @@ void job__set_detail(struct job *j, bool on);
 
 /* "ddp_marker", "period", "every", or "" before steps are known; confidence 0..1. */
 const char *job__rule(const struct job *j, double *confidence, int *period);
+
+/* What stragglers have cost the job so far (cost.h). */
+const struct cost *job__cost(const struct job *j);
 
 /* The most recent verdict (cls V_NONE with col -1 before any). */
 const struct job_verdict *job__last_verdict(const struct job *j);

@@ -544,6 +544,16 @@ void metrics__render(struct prom *p, const struct metrics_rank *r, int n,
 				     k == cur);
 	}
 	rank_info(p, r, n);
+	if (njobs) {
+		const char *ids[njobs];
+		const struct cost *costs[njobs];
+
+		for (i = 0; i < njobs; i++) {
+			ids[i] = jobs[i].id;
+			costs[i] = jobs[i].cost;
+		}
+		cost__series(p, ids, costs, njobs, jobs[0].gpu_hour_usd, jobs[0].gpus_per_rank);
+	}
 	prom__family(p, "rankscope_job_ranks_seen", "gauge",
 		     "Ranks of the job observed by this rankscope (a node's part of a job on several).");
 	for (i = 0; i < njobs; i++)

@@ -56,6 +56,9 @@ struct metrics_job {
 	int vrank;			/* the verdict's rank number, -1: none */
 	int ranks_seen;			/* ranks of the job observed here */
 	int world_size;			/* ranks in the job, -1: not known */
+	const struct cost *cost;	/* what stragglers cost it; NULL: no model yet */
+	double gpu_hour_usd;		/* --gpu-hour-cost (0: none) and --gpus-per-rank */
+	int gpus_per_rank;
 };
 
 /* Account one returned collective. */

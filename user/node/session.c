@@ -1308,6 +1308,8 @@ static void publish_metrics(struct session *s, uint64_t t)
 			.id = sj->id, .v = sj->have_last ? &sj->last : NULL,
 			.vrank = vr ? vr->info.rank : -1,
 			.ranks_seen = sj->ncols, .world_size = job_size(sj),
+			.cost = sj->model ? job__cost(sj->model) : NULL,
+			.gpu_hour_usd = s->o.jcfg.gpu_hour_usd, .gpus_per_rank = s->o.jcfg.gpus_per_rank,
 		};
 	}
 	s->self.attach = s->attach_results;
@@ -1602,6 +1604,17 @@ static void job_on_step(void *ctx, const struct job_step *st, const char *rule)
 	emit(s);
 }
 
+static void job_on_cost(void *ctx, uint64_t step, const struct cost_step *cs, int rank)
+{
+	struct sjob *j = ctx;
+	struct session *s = j->s;
+
+	if (!s->o.json)
+		return;
+	report__cost(&s->j, j->id, step, cs, rank);
+	emit(s);
+}
+
 static void job_on_rule(void *ctx, const char *rule, int period, double confidence,
 			bool changed, const char *note)
 {
@@ -1773,7 +1786,7 @@ int session__build_jobs(struct session *s)
 {
 	struct job_probe_ops ops = {
 		.inflight = job_inflight, .state = job_state, .where = job_where,
-		.on_step = job_on_step,
+		.on_step = job_on_step, .on_cost = job_on_cost,
 		.on_verdict = job_on_verdict, .on_phase = job_on_phase, .on_rule = job_on_rule,
 	};
 	int k, c;
@@ -2471,6 +2484,13 @@ void session__finish(struct session *s)
 	while (ring_buffer__consume(s->rb) > 0)
 		;
 	session__tick(s, true);
+	for (int k = 0; s->o.json && k < SESSION_JOBS_MAX; k++) {
+		if (!s->jobs[k].used || !s->jobs[k].model)
+			continue;
+		report__cost_total(&s->j, s->jobs[k].id, job__cost(s->jobs[k].model),
+				   s->o.jcfg.gpu_hour_usd, s->o.jcfg.gpus_per_rank);
+		emit(s);
+	}
 }
 
 /* The node's name for job ids and the node label: NODE_NAME (the DaemonSet sets it from

@@ -110,6 +110,95 @@ void report__rule(struct json *j, const char *job, const char *rule, int period,
 	json__obj_end(j);
 }
 
+void report__cost(struct json *j, const char *job, uint64_t step, const struct cost_step *cs,
+		  int rank)
+{
+	json__obj_begin(j);
+	json__kstr(j, "type", "cost");
+	json__kstr(j, "job", job);
+	json__kuint(j, "step", step);
+	json__key(j, "culprit_rank");
+	if (cs->culprit >= 0)
+		json__int(j, rank);
+	else
+		json__null(j);
+	json__kstr(j, "phase", cs->culprit >= 0 ? steps__phase_name(cs->phase) : NULL);
+	json__kuint(j, "wait_ns", cs->wait_ns);
+	json__kuint(j, "step_ns", cs->real_ns);
+	json__kuint(j, "whatif_step_ns", cs->whatif_ns);
+	json__kuint(j, "rank_ns", cs->rank_ns);
+	json__obj_end(j);
+}
+
+void report__cost_total(struct json *j, const char *job, const struct cost *c,
+			double usd_per_gpu_h, int gpus_per_rank)
+{
+	struct cost_sum sum;
+	int i;
+
+	cost__sum(c, 0, usd_per_gpu_h, gpus_per_rank, &sum);
+	json__obj_begin(j);
+	json__kstr(j, "type", "cost_total");
+	json__kstr(j, "job", job);
+	json__kuint(j, "steps", c->steps);
+	json__kuint(j, "rank_ns", c->rank_ns);
+	json__kuint(j, "wait_ns", c->wait_ns);
+	json__kdouble(j, "slowdown_ratio", sum.slowdown);	/* the last COST_WINDOW steps */
+	json__key(j, "culprits");
+	json__arr_begin(j);
+	for (i = 0; i < c->nc; i++) {
+		json__obj_begin(j);
+		json__key(j, "rank");
+		if (c->c[i].rank >= 0)
+			json__int(j, c->c[i].rank);
+		else
+			json__null(j);	/* the overflow slot */
+		json__kstr(j, "phase", c->c[i].rank >= 0 ? steps__phase_name(c->c[i].phase) : NULL);
+		json__kuint(j, "wait_ns", c->c[i].wait_ns);
+		json__kuint(j, "steps", c->c[i].steps);
+		json__key(j, "dollars");
+		if (usd_per_gpu_h > 0)
+			json__double(j, cost__dollars(c->c[i].wait_ns, usd_per_gpu_h, gpus_per_rank));
+		else
+			json__null(j);
+		json__obj_end(j);
+	}
+	json__arr_end(j);
+	json__obj_end(j);
+}
+
+/* "cost": what stragglers cost the job over the verdict's last steps and hour (cost.h). */
+static void verdict_cost(struct json *j, const struct cost_sum *c)
+{
+	char text[320];
+
+	json__key(j, "cost");
+	json__obj_begin(j);
+	bool cul = c->rank >= 0 && c->late_steps;	/* zeroed: none */
+
+	json__key(j, "culprit_rank");
+	if (cul)
+		json__int(j, c->rank);
+	else
+		json__null(j);
+	json__kstr(j, "phase", cul ? steps__phase_name(c->phase) : NULL);
+	json__kint(j, "steps", c->steps);
+	json__kint(j, "culprit_steps", c->late_steps);
+	json__kdouble(j, "slowdown_ratio", c->slowdown);
+	json__kuint(j, "median_step_ns", c->real_ns);
+	json__kuint(j, "whatif_step_ns", c->whatif_ns);
+	json__kdouble(j, "lost_rank_seconds_last_hour", c->hour_rank_s);
+	json__kdouble(j, "lost_fraction_last_hour", c->hour_frac);
+	json__key(j, "dollars_last_hour");
+	if (c->usd_per_gpu_h > 0)
+		json__double(j, c->hour_rank_s / 3600 * c->usd_per_gpu_h * c->gpus_per_rank);
+	else
+		json__null(j);
+	cost__text(c, text, sizeof(text));
+	json__kstr(j, "text", text);
+	json__obj_end(j);
+}
+
 void report__verdict(struct json *j, const struct job_verdict *v, const char *job, int rank,
 		     pid_t pid)
 {
@@ -217,6 +306,7 @@ void report__verdict(struct json *j, const struct job_verdict *v, const char *jo
 	}
 	json__obj_end(j);
 	json__kstr(j, "experiment", detect__experiment(v->cls));
+	verdict_cost(j, &v->cost);
 	json__obj_end(j);
 }
 
@@ -291,7 +381,11 @@ void report__verdict_text(FILE *f, const struct job_verdict *v, int rank, char *
 		if (v->stacks[i].text[0])
 			fprintf(f, "  stack of rank %d%s: %s\n", v->stacks[i].rank,
 				i ? " (a peer)" : "", v->stacks[i].text);
+	cost__text(&v->cost, buf, n);
+	if (buf[0])
+		fprintf(f, "  cost: %s\n", buf);
 }
+
 
 char *report__phase_bar(const struct phases *ph, uint64_t dur, char *buf, int width)
 {

@@ -34,6 +34,15 @@ void report__rule(struct json *j, const char *job, const char *rule, int period,
 void report__verdict(struct json *j, const struct job_verdict *v, const char *job, int rank,
 		     pid_t pid);
 
+/* {"type":"cost",...}: one per job per step, what its straggler (if any) cost (cost.h). */
+void report__cost(struct json *j, const char *job, uint64_t step, const struct cost_step *cs,
+		  int rank);
+
+/* {"type":"cost_total",...}: what stragglers cost the job over the whole session, by culprit
+ * rank and phase (dollars with a price). */
+void report__cost_total(struct json *j, const char *job, const struct cost *c,
+			double usd_per_gpu_h, int gpus_per_rank);
+
 /* One human line for a verdict (the table and diagnose). */
 void report__verdict_text(FILE *f, const struct job_verdict *v, int rank, char *buf, size_t n);
 
