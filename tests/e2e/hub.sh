@@ -48,7 +48,7 @@ touch "$T/go"
 PORT_h=$(free_port)
 HUB=http://127.0.0.1:$PORT_h
 bg hub "$RS" hub --peers "127.0.0.1:$PORT_a,127.0.0.1:$PORT_b" --listen 127.0.0.1:$PORT_h \
-	--interval 0.5 --json --capture-dir "$T/hcap"
+	--interval 0.5 --json --capture-dir "$T/hcap" --gpu-hour-cost 2.9
 wait_lines "$T/hub.out" '"class":"compute","rank":3' 1 30 ||
 	fail "the hub named no compute straggler on rank 3: $(grep -v '^{' "$T/hub.out" | tail -5)"
 sleep 2
@@ -110,6 +110,51 @@ assert len(wrong) <= 1, wrong
 PY
 grep -q '^rankscope_straggler_verdict{job_id="[^"]*",class="compute",rank="3"' "$T/h_metrics.txt" ||
 	fail "no job verdict series on the hub's /metrics"
+# what the straggler costs, across the nodes: charged to rank 3 by the hub, at the rate its
+# own clock says (3 peers x rank 3's lead over their median work, of 4 ranks' steps), and to
+# nobody by daemon A, which sees only ranks that wait (remote_wait)
+sleep 3
+get "$HUB/metrics" "$T/h_metrics2.txt"
+get "http://127.0.0.1:$PORT_a/metrics" "$T/a_metrics.txt"
+get "$HUB/api/v1/diagnosis" "$T/h_diag2.json"
+$PY - "$T" <<'PY' || exit 1
+import json, re, statistics as st, sys
+t = sys.argv[1]
+def series(path, name):
+    out = {}
+    for l in open(path):
+        m = re.match(name + r'\{(.*)\} (\S+)$', l)
+        if m:
+            out[m.group(1)] = float(m.group(2))
+    return out
+wait = series(f"{t}/h_metrics2.txt", "rankscope_straggler_wait_seconds_total")
+rank_s = sum(series(f"{t}/h_metrics2.txt", "rankscope_step_rank_seconds_total").values())
+dollars = series(f"{t}/h_metrics2.txt", "rankscope_straggler_cost_dollars_total")
+w3 = sum(v for k, v in wait.items() if 'culprit_rank="3"' in k)
+others = sum(v for k, v in wait.items() if 'culprit_rank="3"' not in k)
+assert w3 > 0 and others <= 0.05 * w3, wait
+d3 = sum(v for k, v in dollars.items() if 'culprit_rank="3"' in k)
+assert abs(d3 - w3 / 3600 * 2.9) <= 1e-9 + 1e-6 * d3, (d3, w3)
+by = {}
+for l in open(f"{t}/job.out"):
+    if l.startswith('{"type":"truth"'):
+        x = json.loads(l)
+        by.setdefault(x["step"], {})[x["rank"]] = x
+full = [s for s in by.values() if len(s) == 4]
+own = lambda x: x["step_ns"] - x["comm_ns"] - x["log_ns"]
+lead = st.median(s[3] and own(s[3]) - st.median(own(s[r]) for r in range(3)) for s in full)
+step = st.median(st.median(x["step_ns"] for x in s.values()) for s in full)
+truth = 3 * lead / (4 * step)
+frac = w3 / rank_s
+assert abs(frac - truth) <= 0.25 * truth, f"hub charges {frac:.1%} of the rank-time, truth {truth:.1%}"
+a = series(f"{t}/a_metrics.txt", "rankscope_straggler_wait_seconds_total")
+assert sum(a.values()) == 0, f"daemon A charged a straggler it cannot see: {a}"
+v = json.load(open(f"{t}/h_diag2.json"))[0]
+assert v["cost"]["culprit_rank"] == 3 and v["cost"]["text"].startswith("rank 3 "), v["cost"]
+print(f"hub cost: rank 3 charged {w3:.2f} rank-s, {frac:.1%} of the rank-time (truth "
+      f"{truth:.1%}: lead {lead/1e6:.2f} ms on {step/1e6:.2f} ms steps), ${d3:.6f}; daemon A 0")
+print("  words:", v["cost"]["text"])
+PY
 
 # a capture across both nodes: every rank, each on its node's tracks, and the collectives'
 # slices joined by flows across the nodes

@@ -113,6 +113,9 @@ def check_dom(dump, job, nranks, slow):
     v = " ".join(d.by_id("verdict")[2].split())
     if not re.search(rf"\brank {slow}\b", v) or "compute" not in v:
         die(f"verdict does not name rank {slow} and compute: {v!r}")
+    # what the straggler costs, in words (issue 18)
+    if not re.search(rf"cost: rank {slow} \(\w+\) slows", v):
+        die(f"verdict has no cost line naming rank {slow}: {v!r}")
     for part in ("skew ", " ms", "evidence:", "experiment:"):
         if part not in v:
             die(f"verdict lacks {part!r}: {v!r}")

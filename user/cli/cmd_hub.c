@@ -66,8 +66,8 @@ static struct {
 	int naddrs;
 	const char *listen, *token_file;
 	char token[HTTPD_TOKEN_MAX + 1];
-	double interval_s, duration_s, hang_s;
-	int timeout_ms, window;
+	double interval_s, duration_s, hang_s, usd;
+	int timeout_ms, window, gpus;
 	bool json;
 	int next_fetch;		/* the next address a fetcher takes */
 	struct hub *hub;
@@ -126,6 +126,10 @@ static void usage(FILE *f)
 "      --window N         steps a verdict is judged over (default 8)\n"
 "      --hang-timeout S   no rank of a job finished a step for S seconds and one is stopped\n"
 "                         or a zombie on its node: a hang on that rank (default 60)\n"
+"      --gpu-hour-cost USD  price what a straggler costs (the rank-time its peers on every\n"
+"                         node wait for it) at USD per GPU-hour: the verdicts' cost line\n"
+"                         and rankscope_straggler_cost_dollars_total\n"
+"      --gpus-per-rank N  GPUs each rank holds, for that price (default 1)\n"
 "      --capture-dir DIR  where POST /api/v1/capture writes the merged trace of every\n"
 "                         node's capture (default /var/lib/rankscope/hub-captures)\n"
 "      --json             verdicts as JSON lines on stdout (default: text)\n"
@@ -197,6 +201,8 @@ static int parse(int argc, char **argv)
 		{ "timeout-ms", required_argument, NULL, 'T' },
 		{ "window", required_argument, NULL, 'w' },
 		{ "hang-timeout", required_argument, NULL, 'H' },
+		{ "gpu-hour-cost", required_argument, NULL, 'U' },
+		{ "gpus-per-rank", required_argument, NULL, 'G' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "capture-dir", required_argument, NULL, 'C' },
 		{ "duration", required_argument, NULL, 'd' },
@@ -212,6 +218,7 @@ static int parse(int argc, char **argv)
 	g.timeout_ms = 2000;
 	g.window = HUB_WINDOW;
 	g.hang_s = HUB_HANG_NS / 1e9;
+	g.gpus = 1;
 	while ((c = getopt_long(argc, argv, "P:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'P':
@@ -241,6 +248,15 @@ static int parse(int argc, char **argv)
 		case 'H':
 			if (cmd__parse_secs("hub", "--hang-timeout", optarg, 1, 86400, &g.hang_s))
 				return -EINVAL;
+			break;
+		case 'U':
+			if (cmd__parse_price("hub", optarg, &g.usd))
+				return -EINVAL;
+			break;
+		case 'G':
+			if (cmd__parse_num("hub", "--gpus-per-rank", optarg, 1, 64, &n))
+				return -EINVAL;
+			g.gpus = n;
 			break;
 		case 'j':
 			g.json = true;
@@ -768,6 +784,7 @@ int cmd_hub(int argc, char **argv)
 		return 1;
 	}
 	hub__set_hang_timeout(g.hub, (uint64_t)(g.hang_s * 1e9));
+	hub__set_price(g.hub, g.usd, g.gpus);
 	if (httpd__start(g.listen, g.token[0] ? g.token : NULL, &g.httpd, err, sizeof(err))) {
 		pr_warn("hub: %s", err);
 		hub__free(g.hub);

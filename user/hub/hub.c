@@ -92,6 +92,8 @@ struct hjob {
 	int node_v_rank;
 	bool have_node_v;
 	uint64_t fed_ns;	/* when a step of it last came (the hub's clock) */
+	struct cost cost;	/* what stragglers cost it across nodes (cost.h) */
+	uint64_t cost_k;	/* the last job step accounted */
 };
 
 #define HUB_NTP	16	/* poll timings kept per node */
@@ -131,6 +133,8 @@ struct hub {
 	uint64_t now;		/* the latest time the caller gave */
 	uint64_t hang_ns;	/* no step for this long, with a rank stopped: a hang */
 	struct hublife life;	/* the jobs' failures and recoveries, from the nodes' lives */
+	double usd;		/* the straggler cost's price (hub__set_price); 0: none */
+	int gpus;
 };
 
 struct hub *hub__new(int window)
@@ -141,6 +145,7 @@ struct hub *hub__new(int window)
 		return NULL;
 	h->window = window > 1 ? window : HUB_WINDOW;
 	h->hang_ns = HUB_HANG_NS;
+	h->gpus = 1;
 	h->nodes = calloc(HUB_MAX_NODES, sizeof(*h->nodes));
 	h->pend = calloc(HUB_PENDING, sizeof(*h->pend));
 	if (!h->nodes || !h->pend) {
@@ -658,6 +663,12 @@ void hub__set_hang_timeout(struct hub *h, uint64_t ns)
 	h->hang_ns = ns;
 }
 
+void hub__set_price(struct hub *h, double usd_per_gpu_h, int gpus_per_rank)
+{
+	h->usd = usd_per_gpu_h;
+	h->gpus = gpus_per_rank > 0 ? gpus_per_rank : 1;
+}
+
 void hub__node_failed(struct hub *h, int node, const char *why, uint64_t now_ns)
 {
 	struct hnode *n = &h->nodes[node];
@@ -1172,10 +1183,13 @@ static bool newest_common(struct hub *h, struct hjob *j, int *cols, int ncols, u
 typedef void (*verdict_fn)(void *ctx, const char *job, const struct job_verdict *v, int rank);
 
 /* The job's story is now v, on rank (-1: none): kept, and told. */
-static void emit(struct hjob *j, const struct job_verdict *v, int rank, verdict_fn on_verdict,
-		 void *ctx)
+static void emit(struct hub *h, struct hjob *j, const struct job_verdict *v, int rank,
+		 verdict_fn on_verdict, void *ctx)
 {
 	j->last = *v;
+	if (rank >= 0 && detect__straggler_class(v->cls))
+		cost__charge(&j->cost, rank, h->now);
+	cost__sum(&j->cost, h->now, h->usd, h->gpus, &j->last.cost);
 	j->last_rank = rank;
 	j->emitted = true;
 	if (on_verdict)
@@ -1193,7 +1207,7 @@ static void emit_now(struct hub *h, struct hjob *j, struct job_verdict *v, int r
 		v->ranks_seen += observed(h, j->r[i]);
 	v->world_size = j->world > j->nr ? j->world : j->nr;
 	v->t_ns = now_ns;
-	emit(j, v, rank, on_verdict, ctx);
+	emit(h, j, v, rank, on_verdict, ctx);
 }
 
 struct inw {
@@ -1287,6 +1301,24 @@ static const struct hrank *stopped_rank(struct hub *h, const struct hjob *j)
 	return NULL;
 }
 
+/* Each step of the window's rows not yet accounted: what its straggler cost (cost.h). */
+static void account_cost(struct hjob *j, const struct step_obs *obs, int w, uint64_t k,
+			 const int *cols, int ncols, uint64_t now_ns)
+{
+	struct cost_step cs;
+	int s;
+
+	for (s = 0; s < w; s++) {
+		uint64_t ks = k - (w - 1 - s);
+
+		if (j->cost_k && ks <= j->cost_k)
+			continue;
+		cost__step(&obs[(size_t)s * ncols], ncols, &cs);
+		cost__add(&j->cost, &cs, cs.culprit >= 0 ? j->r[cols[cs.culprit]]->rank : -1, now_ns);
+		j->cost_k = ks;
+	}
+}
+
 static void judge_job(struct hub *h, struct hjob *j, uint64_t now_ns, verdict_fn on_verdict,
 		      void *ctx)
 {
@@ -1361,6 +1393,7 @@ static void judge_job(struct hub *h, struct hjob *j, uint64_t now_ns, verdict_fn
 	if (!obs || build_rows(h, j, k, w, obs, cols, ncols) != w)
 		goto out;
 	j->judged_k = k;
+	account_cost(j, obs, w, k, cols, ncols, now_ns);
 	if (detect__window(obs, w, ncols, &jv.v))
 		goto out;
 	jv.cls = jv.v.cls;
@@ -1420,11 +1453,17 @@ static void judge_job(struct hub *h, struct hjob *j, uint64_t now_ns, verdict_fn
 	if (j->emitted && jv.cls == j->last.cls && i == j->last_rank &&
 	    k - j->last_emit_k < (uint64_t)w && !(jv.persistent && !j->last.persistent)) {
 		j->last = jv;
+		if (i >= 0 && detect__straggler_class(jv.cls))
+			cost__charge(&j->cost, i, now_ns);
+		cost__sum(&j->cost, now_ns, h->usd, h->gpus, &j->last.cost);
 		goto out;
 	}
 	j->last_emit_k = k;
-	emit(j, &jv, i, on_verdict, ctx);
+	emit(h, j, &jv, i, on_verdict, ctx);
 out:
+	/* a straggler verdict on a rank: its waits are a straggler's cost */
+	if (j->emitted && j->last_rank >= 0 && detect__straggler_class(j->last.cls))
+		cost__charge(&j->cost, j->last_rank, now_ns);
 	free(obs);
 	free(cols);
 }
@@ -1692,6 +1731,16 @@ char *hub__metrics(struct hub *h, size_t *len)
 				     LABELS("job_id", h->jobs[k]->id),
 				     h->jobs[k]->last_rank >= 0 ?
 				     h->jobs[k]->last.v.skew_ns / 1e9 : 0);
+	if (h->nj) {
+		const char *ids[HUB_MAX_JOBS];
+		const struct cost *costs[HUB_MAX_JOBS];
+
+		for (k = 0; k < h->nj; k++) {
+			ids[k] = h->jobs[k]->id;
+			costs[k] = h->jobs[k]->emitted ? &h->jobs[k]->cost : NULL;
+		}
+		cost__series(&p, ids, costs, h->nj, h->usd, h->gpus);
+	}
 	hublife__metrics(&h->life, &p);
 	if (p.err) {
 		prom__free(&p);

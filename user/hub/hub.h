@@ -77,6 +77,10 @@ int hub__feed_diagnosis(struct hub *h, int node, const char *text, size_t len, c
  * its node's /api/v1/ranks says): a hang on that rank, whichever node sees the others wait. */
 void hub__set_hang_timeout(struct hub *h, uint64_t ns);
 
+/* Price a straggler's cost (--gpu-hour-cost, --gpus-per-rank): dollars in the series and the
+ * verdicts' words. */
+void hub__set_price(struct hub *h, double usd_per_gpu_h, int gpus_per_rank);
+
 /* The time now (CLOCK_MONOTONIC ns), before each round of polls: a job that no node has sent
  * a step of for HUB_RETAIN_NS is let go at the next hub__judge(). */
 void hub__tick(struct hub *h, uint64_t now_ns);

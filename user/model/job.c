@@ -1677,6 +1677,14 @@ const struct cost *job__cost(const struct job *j)
 	return &j->cost;
 }
 
+/* What stragglers cost the job, as the verdict says it: a straggler verdict charges its rank. */
+static void verdict_cost(struct job *j, struct job_verdict *jv)
+{
+	if (jv->col >= 0 && jv->col < j->n && detect__straggler_class(jv->cls))
+		cost__charge(&j->cost, j->r[jv->col].rank, j->now);
+	cost__sum(&j->cost, j->now, j->cfg.gpu_hour_usd, j->cfg.gpus_per_rank, &jv->cost);
+}
+
 static void emit_verdict(struct job *j, struct job_verdict *jv)
 {
 	uint64_t last = j->last_end_ns;
@@ -1691,7 +1699,7 @@ static void emit_verdict(struct job *j, struct job_verdict *jv)
 		jv->since_ns = last ? last : j->progress_ns;
 	jv->ranks_seen = j->n;
 	jv->world_size = j->world;
-	cost__sum(&j->cost, j->now, j->cfg.gpu_hour_usd, j->cfg.gpus_per_rank, &jv->cost);
+	verdict_cost(j, jv);
 	j->last = *jv;
 	j->emitted = true;
 	if (j->ops.on_verdict)
@@ -1850,7 +1858,7 @@ static void judge(struct job *j, uint64_t k)
 	/* a line when the story changes, and once a window while it does not */
 	if (j->emitted && jv.cls == j->last.cls && jv.col == j->last.col &&
 	    k - j->last_emit_k < (uint64_t)w && !(jv.persistent && !j->last.persistent)) {
-		cost__sum(&j->cost, j->now, j->cfg.gpu_hour_usd, j->cfg.gpus_per_rank, &jv.cost);
+		verdict_cost(j, &jv);
 		j->last = jv;
 		return;
 	}
