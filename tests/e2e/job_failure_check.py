@@ -102,7 +102,11 @@ def main():
               f"{job}: checkpoint age at failure {got:.3f} s, truth {t['ckpt_age']:.3f} s "
               f"(one step: {t['step_s']:.3f} s)")
         got = v("rankscope_job_lost_steps_total", job)
-        check(got == t["lost"], f"{job}: lost steps {got:.0f}, truth {t['lost']}")
+        # steps shorter than the checkpoint detector's 100 ms tick (a loaded machine) may land
+        # on the wrong side of the checkpoint: one step either way (README, known limits)
+        slack = 1 if t["step_s"] < 0.15 else 0
+        check(abs(got - t["lost"]) <= slack,
+              f"{job}: lost steps {got:.0f}, truth {t['lost']} (step {t['step_s']:.3f} s)")
         got = v("rankscope_job_lost_step_seconds_total", job)
         check(abs(got - t["lost_s"]) <= 0.2 * t["lost_s"] + 0.05,
               f"{job}: lost step seconds {got:.3f}, truth {t['lost_s']:.3f}")
