@@ -1187,7 +1187,7 @@ static void emit(struct hub *h, struct hjob *j, const struct job_verdict *v, int
 		 verdict_fn on_verdict, void *ctx)
 {
 	j->last = *v;
-	if (rank >= 0 && detect__straggler_class(v->cls))
+	if (rank >= 0 && detect__straggler(v->cls, v->persistent))
 		cost__charge(&j->cost, rank, h->now);
 	cost__sum(&j->cost, h->now, h->usd, h->gpus, &j->last.cost);
 	j->last_rank = rank;
@@ -1453,7 +1453,7 @@ static void judge_job(struct hub *h, struct hjob *j, uint64_t now_ns, verdict_fn
 	if (j->emitted && jv.cls == j->last.cls && i == j->last_rank &&
 	    k - j->last_emit_k < (uint64_t)w && !(jv.persistent && !j->last.persistent)) {
 		j->last = jv;
-		if (i >= 0 && detect__straggler_class(jv.cls))
+		if (i >= 0 && detect__straggler(jv.cls, jv.persistent))
 			cost__charge(&j->cost, i, now_ns);
 		cost__sum(&j->cost, now_ns, h->usd, h->gpus, &j->last.cost);
 		goto out;
@@ -1462,7 +1462,7 @@ static void judge_job(struct hub *h, struct hjob *j, uint64_t now_ns, verdict_fn
 	emit(h, j, &jv, i, on_verdict, ctx);
 out:
 	/* a straggler verdict on a rank: its waits are a straggler's cost */
-	if (j->emitted && j->last_rank >= 0 && detect__straggler_class(j->last.cls))
+	if (j->emitted && j->last_rank >= 0 && detect__straggler(j->last.cls, j->last.persistent))
 		cost__charge(&j->cost, j->last_rank, now_ns);
 	free(obs);
 	free(cols);

@@ -127,13 +127,6 @@ static void count(struct cost *c, struct cost_entry *e, uint64_t minute)
 	k->steps++;
 }
 
-static void observe(struct rs_hist *h, uint64_t ns)
-{
-	h->slots[hist__bucket(ns)]++;
-	h->count++;
-	h->sum_ns += ns;
-}
-
 void cost__add(struct cost *c, const struct cost_step *s, int rank, uint64_t now_ns)
 {
 	uint64_t minute = now_ns / 60000000000ULL + 1;
@@ -144,7 +137,7 @@ void cost__add(struct cost *c, const struct cost_step *s, int rank, uint64_t now
 				  .wait_ns = s->wait_ns, .rank = s->culprit >= 0 ? rank : -1,
 				  .phase = s->phase };
 	/* a straggler charged at the step before: its step would be the what-if */
-	observe(&c->whatif, e->rank >= 0 && e->rank == c->charged && c->charged_nw == c->nw + 1 ?
+	hist__add(&c->whatif, e->rank >= 0 && e->rank == c->charged && c->charged_nw == c->nw + 1 ?
 		e->whatif_ns : e->real_ns);
 	c->nw++;
 	c->steps++;
@@ -251,7 +244,7 @@ void cost__text(const struct cost_sum *s, char *buf, size_t n)
 	else
 		snprintf(amount, sizeof(amount), "%.0f rank-seconds", s->hour_rank_s);
 	if (s->usd_per_gpu_h > 0) {
-		double d = h * s->usd_per_gpu_h * s->gpus_per_rank;
+		double d = cost__dollars(s->hour_rank_s * 1e9, s->usd_per_gpu_h, s->gpus_per_rank);
 
 		snprintf(usd, sizeof(usd), " (%s%.2f at $%.2f/GPU-h%s)", d < 0.01 ? "<$" : "~$",
 			 d < 0.01 ? 0.01 : d, s->usd_per_gpu_h,
@@ -311,8 +304,8 @@ void cost__series(struct prom *p, const char *const *ids, const struct cost *con
 			     s.slowdown);
 	}
 	prom__family(p, "rankscope_whatif_step_seconds", "histogram",
-		     "The job's step as it would be had its late rank arrived with its peers' "
-		     "median (next to train_step_seconds).");
+		     "The job's step as it would be had its late rank arrived with its peers "
+		     "(next to train_step_seconds).");
 	for (i = 0; i < n; i++)
 		if (c[i])
 			prom__log2_hist(p, "rankscope_whatif_step_seconds", LABELS("job_id", ids[i]),

@@ -454,9 +454,9 @@ out:
 	return err;
 }
 
-bool detect__straggler_class(enum vclass c)
+bool detect__straggler(enum vclass c, bool persistent)
 {
-	return c == V_INPUT || c == V_STORAGE || c == V_COMPUTE || c == V_CPU_CONTENTION;
+	return persistent && (c == V_INPUT || c == V_STORAGE || c == V_COMPUTE || c == V_CPU_CONTENTION);
 }
 
 uint64_t detect__threshold(uint64_t step_ns)

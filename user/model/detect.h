@@ -95,9 +95,10 @@ uint64_t detect__threshold(uint64_t step_ns);
 
 const char *detect__class_name(enum vclass c);
 
-/* A class that names one late rank by the phase it is late in (input, storage, compute, CPU
- * contention): whose peers' waits are that rank's cost. */
-bool detect__straggler_class(enum vclass c);
+/* A persistent verdict of a class that names one late rank by the phase it is late in (input,
+ * storage, compute, CPU contention): its peers' waits are that rank's cost. A transient one
+ * is as likely a shared host's burst as a straggler. */
+bool detect__straggler(enum vclass c, bool persistent);
 
 /* The bounded experiment (seed 004) that could disprove a verdict of this class. */
 const char *detect__experiment(enum vclass c);

@@ -1680,7 +1680,7 @@ const struct cost *job__cost(const struct job *j)
 /* What stragglers cost the job, as the verdict says it: a straggler verdict charges its rank. */
 static void verdict_cost(struct job *j, struct job_verdict *jv)
 {
-	if (jv->col >= 0 && jv->col < j->n && detect__straggler_class(jv->cls))
+	if (jv->col >= 0 && jv->col < j->n && detect__straggler(jv->cls, jv->persistent))
 		cost__charge(&j->cost, j->r[jv->col].rank, j->now);
 	cost__sum(&j->cost, j->now, j->cfg.gpu_hour_usd, j->cfg.gpus_per_rank, &jv->cost);
 }
@@ -2033,7 +2033,7 @@ static void assemble(struct job *j, uint64_t now, bool final)
 		judge(j, j->next_k);
 		/* a straggler verdict on a rank: its waits are a straggler's cost */
 		if (j->emitted && j->last.col >= 0 && j->last.col < j->n &&
-		    detect__straggler_class(j->last.cls))
+		    detect__straggler(j->last.cls, j->last.persistent))
 			cost__charge(&j->cost, j->r[j->last.col].rank, now);
 		j->next_k++;
 		/* the next step starts where this one ended: older events are done with */

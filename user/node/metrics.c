@@ -14,15 +14,6 @@
 #include "metrics.h"
 #include "procfs.h"
 
-static void hist_add(struct rs_hist *h, uint64_t ns)
-{
-	unsigned int b = hist__bucket(ns);
-
-	h->slots[b]++;
-	h->count++;
-	h->sum_ns += ns;
-}
-
 static int size_index(uint64_t bytes)
 {
 	if (bytes < (64 << 10))
@@ -48,7 +39,7 @@ void metrics__on_coll(struct metrics_acc *a, unsigned int lib, unsigned int op, 
 {
 	if (lib >= METRICS_LIBS || op >= METRICS_OPS)
 		return;		/* markers, group calls, GPU syncs: not collectives */
-	hist_add(&a->coll[lib][op][size_index(bytes)], inside_ns);
+	hist__add(&a->coll[lib][op][size_index(bytes)], inside_ns);
 }
 
 void metrics__on_step(struct metrics_acc *a, const struct job_step *st)
@@ -56,7 +47,7 @@ void metrics__on_step(struct metrics_acc *a, const struct job_step *st)
 	int p;
 
 	a->steps++;
-	hist_add(&a->step_hist, st->dur_ns);
+	hist__add(&a->step_hist, st->dur_ns);
 	for (p = 0; p < PH_MAX; p++)
 		a->phase_ns[p] += st->ph.ns[p];
 	a->wait_ns += st->ph.comm_wait;

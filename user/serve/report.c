@@ -191,7 +191,8 @@ static void verdict_cost(struct json *j, const struct cost_sum *c)
 	json__kdouble(j, "lost_fraction_last_hour", c->hour_frac);
 	json__key(j, "dollars_last_hour");
 	if (c->usd_per_gpu_h > 0)
-		json__double(j, c->hour_rank_s / 3600 * c->usd_per_gpu_h * c->gpus_per_rank);
+		json__double(j, cost__dollars(c->hour_rank_s * 1e9, c->usd_per_gpu_h,
+					      c->gpus_per_rank));
 	else
 		json__null(j);
 	cost__text(c, text, sizeof(text));

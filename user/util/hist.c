@@ -3,6 +3,13 @@
 #include <math.h>
 #include "hist.h"
 
+void hist__add(struct rs_hist *h, uint64_t ns)
+{
+	h->slots[hist__bucket(ns)]++;
+	h->count++;
+	h->sum_ns += ns;
+}
+
 unsigned int hist__bucket(uint64_t v)
 {
 	unsigned int b = v ? 63 - __builtin_clzll(v) : 0;

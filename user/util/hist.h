@@ -10,6 +10,9 @@
 /* The bucket the kernel puts v in (floor(log2(v)), 0 for 0 and 1, clamped). */
 unsigned int hist__bucket(uint64_t v);
 
+/* Count one value of ns in h, as the kernel does. */
+void hist__add(struct rs_hist *h, uint64_t ns);
+
 /* out = now - prev, per bucket, saturating at 0 (a map re-created under us reads as reset). */
 void hist__diff(const struct rs_hist *now, const struct rs_hist *prev, struct rs_hist *out);
 
