@@ -111,8 +111,8 @@ PY
 grep -q '^rankscope_straggler_verdict{job_id="[^"]*",class="compute",rank="3"' "$T/h_metrics.txt" ||
 	fail "no job verdict series on the hub's /metrics"
 # what the straggler costs, across the nodes: charged to rank 3 by the hub, at the rate its
-# own clock says (3 peers x rank 3's lead over their median work, of 4 ranks' steps), and to
-# nobody by daemon A, which sees only ranks that wait (remote_wait)
+# own clock says (3 peers x rank 3's lead over their median work, of 4 ranks' steps), and
+# never to rank 3 by daemon A, which sees only ranks that wait (remote_wait)
 sleep 3
 get "$HUB/metrics" "$T/h_metrics2.txt"
 get "http://127.0.0.1:$PORT_a/metrics" "$T/a_metrics.txt"
@@ -148,11 +148,16 @@ truth = 3 * lead / (4 * step)
 frac = w3 / rank_s
 assert abs(frac - truth) <= 0.25 * truth, f"hub charges {frac:.1%} of the rank-time, truth {truth:.1%}"
 a = series(f"{t}/a_metrics.txt", "rankscope_straggler_wait_seconds_total")
-assert sum(a.values()) == 0, f"daemon A charged a straggler it cannot see: {a}"
+# A sees ranks 0 and 1 only: it never charges rank 3. A short real run-queue delay here can
+# earn rank 0 a true transient cpu_contention verdict on A (see above), and its small charge
+assert not any('culprit_rank="3"' in k or 'culprit_rank="2"' in k for k in a), \
+    f"daemon A charged a rank it cannot see: {a}"
+assert sum(a.values()) <= 0.10 * w3, f"daemon A charged {sum(a.values()):.3f} rank-s: {a}"
 v = json.load(open(f"{t}/h_diag2.json"))[0]
 assert v["cost"]["culprit_rank"] == 3 and v["cost"]["text"].startswith("rank 3 "), v["cost"]
 print(f"hub cost: rank 3 charged {w3:.2f} rank-s, {frac:.1%} of the rank-time (truth "
-      f"{truth:.1%}: lead {lead/1e6:.2f} ms on {step/1e6:.2f} ms steps), ${d3:.6f}; daemon A 0")
+      f"{truth:.1%}: lead {lead/1e6:.2f} ms on {step/1e6:.2f} ms steps), ${d3:.6f}; daemon A "
+      f"{sum(a.values()):.3f} rank-s, none to ranks 2 and 3")
 print("  words:", v["cost"]["text"])
 PY
 
