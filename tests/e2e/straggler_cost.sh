@@ -2,8 +2,9 @@
 # What a straggler costs (issue 18), against the workload's own clock: real OpenMPI and PyTorch
 # DDP (gloo) jobs, healthy and with a delay on a random rank, side by side. The wait charged to
 # the late rank matches peers x its measured lateness (and the injected delay) within 10%, the
-# what-if step the healthy run's within 10%, a healthy run accrues at most 2% of its rank-time,
-# and /metrics (promtool) carries the wait, the dollars, the slowdown and the what-if steps.
+# what-if step the healthy run's within 10%, a healthy run charges no rank beyond its own
+# measured lateness plus 2% of the rank-time, and /metrics (promtool) carries the wait, the
+# dollars, the slowdown and the what-if steps.
 # See straggler_cost.py.
 . "$(dirname "$0")/../lib.sh"
 need_root
