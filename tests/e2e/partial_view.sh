@@ -22,8 +22,16 @@ sleep 1
 # node A's view: ranks 0 and 1
 "$RS" diagnose -p "${PIDS[0]},${PIDS[1]}" --duration 5 --json >"$T/part.out" 2>"$T/part.err" ||
 	fail "rankscope diagnose (2 of 4 ranks) failed: $(tail -3 "$T/part.err")"
-"$RS" diagnose -p "${PIDS[0]},${PIDS[1]}" --duration 5 >"$T/part.txt" 2>&1 ||
-	fail "rankscope diagnose (text) failed: $(tail -3 "$T/part.txt")"
+# the text names the last window's verdict: four busy-polling ranks on 2 vCPUs can end it on a
+# true, transient cpu_contention of a rank seen here (as the JSON run allows), so up to 3 runs
+for ((try = 1; try <= 3; try++)); do
+	"$RS" diagnose -p "${PIDS[0]},${PIDS[1]}" --duration 5 >"$T/part.txt" 2>&1 ||
+		fail "rankscope diagnose (text) failed: $(tail -3 "$T/part.txt")"
+	grep -q '^verdict: remote_wait' "$T/part.txt" && break
+	grep -q '^verdict: cpu_contention on rank [01]:' "$T/part.txt" ||
+		fail "text verdict neither remote_wait nor a seen rank's contention: $(grep '^verdict' "$T/part.txt")"
+	echo "note: text run $try ended on a seen rank's cpu_contention; again"
+done
 # the whole job
 "$RS" diagnose -p "$(ready_pids "$T/job.out")" --duration 5 --json >"$T/all.out" 2>"$T/all.err" ||
 	fail "rankscope diagnose (4 ranks) failed: $(tail -3 "$T/all.err")"
