@@ -530,6 +530,67 @@ static void detect__tensor_and_data_parallel__step_ends_after_dp(void **state)
 	free(q);
 }
 
+/*
+ * The same job seen from a rank that computes more in every layer: its pauses are all alike
+ * (the DP all-reduce before the next step is short, its peers waited there), and so are its
+ * TP all-reduces. The DP all-reduce is on another communicator, folded into the signature of
+ * the TP all-reduce after it (fold[]), once a step. Without fold[] the one collective of a
+ * different signature a cycle reads as an eval every few steps, and a divisor wins back; with
+ * it, the step is the fold's distance and ends before it, also when a long pause every second
+ * step would make a step of two. Folds at irregular distances say nothing.
+ */
+static void detect__tp_layers_alike_pauses_alike__step_from_the_dp_fold(void **state)
+{
+	static bool fold[SEQ_MAX];
+	static const int ls[] = { 2, 3, 4 };
+	struct seq *q = new_seq();
+	struct period_result r;
+	int i, s, k, plain;
+
+	for (i = 0; i < 3; i++) {
+		int p = 2 * ls[i];
+
+		q->n = 0;
+		memset(fold, 0, sizeof(fold));
+		for (s = 0; s < 40; s++)
+			for (k = 0; k < p; k++) {
+				fold[q->n] = k == 0 && s > 0;
+				push(q, period__sig(OP_AR, 64 << 10, fold[q->n] ? 0xd9 : 2),
+				     jit(k < p - 1 ? 7500 * US : 7800 * US, 0.05, true));
+			}
+		assert_int_equal(period__detect_folded(q->sig, q->gap, fold, q->n, PERIOD_MAX, &r),
+				 0);
+		assert_int_equal(r.period, p);
+		assert_int_equal(r.phase, p - 1);
+		/* the same without fold[]: from 6 layers (period 1 repeats 4 of 6) a divisor wins
+		 * back (the eval reading), shown so that the fold is seen to decide */
+		assert_int_equal(period__detect(q->sig, q->gap, q->n, PERIOD_MAX, &r), 0);
+		plain = r.period;
+		if (ls[i] > 2)
+			assert_int_not_equal(plain, p);
+		/* every second step ends at a long pause (a preemption that recurs): the
+		 * pauses alone make a step of two; the fold keeps one */
+		for (k = 2 * p - 1; k < q->n; k += 2 * p)
+			q->gap[k] += 20 * MS;
+		assert_int_equal(period__detect(q->sig, q->gap, q->n, PERIOD_MAX, &r), 0);
+		assert_int_equal(r.period, 2 * p);
+		assert_int_equal(period__detect_folded(q->sig, q->gap, fold, q->n, PERIOD_MAX, &r),
+				 0);
+		assert_int_equal(r.period, p);
+		assert_int_equal(r.phase, p - 1);
+		for (k = 2 * p - 1; k < q->n; k += 2 * p)
+			q->gap[k] -= 20 * MS;
+		/* folds 1 to 4 collectives apart, at random: they change nothing */
+		memset(fold, 0, sizeof(fold));
+		for (k = 0; k < q->n; k += 1 + (int)(rnd() % 4))
+			fold[k] = true;
+		assert_int_equal(period__detect_folded(q->sig, q->gap, fold, q->n, PERIOD_MAX, &r),
+				 0);
+		assert_int_equal(r.period, plain);
+	}
+	free(q);
+}
+
 /* pipeline stage 0 (GPipe): m sends of activations, m receives of gradients, then the DP
  * all-reduce on another communicator (not in this sequence) */
 static void build_pipeline(struct seq *q, int steps, int m)
@@ -689,6 +750,7 @@ int main(void)
 		cmocka_unit_test(detect__one_allreduce_a_step__period_one),
 		cmocka_unit_test(detect__fsdp__all_gathers_then_reduce_scatters),
 		cmocka_unit_test(detect__tensor_and_data_parallel__step_ends_after_dp),
+		cmocka_unit_test(detect__tp_layers_alike_pauses_alike__step_from_the_dp_fold),
 		cmocka_unit_test(detect__pipeline_sends_and_receives__micro_batches_in_one_step),
 		cmocka_unit_test(detect__equal_buckets_and_periodic_eval__training_step),
 		cmocka_unit_test(detect__grad_accumulation_equal_buckets_at_the_end__step),

@@ -82,6 +82,7 @@ struct job {
 	char rule_note[160];	/* what changed, for on_rule */
 	bool walk;		/* period/every steps: boundaries from the template walk */
 	uint64_t *tmpl;		/* one step's signatures, the boundary collective last */
+	bool tmpl_fixed;	/* no rotation of it is itself: signatures alone place the end */
 	int64_t s0;		/* every rank walks from this aligned seq */
 	bool have_s0;
 	const char *rule;
@@ -668,6 +669,32 @@ static void align_markers(struct job *j)
 
 static int64_t aseq(const struct job_rank *r, const struct tl_coll *c);
 
+/*
+ * Main collective i's signature, with the other communicators' collectives its thread made
+ * since the rank's previous main one folded in. Tensor-parallel layers are all alike on the
+ * main communicator, and a rank that computes more pauses alike between all of them: the
+ * data-parallel all-reduce on its own communicator is what marks the step. At most
+ * JOB_FOLD_MAX are folded (a window holds a few thousand).
+ */
+static uint64_t main_sig(const struct job_rank *r, int i, bool *folded)
+{
+	const struct tl_coll *c = &r->coll[i];
+	uint64_t s = period__sig(c->op, c->bytes, c->comm);
+	int k, n = 0;
+
+	for (k = i - 1; k >= 0 && n < JOB_FOLD_MAX && !is_main(r, &r->coll[k]); k--) {
+		const struct tl_coll *o = &r->coll[k];
+
+		if (o->tid != c->tid || o->comm == r->main_comm)
+			continue;
+		s = period__sig(o->op, o->bytes, s ^ o->comm);
+		n++;
+	}
+	if (folded)
+		*folded = n > 0;
+	return s;
+}
+
 /* The template: one step's signatures ending with its boundary collective, the step seen most
  * often (an inserted collective shifts the windows after it, so take the majority). */
 static int learn_template(struct job *j, const uint64_t *sig, int n)
@@ -712,6 +739,13 @@ static int learn_template(struct job *j, const uint64_t *sig, int n)
 	memcpy(t, sig + best_b - p + 1, sizeof(*t) * p);
 	free(j->tmpl);
 	j->tmpl = t;
+	/* [B, B, B] (equal buckets) is itself turned by one, [T+DP, T, T, T] by none but a
+	 * whole step: only the first needs the pauses to tell where the step ends */
+	for (j->tmpl_fixed = true, b = 1; b < p && j->tmpl_fixed; b++) {
+		for (k = 0; k < p && t[k] == t[(k + b) % p]; k++)
+			;
+		j->tmpl_fixed = k < p;
+	}
 	return 0;
 }
 
@@ -722,6 +756,7 @@ static void detect_period(struct job *j, bool final)
 	const struct job_rank *r = &j->r[0];
 	uint64_t *sig, *gap, prev_exit = 0;
 	int i, n = 0, from = 0, err, old_p = j->per.period;
+	bool *fold;
 
 	if (j->have_period || !j->have_main)
 		return;
@@ -749,7 +784,8 @@ static void detect_period(struct job *j, bool final)
 	j->tried_n = n;
 	sig = calloc(n, sizeof(*sig));
 	gap = calloc(n, sizeof(*gap));
-	if (!sig || !gap)
+	fold = calloc(n, sizeof(*fold));
+	if (!sig || !gap || !fold)
 		goto out;
 	for (n = 0, i = from; i < r->ncoll; i++) {
 		const struct tl_coll *c = &r->coll[i];
@@ -758,12 +794,13 @@ static void detect_period(struct job *j, bool final)
 			continue;
 		if (n)
 			gap[n - 1] = c->enter > prev_exit ? c->enter - prev_exit : 0;
-		sig[n++] = period__sig(c->op, c->bytes, c->comm);
+		sig[n] = main_sig(r, i, &fold[n]);
+		n++;
 		prev_exit = c->exit;
 	}
-	err = period__detect(sig, gap, n, PERIOD_MAX, &j->per);
+	err = period__detect_folded(sig, gap, fold, n, PERIOD_MAX, &j->per);
 	if (err == -EAGAIN && final)
-		err = period__detect(sig, NULL, n, PERIOD_MAX, &j->per);
+		err = period__detect_folded(sig, NULL, fold, n, PERIOD_MAX, &j->per);
 	if (err || j->per.period <= 0 || learn_template(j, sig, n))
 		goto out;
 	j->have_period = true;
@@ -782,6 +819,7 @@ static void detect_period(struct job *j, bool final)
 out:
 	free(sig);
 	free(gap);
+	free(fold);
 }
 
 static int64_t aseq(const struct job_rank *r, const struct tl_coll *c)
@@ -847,12 +885,12 @@ static void start_search(struct job_rank *r, int64_t as)
  * step's longest pause; two template ends in a row that are not mean the walk lost the step
  * (a lost collective), and it searches again.
  */
-static void walk_one(struct job *j, struct job_rank *r, const struct tl_coll *c, int64_t as,
-		     uint64_t after)
+static void walk_one(struct job *j, struct job_rank *r, const struct tl_coll *c, uint64_t sig,
+		     int64_t as, uint64_t after)
 {
 	int p = j->per.period, q, k;
-	bool gaps = j->per.long_ns != 0;
-	uint64_t sig, inside;
+	bool gaps = j->per.long_ns != 0 && !j->tmpl_fixed;
+	uint64_t inside;
 
 	if (!j->tmpl) {		/* every:N counts */
 		if (++r->walk_j >= p) {
@@ -861,7 +899,6 @@ static void walk_one(struct job *j, struct job_rank *r, const struct tl_coll *c,
 		}
 		return;
 	}
-	sig = period__sig(c->op, c->bytes, c->comm);
 	if (r->walk_j < 0) {	/* searching: the last p signatures must be the template */
 		memmove(r->hist, r->hist + 1, sizeof(*r->hist) * (p - 1));
 		memmove(r->hgap, r->hgap + 1, sizeof(*r->hgap) * (p - 1));
@@ -988,7 +1025,7 @@ static void walk(struct job *j)
 		else if (!r->exited && j->per.long_ns)
 			break;
 		r->walk_next = as + 1;
-		walk_one(j, r, t, as, after);
+		walk_one(j, r, t, main_sig(r, i, NULL), as, after);
 		maybe_relearn(j, as);
 		if (!j->have_period)
 			break;

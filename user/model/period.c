@@ -255,6 +255,52 @@ static int big_pauses(const uint64_t *gap, int n, uint64_t *median)
 }
 
 /*
+ * The distance (2..limit) between the main collectives that other communicators' collectives
+ * came before (fold[i]), in PERIOD_THRESHOLD of the cases: a data-parallel all-reduce once a
+ * step between tensor-parallel layers that are all alike. Returns 0 for none; *phase_out:
+ * the position (mod d) before most of them, where the step ends.
+ */
+static int fold_period(const bool *fold, int n, int limit, int *phase_out)
+{
+	int *cnt = NULL, *pos = NULL, i, last = -1, nd = 0, d, best = 0, k;
+
+	*phase_out = 0;
+	if (!fold || limit < 2)
+		return 0;
+	cnt = calloc(limit + 1, sizeof(*cnt));
+	if (!cnt)
+		return 0;
+	for (i = 0; i < n; i++) {
+		if (!fold[i])
+			continue;
+		if (last >= 0) {
+			d = i - last;
+			cnt[d <= limit ? d : 0]++;
+			nd++;
+		}
+		last = i;
+	}
+	for (d = 2; d <= limit; d++)
+		if (cnt[d] > cnt[best])
+			best = d;
+	if (!best || nd < PERIOD_MIN_REPEATS || cnt[best] < PERIOD_THRESHOLD * nd ||
+	    !(pos = calloc(best, sizeof(*pos)))) {
+		best = 0;
+		goto out;
+	}
+	for (i = 0; i < n; i++)
+		pos[i % best] += fold[i];
+	for (k = 0, i = 1; i < best; i++)
+		if (pos[i] > pos[k])
+			k = i;
+	*phase_out = (k + best - 1) % best;
+out:
+	free(cnt);
+	free(pos);
+	return best;
+}
+
+/*
  * The step among the periods 1..limit (scores in s[]): the period of the runs of equal
  * signatures, else the smallest period that repeats about as well as any, or the smallest
  * over PERIOD_THRESHOLD (a multiple of the step repeats as well as the step; an extra
@@ -263,12 +309,12 @@ static int big_pauses(const uint64_t *gap, int n, uint64_t *median)
  * step. Then a divisor that repeats fairly well and ends at pauses as long wins back
  * (periodic eval collectives make a longer cycle score best).
  */
-static int choose(const double *s, int limit, const uint64_t *sig, const uint64_t *gap, int n,
-		  int *phase_out, double *conf, uint64_t *long_ns)
+static int choose(const double *s, int limit, const uint64_t *sig, const uint64_t *gap,
+		  const bool *fold, int n, int *phase_out, double *conf, uint64_t *long_ns)
 {
 	double best = -1, want, share;
 	uint64_t pause = 0, d_pause, g_pause;
-	int p, best_p = 0, phase = 0, d_phase, gp, g_phase;
+	int p, best_p = 0, phase = 0, d_phase, gp, g_phase, fp, f_phase;
 
 	*long_ns = 0;
 	for (p = 1; p <= limit; p++)
@@ -286,12 +332,27 @@ static int choose(const double *s, int limit, const uint64_t *sig, const uint64_
 		if (s[p] >= want - 1e-9)
 			best_p = p;
 	gp = gap_period(gap, n - 1, best_p, limit, &g_phase, &g_pause, &share);
+	/* another communicator's collective once a step (a data-parallel all-reduce between
+	 * tensor-parallel layers): pauses that end every second step only do so by chance */
+	fp = fold_period(fold, n, limit, &f_phase);
+	if (fp && gp && gp != fp && gp % fp == 0 && s[fp] >= PERIOD_DIVISOR_MIN) {
+		*conf = s[fp];
+		*phase_out = f_phase;
+		return fp;
+	}
 	if (gp && s[gp] >= PERIOD_DIVISOR_MIN) {
 		/* the pauses only confirm the signatures' step, or they made it */
 		*conf = gp == best_p || s[gp] < share ? s[gp] : share;
 		*long_ns = g_pause ? g_pause : 1;
 		*phase_out = g_phase;
 		return gp;
+	}
+	/* no pause ends the steps, but another communicator's collective comes once a step:
+	 * that is the step, not a divisor whose pauses are merely alike (all of them are) */
+	if (fp && best_p % fp == 0 && s[fp] >= PERIOD_DIVISOR_MIN) {
+		*conf = s[fp];
+		*phase_out = f_phase;
+		return fp;
 	}
 	if (phase_gap(gap, n, best_p, &phase, &pause))
 		return 0;
@@ -324,6 +385,12 @@ static int choose(const double *s, int limit, const uint64_t *sig, const uint64_
 int period__detect(const uint64_t *sig, const uint64_t *gap, int n, int max_period,
 		   struct period_result *out)
 {
+	return period__detect_folded(sig, gap, NULL, n, max_period, out);
+}
+
+int period__detect_folded(const uint64_t *sig, const uint64_t *gap, const bool *fold, int n,
+			  int max_period, struct period_result *out)
+{
 	double *s = NULL, conf = 0;
 	int p, limit, phase = 0;
 	uint64_t long_ns = 0;
@@ -341,7 +408,7 @@ int period__detect(const uint64_t *sig, const uint64_t *gap, int n, int max_peri
 		return -ENOMEM;
 	for (p = 1; p <= limit; p++)
 		s[p] = score(sig, n, p);
-	p = choose(s, limit, sig, gap, n, &phase, &conf, &long_ns);
+	p = choose(s, limit, sig, gap, fold, n, &phase, &conf, &long_ns);
 	/* every collective alike and no pause structure found: one collective a step, if the
 	 * pauses are alike too; else the structure may need more steps to show */
 	if (p == 1 && s[1] >= 1.0 && gap && n < PERIOD_WAIT_ALIKE) {

@@ -49,6 +49,13 @@ struct period_result {
 int period__detect(const uint64_t *sig, const uint64_t *gap, int n, int max_period,
 		   struct period_result *out);
 
+/* period__detect, told which signatures other communicators' collectives came before
+ * (fold[i]; NULL: none). When no pause ends the steps and those come every d main collectives
+ * (d > 1, a data-parallel all-reduce between tensor-parallel layers all alike), d is the step
+ * and it ends before them. */
+int period__detect_folded(const uint64_t *sig, const uint64_t *gap, const bool *fold, int n,
+			  int max_period, struct period_result *out);
+
 /* Is a pause of after the end of a step whose other pauses were at most inside? Pauses
  * under PERIOD_GAP_FLOOR_NS are all alike; an end is PERIOD_GAP_CONTRAST times longer. */
 bool period__step_end(uint64_t after, uint64_t inside);
