@@ -3,8 +3,8 @@
 # DDP (gloo) jobs, healthy and with a delay on a random rank, side by side. The wait charged to
 # the late rank matches peers x its measured lateness (and the injected delay) within 10%, the
 # what-if step the healthy run's within 10%, a healthy run charges no rank beyond its own
-# measured lateness plus 2% of the rank-time, and /metrics (promtool) carries the wait, the
-# dollars, the slowdown and the what-if steps.
+# lateness in the steps it led plus 2% of the rank-time, and /metrics (promtool) carries the
+# wait, the dollars, the slowdown and the what-if steps.
 # See straggler_cost.py.
 . "$(dirname "$0")/../lib.sh"
 need_root
