@@ -1893,8 +1893,10 @@ int session__free_slot(const struct session *s)
 }
 
 /* Wait at most this long for the pod watch's next list when a rank's pod is not in the last
- * one (a pod that just started): the job id must not depend on which poll came first. */
-#define K8S_WAIT_MS	500
+ * one (a pod that just started): the job id must not depend on which poll came first. A busy
+ * API server (or the stand-in under a loaded make check) can take over 0.5 s to list; the
+ * wait holds only this attach, never the training process, and only once every 5 s. */
+#define K8S_WAIT_MS	2000
 
 /*
  * The job id of rs from its environ (len bytes, or none), its pod when the pod watch knows
