@@ -124,29 +124,33 @@ def own_work(kind, t):
     return t["step_ns"] - t["wait_ns"]
 
 
-def truth_lateness(kind, jl, late, np):
-    """The late rank's own work less its peers' median own work, summed over the steps every
-    rank measured (ns); the median sleep it measured; the steps per rank."""
+def work_by_step(kind, jl, np):
+    """Each step every rank measured: {step: {rank: its own work (ns)}}."""
     by = {}
     for t in jl:
         if t.get("type") == "truth":
             by.setdefault(t["step"], {})[t["rank"]] = own_work(kind, t)
-    lead = sum(w[late] - st.median(v for r, v in w.items() if r != late)
-               for w in by.values() if len(w) == np)
+    return [w for w in by.values() if len(w) == np], len(by)
+
+
+def step_lead(w, rank):
+    """rank's own work less its peers' median in one step (ns)."""
+    return w[rank] - st.median(v for r, v in w.items() if r != rank)
+
+
+def truth_lateness(kind, jl, late, np):
+    """The late rank's own work less its peers' median own work, summed over the steps every
+    rank measured (ns); the median sleep it measured; the steps per rank."""
+    steps, n = work_by_step(kind, jl, np)
     slept = st.median(t["sleep_ns"] for t in jl if t.get("type") == "truth" and t["rank"] == late
                       and t["step"] >= 0)
-    return lead, slept, len(by)
+    return sum(step_lead(w, late) for w in steps), slept, n
 
 
 def truth_late_steps(kind, jl, rank, np):
     """What rank's lead over its peers' median came to in the steps it led (ns): in a run with
     no delay injected, ranks take turns at being late, and their leads cancel in a sum."""
-    by = {}
-    for t in jl:
-        if t.get("type") == "truth":
-            by.setdefault(t["step"], {})[t["rank"]] = own_work(kind, t)
-    return sum(max(0, w[rank] - st.median(v for r, v in w.items() if r != rank))
-               for w in by.values() if len(w) == np)
+    return sum(max(0, step_lead(w, rank)) for w in work_by_step(kind, jl, np)[0])
 
 
 def warmup(jl, kind):

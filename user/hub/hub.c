@@ -1183,15 +1183,22 @@ static bool newest_common(struct hub *h, struct hjob *j, int *cols, int ncols, u
 typedef void (*verdict_fn)(void *ctx, const char *job, const struct job_verdict *v, int rank);
 
 /* The job's story is now v, on rank (-1: none): kept, and told. */
+/* The last verdict a persistent straggler's on a rank: its waits are a straggler's cost. Each
+ * judgement charges, also one that emits nothing new, so steps since the last are counted. */
+static void charge_last(struct hjob *j, uint64_t now_ns)
+{
+	if (j->emitted && j->last_rank >= 0 && detect__straggler(j->last.cls, j->last.persistent))
+		cost__charge(&j->cost, j->last_rank, now_ns);
+}
+
 static void emit(struct hub *h, struct hjob *j, const struct job_verdict *v, int rank,
 		 verdict_fn on_verdict, void *ctx)
 {
 	j->last = *v;
-	if (rank >= 0 && detect__straggler(v->cls, v->persistent))
-		cost__charge(&j->cost, rank, h->now);
-	cost__sum(&j->cost, h->now, h->usd, h->gpus, &j->last.cost);
 	j->last_rank = rank;
 	j->emitted = true;
+	charge_last(j, h->now);
+	cost__sum(&j->cost, h->now, h->usd, h->gpus, &j->last.cost);
 	if (on_verdict)
 		on_verdict(ctx, j->id, &j->last, rank);
 }
@@ -1453,17 +1460,14 @@ static void judge_job(struct hub *h, struct hjob *j, uint64_t now_ns, verdict_fn
 	if (j->emitted && jv.cls == j->last.cls && i == j->last_rank &&
 	    k - j->last_emit_k < (uint64_t)w && !(jv.persistent && !j->last.persistent)) {
 		j->last = jv;
-		if (i >= 0 && detect__straggler(jv.cls, jv.persistent))
-			cost__charge(&j->cost, i, now_ns);
+		charge_last(j, now_ns);
 		cost__sum(&j->cost, now_ns, h->usd, h->gpus, &j->last.cost);
 		goto out;
 	}
 	j->last_emit_k = k;
 	emit(h, j, &jv, i, on_verdict, ctx);
 out:
-	/* a straggler verdict on a rank: its waits are a straggler's cost */
-	if (j->emitted && j->last_rank >= 0 && detect__straggler(j->last.cls, j->last.persistent))
-		cost__charge(&j->cost, j->last_rank, now_ns);
+	charge_last(j, now_ns);
 	free(obs);
 	free(cols);
 }

@@ -16,8 +16,8 @@
  * it has no culprit: scheduling noise, not a straggler. Nor do pipeline steps, whose stages
  * wait for each other by schedule (the bubble). A culprit's wait is a straggler's, and counts,
  * only once the job's persistent straggler verdict names that rank (cost__charge): then its
- * steps among the last COST_RECENT count too. Ranks late by turns, or one late by a little, are a shared
- * host's noise: a healthy job's waits are not charged to anyone.
+ * steps among the last COST_RECENT count too. Ranks late by turns, or one late by a little,
+ * are a shared host's noise: a healthy job's waits are not charged to anyone.
  * Per job it keeps totals by (culprit rank, phase), the last hour by minute and the last
  * COST_WINDOW steps. No allocation past cost__step's scratch; times are CLOCK_MONOTONIC ns.
  */
@@ -34,7 +34,7 @@
 #define COST_NOISE_FRAC	0.05
 #define COST_CULPRITS	32	/* (rank, phase) totals a job keeps; the last slot takes the rest */
 #define COST_WINDOW	64	/* steps of the slowdown ratio and the words */
-#define COST_RECENT	COST_WINDOW	/* a straggler verdict charges its rank's steps among these */
+#define COST_RECENT	COST_WINDOW	/* a verdict charges its rank's steps among these */
 #define COST_MINUTES	60
 
 struct cost_step {

@@ -456,7 +456,8 @@ out:
 
 bool detect__straggler(enum vclass c, bool persistent)
 {
-	return persistent && (c == V_INPUT || c == V_STORAGE || c == V_COMPUTE || c == V_CPU_CONTENTION);
+	return persistent &&
+	       (c == V_INPUT || c == V_STORAGE || c == V_COMPUTE || c == V_CPU_CONTENTION);
 }
 
 uint64_t detect__threshold(uint64_t step_ns)

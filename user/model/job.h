@@ -40,7 +40,7 @@ struct job_cfg {
 #define JOB_PERIOD_SEEN	1024	/* the step period is learned from this many collectives at most */
 #define JOB_MARK_ALIGN	6	/* marker steps seen on two ranks before their numbers are lined up */
 #define JOB_MARK_OFF	3	/* ... within this many steps of each other */
-#define JOB_FOLD_MAX	64	/* other communicators' collectives folded into a main one's signature */
+#define JOB_FOLD_MAX	64	/* other communicators' collectives folded into a main one's sig */
 #define JOB_RELEARN_STEPS 4	/* no step found for this many periods: learn the pattern again */
 #define JOB_SETTLE_NS	200000000ULL	/* wait this long after a step ends for its events */
 #define JOB_GPU_SETTLE_NS 2000000000ULL	/* and up to this long for its GPU records (CUPTI) */
