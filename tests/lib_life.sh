@@ -46,3 +46,19 @@ snapshot() {
 	http_get "$1/metrics" | tail -n +2 >"$T/metrics.txt"
 	http_get "$1/api/v1/jobs" | tail -n +2 >"$T/jobs.json"
 }
+
+# life_check LOG SPEC...: tests/e2e/job_failure_check.py on $T/metrics.txt and $T/jobs.json;
+# on a failure, LOG's tail and then the truth and the failed checks again, last, where a
+# shortened CI log still shows them. Status 1 on a failure.
+life_check() {
+	local log=$1
+	shift
+	$PY "$TOP/tests/e2e/job_failure_check.py" "$T/metrics.txt" "$T/jobs.json" "$@" \
+		>"$T/check.out" 2>&1 && { cat "$T/check.out"; return 0; }
+	cat "$T/check.out"
+	echo "--- $(basename "$log"), its tail:"
+	tail -20 "$log"
+	echo "--- what failed:"
+	grep -E '^(truth|FAIL|Traceback|AssertionError)' "$T/check.out"
+	return 1
+}

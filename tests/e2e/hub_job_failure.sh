@@ -47,8 +47,8 @@ snapshot "$HUB"
 	fail "node B did not see rank 1's death"
 http_get "http://127.0.0.1:$PORT_a/api/v1/jobs" | tail -n +2 | grep -q '"reason":"exit_code"' ||
 	fail "node A did not see its rank exit"
-$PY "$TOP/tests/e2e/job_failure_check.py" "$T/metrics.txt" "$T/jobs.json" \
-	"fail-2n:$T/d1.out:$S:$T/d2.out:$RUN1" || { tail -5 "$T/hub.out"; exit 1; }
+life_check "$T/hub.out" \
+	"fail-2n:$T/d1.out:$S:$T/d2.out:$RUN1" || exit 1
 $PY - "$T/jobs.json" "127.0.0.1:$PORT_b" <<'PY' || exit 1
 import json, sys
 j = [x for x in json.load(open(sys.argv[1])) if x["job"] == "fail-2n"][0]

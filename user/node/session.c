@@ -2256,11 +2256,19 @@ enum attach_result session__join(struct session *s, int slot, bool defer)
 	return AR_OK;
 }
 
+/* A rank found at exec maps its libraries a few ms later (the loader) or seconds later (an
+ * import), and may be in its first collective soon after: one that has none yet is looked at
+ * on every drain for this long, else the steps before its first look are lost to the whole
+ * job (they start at every rank's first collective), and a relaunch's recovery is measured a
+ * step late. */
+#define LIBS_YOUNG_NS	10000000000ULL
+
 /* Libraries mapped since the last look (the daemon's ranks, found at exec). Every second for
  * the first 30 s of a rank (imports load them); after that, a rank that maps nothing new is
  * looked at less often, up to every 32 s: a rank of one library never maps the others, and
- * its maps are long. */
-static void recheck_libs(struct session *s)
+ * its maps are long. young: only the ranks of LIBS_YOUNG_NS with no collective library yet,
+ * whatever their back-off (a young process's maps are short). */
+static void recheck_libs(struct session *s, bool young)
 {
 	uint64_t now = session__now();
 	int i, lib;
@@ -2270,17 +2278,22 @@ static void recheck_libs(struct session *s)
 		int before = rs->coll_probes;
 		bool missing = false;
 
-		if (!rs->used || rs->exited || now < rs->libs_next_ns)
+		if (!rs->used || rs->exited)
+			continue;
+		if (young ? rs->coll_probes || now - rs->join_ns > LIBS_YOUNG_NS :
+			    now < rs->libs_next_ns)
 			continue;
 		for (lib = RS_LIB_NCCL; lib < RS_LIB_MAX; lib++)
 			missing |= !rs->coll.nsites[lib] && !rs->coll.err[lib];
 		if (!missing)
 			continue;
-		rs->libs_wait_s = rs->libs_wait_s && now - rs->join_ns > 30000000000ULL ?
-				  rs->libs_wait_s * 2 : 1;
-		if (rs->libs_wait_s > 32)
-			rs->libs_wait_s = 32;
-		rs->libs_next_ns = now + rs->libs_wait_s * 1000000000ULL - 50000000ULL;
+		if (!young) {
+			rs->libs_wait_s = rs->libs_wait_s && now - rs->join_ns > 30000000000ULL ?
+					  rs->libs_wait_s * 2 : 1;
+			if (rs->libs_wait_s > 32)
+				rs->libs_wait_s = 32;
+			rs->libs_next_ns = now + rs->libs_wait_s * 1000000000ULL - 50000000ULL;
+		}
 		if (libs__discover(rs->pid, &rs->libs) <= 0)
 			continue;
 		attach_coll(s, rs);
@@ -2398,6 +2411,8 @@ int session__loop(struct session *s, const struct session_hooks *hooks)
 				if (last_drain && t - last_drain > SESSION_STALL_NS)
 					stalled(s, t - last_drain);
 				last_drain = t;
+				if (s->o.daemon)
+					recheck_libs(s, true);
 				if (s->httpd && httpd__wanted(s->httpd, HTTPD_METRICS)) {
 					read_self(s, false);
 					publish_metrics(s, t);
@@ -2433,7 +2448,7 @@ int session__loop(struct session *s, const struct session_hooks *hooks)
 			} else if (fd == rfd) {
 				if (read(rfd, &exp, sizeof(exp)) < 0)
 					continue;
-				recheck_libs(s);
+				recheck_libs(s, false);
 				if (hooks && hooks->rescan)
 					hooks->rescan(s);
 			}
