@@ -51,11 +51,12 @@ snapshot() {
 # on a failure, LOG's tail and then the truth and the failed checks again, last, where a
 # shortened CI log still shows them. Status 1 on a failure.
 life_check() {
-	local log=$1
+	local log=$1 rc=0
 	shift
 	$PY "$TOP/tests/e2e/job_failure_check.py" "$T/metrics.txt" "$T/jobs.json" "$@" \
-		>"$T/check.out" 2>&1 && { cat "$T/check.out"; return 0; }
+		>"$T/check.out" 2>&1 || rc=1
 	cat "$T/check.out"
+	((rc)) || return 0
 	echo "--- $(basename "$log"), its tail:"
 	tail -20 "$log"
 	echo "--- what failed:"

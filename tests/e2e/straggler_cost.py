@@ -209,7 +209,7 @@ def cell(d, name, kind, np, args, fault, sleep_fault, whatif_check=True):
     # in its steps, 0.69 s net of the steps its peer led)
     ht = total(h_rl, name)
     frac = ht["wait_ns"] / max(1, ht["rank_ns"])
-    h_nsteps = truth_lateness(kind, h_jl, 0, np)[2]
+    h_nsteps = work_by_step(kind, h_jl, np)[1]
     assert abs(ht["steps"] - h_nsteps) <= 0.05 * h_nsteps, \
         f"{name} healthy: rankscope found {ht['steps']} steps for the workload's {h_nsteps}"
     h_lead = {r: truth_late_steps(kind, h_jl, r, np) for r in range(np)}

@@ -1182,15 +1182,16 @@ static bool newest_common(struct hub *h, struct hjob *j, int *cols, int ncols, u
 
 typedef void (*verdict_fn)(void *ctx, const char *job, const struct job_verdict *v, int rank);
 
-/* The job's story is now v, on rank (-1: none): kept, and told. */
 /* The last verdict a persistent straggler's on a rank: its waits are a straggler's cost. Each
- * judgement charges, also one that emits nothing new, so steps since the last are counted. */
+ * judgement charges, also one that emits nothing new, so steps since the last are counted
+ * (cost__charge counts a step once, so a judgement that charges twice costs nothing more). */
 static void charge_last(struct hjob *j, uint64_t now_ns)
 {
 	if (j->emitted && j->last_rank >= 0 && detect__straggler(j->last.cls, j->last.persistent))
 		cost__charge(&j->cost, j->last_rank, now_ns);
 }
 
+/* The job's story is now v, on rank (-1: none): kept, and told. */
 static void emit(struct hub *h, struct hjob *j, const struct job_verdict *v, int rank,
 		 verdict_fn on_verdict, void *ctx)
 {
