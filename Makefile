@@ -27,7 +27,7 @@ SKELS     := $(patsubst %,$(OBJ)/bpf/%.skel.h,$(FAMILIES))
 # user/ is one folder per layer, one static library each (docs/layout.md). A folder sees only
 # the headers of the folders it may use (each also sees bpf/ and cupti/, the wire structs), so
 # a wrong include fails the build; libraries link in this order, so a call upwards fails too.
-USER_DIRS   := node hub serve capture probe gpu sys model util
+USER_DIRS   := node hub replay serve capture probe gpu sys model util
 DEPS_util    := util
 DEPS_model   := model util
 DEPS_sys     := sys util
@@ -36,6 +36,7 @@ DEPS_probe   := probe sys util
 DEPS_capture := capture model sys util
 DEPS_serve   := serve capture model sys util
 DEPS_hub     := hub serve capture model sys util
+DEPS_replay  := replay serve capture model sys util
 DEPS_node    := node hub serve capture model probe gpu sys util
 DEPS_cli     := cli $(USER_DIRS)
 USER_LIBS := $(foreach d,$(USER_DIRS),$(OBJ)/lib$(d).a)
@@ -173,11 +174,11 @@ $(OUTPUT)/tests/test_%: tests/unit/test_%.c $(USER_LIBS) | $(OUTPUT)/tests
 # The layers below node/ and probe/ call neither libbpf nor libmicrohttpd (serve/ alone serves
 # HTTP): what their libraries leave undefined says so.
 layers: $(USER_LIBS)
-	@for d in util model sys gpu capture hub serve; do \
+	@for d in util model sys gpu capture hub replay serve; do \
 		bad=$$(nm -u $(OBJ)/lib$$d.a | grep -E ' U (bpf_|bpf__|ring_buffer__|perf_buffer__|libbpf_)' ); \
 		[ "$$d" = serve ] || bad="$$bad$$(nm -u $(OBJ)/lib$$d.a | grep -E ' U MHD_')"; \
 		[ -z "$$bad" ] || { echo "layers: user/$$d calls what it must not:$$bad"; exit 1; }; \
-	done; echo "layers: model, util, sys, gpu, capture, hub and serve call no libbpf; only serve calls libmicrohttpd"
+	done; echo "layers: model, util, sys, gpu, capture, hub, replay and serve call no libbpf; only serve calls libmicrohttpd"
 
 $(OBJ)/bpf $(OBJ)/cupti $(OUTPUT)/tests $(OUTPUT)/fuzz:
 	mkdir -p $@

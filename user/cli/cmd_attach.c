@@ -13,6 +13,7 @@
 #include <sys/time.h>
 #include "capture.h"
 #include "cmd.h"
+#include "replay.h"
 #include "httpd.h"
 #include "decode.h"
 #include "detect.h"
@@ -273,6 +274,15 @@ static int run(int argc, char **argv, enum cmd_verb verb)
 	err = cmd__parse_opts(argc, argv, &s.o, verb);
 	if (err)
 		return err > 0 ? 0 : 2;
+	if (s.o.nreplay) {
+		struct replay_opts ro = {
+			.jcfg = s.o.jcfg, .tick_ns = s.o.drain_ms * 1000000ULL, .json = s.o.json,
+			.out = stdout,
+		};
+
+		signal(SIGPIPE, SIG_IGN);
+		return replay__run(s.o.replay, s.o.nreplay, &ro) ? 1 : 0;
+	}
 	if (verb == VERB_CAPTURE && cmd_capture_server) {
 		client_token = s.o.token;
 		return capture_remote(&s.o);
@@ -426,95 +436,39 @@ int cmd_capture(int argc, char **argv)
 	return run(argc, argv, VERB_CAPTURE);
 }
 
-/* What stragglers cost over the whole run: each culprit's rank-time waited, with dollars. */
-static void print_cost(const struct cost *c, double usd, int gpus)
-{
-	char a[16], b[16];
-	struct cost_sum sum;
-	int i;
-
-	cost__sum(c, 0, usd, gpus, &sum);
-	if (!c->steps)
-		return;
-	printf("straggler cost: %.1f rank-seconds waited of %.1f in %llu steps (%.1f%%)",
-	       c->wait_ns / 1e9, c->rank_ns / 1e9, (unsigned long long)c->steps,
-	       c->rank_ns ? 100.0 * c->wait_ns / c->rank_ns : 0.0);
-	if (sum.slowdown > 1.005)
-		printf("; the last steps took %s, %s without their straggler",
-		       report__dur(sum.real_ns, a, sizeof(a)), report__dur(sum.whatif_ns, b, sizeof(b)));
-	printf("\n");
-	for (i = 0; i < c->nc; i++) {
-		if (c->c[i].rank >= 0)
-			printf("  rank %d (%s): %.1f rank-seconds over %llu steps", c->c[i].rank,
-			       steps__phase_name(c->c[i].phase), c->c[i].wait_ns / 1e9,
-			       (unsigned long long)c->c[i].steps);
-		else
-			printf("  other ranks: %.1f rank-seconds", c->c[i].wait_ns / 1e9);
-		if (usd > 0)
-			printf(", ~$%.2f at $%.2f/GPU-h", cost__dollars(c->c[i].wait_ns, usd, gpus), usd);
-		printf("\n");
-	}
-}
-
 /* diagnose's human report: the rule, each rank's last step, the verdict and the cost. */
 static void print_report(struct session *s)
 {
 	const struct sjob *j = &s->jobs[0];
-	char a[16], line[512];
-	double conf = 0;
-	int period = 0, i, p, rank = -1, world = -1;
-	const char *rule = j->model ? job__rule(j->model, &conf, &period) : "";
-	uint64_t att, drop;
+	const struct job_step **last = calloc(j->ncols + 1, sizeof(*last));
+	int *rank = calloc(j->ncols + 1, sizeof(*rank));
+	struct report_diag d = {
+		.ncols = j->ncols, .world = -1, .steps_seen = j->steps_seen, .rank = rank,
+		.last = last, .window = s->o.jcfg.window, .worst = j->have_worst ? &j->worst : NULL,
+		.worst_rank = -1, .cost = j->model ? job__cost(j->model) : NULL,
+		.usd = s->o.jcfg.gpu_hour_usd, .gpus = s->o.jcfg.gpus_per_rank,
+	};
+	int i, p;
 
-	for (i = 0; i < j->ncols; i++)
-		if (s->ranks[j->slots[i]].info.world_size > world)
-			world = s->ranks[j->slots[i]].info.world_size;
-	printf("rankscope diagnose: %d rank%s", j->ncols, j->ncols == 1 ? "" : "s");
-	/* a node's part of a job on several says how much of it it sees */
-	if (world > j->ncols)
-		printf(" of %d in the job (the others are not observed here)", world);
-	printf(", %llu rank-steps", (unsigned long long)j->steps_seen);
-	if (rule[0])
-		printf("; steps by %s (period %d, confidence %.2f)\n", rule, period, conf);
-	else
-		printf("; no step boundary found (too few collectives?)\n");
-	if (j->steps_seen) {
-		printf("\nlast step per rank:\n  %-5s %-9s", "RANK", "DURATION");
-		for (p = 0; p < PH_MAX; p++)
-			printf(" %-11s", steps__phase_name(p));
-		printf("\n");
-		for (i = 0; i < j->ncols; i++) {
-			const struct rank_state *rs = &s->ranks[j->slots[i]];
-			const struct job_step *st = &rs->last_step;
+	if (!last || !rank)
+		goto out;
+	d.rule = j->model ? job__rule(j->model, &d.conf, &d.period) : "";
+	for (i = 0; i < j->ncols; i++) {
+		const struct rank_state *rs = &s->ranks[j->slots[i]];
 
-			if (!st->dur_ns)
-				continue;
-			printf("  %-5d %-9s", rs->info.rank, report__dur(st->dur_ns, a, sizeof(a)));
-			for (p = 0; p < PH_MAX; p++)
-				printf(" %-11s", report__dur(st->ph.ns[p], a, sizeof(a)));
-			printf("\n");
-		}
+		if (rs->info.world_size > d.world)
+			d.world = rs->info.world_size;
+		rank[i] = rs->info.rank;
+		last[i] = &rs->last_step;
 	}
-	printf("\n");
-	for (p = 0, att = 0, drop = 0; p < RS_FAM_MAX; p++) {
-		att += s->self.attempted[p];
-		drop += s->self.dropped[p];
+	for (p = 0; p < RS_FAM_MAX; p++) {
+		d.attempted += s->self.attempted[p];
+		d.dropped += s->self.dropped[p];
 	}
-	/* what was lost makes every line below less sure: said before them */
-	if (drop)
-		printf("events lost: %llu of %llu (%.1f%%; the ring buffer was full: raise "
-		       "--ringbuf-kb or lower --drain-ms); steps and the verdict below are built "
-		       "from what remained and may miss or merge steps\n\n",
-		       (unsigned long long)drop, (unsigned long long)att,
-		       att ? 100.0 * drop / att : 0.0);
-	if (!j->have_worst) {
-		printf("verdict: none yet (fewer than %d steps seen on every rank)\n", s->o.jcfg.window);
-		return;
-	}
-	if (j->worst.col >= 0 && j->worst.col < j->ncols)
-		rank = s->ranks[j->slots[j->worst.col]].info.rank;
-	report__verdict_text(stdout, &j->worst, rank, line, sizeof(line));
-	printf("experiment: %s\n", detect__experiment(j->worst.cls));
-	if (j->model)
-		print_cost(job__cost(j->model), s->o.jcfg.gpu_hour_usd, s->o.jcfg.gpus_per_rank);
+	if (j->have_worst && j->worst.col >= 0 && j->worst.col < j->ncols)
+		d.worst_rank = rank[j->worst.col];
+	report__diagnose(stdout, &d);
+out:
+	free(last);
+	free(rank);
 }

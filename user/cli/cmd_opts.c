@@ -109,10 +109,19 @@ static void usage(FILE *f, enum cmd_verb v)
 	if (v == VERB_DIAGNOSE)
 		fprintf(f,
 "Usage: rankscope diagnose (-p PID[,PID...] | --all) [--duration S] [--json] [OPTIONS]\n"
+"       rankscope diagnose --replay FILE [--replay FILE...] [--json] [OPTIONS]\n"
 "\n"
 "Attach, split every rank's steps into phases, and report which rank holds the others\n"
 "back, in which phase, by how much, and the experiment that could disprove it. Prints a\n"
 "short report when the ranks exit or the duration ends, and exits 0.\n"
+"\n"
+"      --replay FILE      no attach, no root: run the same steps, phases, verdicts and\n"
+"                         cost on recorded input: a recording (diagnose --json --events\n"
+"                         > FILE) replays exactly as it ran; an op trace (one JSON op a\n"
+"                         line, README \"Op traces\") is lined up by its collectives.\n"
+"                         Several files: one per node, their clocks lined up the same\n"
+"                         way. \"-\" reads stdin. --json, --window, --steps auto|every:N,\n"
+"                         --hang-timeout, --drain-ms and the cost options apply\n"
 "\n");
 	else
 		fprintf(f,
@@ -194,7 +203,7 @@ enum {
 	OPT_STACK_KB, OPT_MAX_THREADS, OPT_MAX_PROCS,
 	OPT_AUTO_CAP, OPT_SECONDS, OPT_SERVER, OPT_RANKS, OPT_ALIGN, OPT_CGROUP, OPT_TOKEN,
 	OPT_API_LISTEN,
-	OPT_K8S_PODS, OPT_GPU_COST, OPT_GPUS_RANK,
+	OPT_K8S_PODS, OPT_GPU_COST, OPT_GPUS_RANK, OPT_REPLAY,
 };
 
 static const char *who = "attach";
@@ -461,6 +470,7 @@ int cmd__parse_opts(int argc, char **argv, struct session_opts *o, enum cmd_verb
 		{ "server", required_argument, NULL, OPT_SERVER },
 		{ "ranks", required_argument, NULL, OPT_RANKS },
 		{ "align", required_argument, NULL, OPT_ALIGN },
+		{ "replay", required_argument, NULL, OPT_REPLAY },
 		{},
 	};
 	const char *bad;
@@ -740,6 +750,18 @@ int cmd__parse_opts(int argc, char **argv, struct session_opts *o, enum cmd_verb
 				return -EINVAL;
 			o->jcfg.gpus_per_rank = v;
 			break;
+		case OPT_REPLAY:
+			if (verb != VERB_DIAGNOSE) {
+				pr_warn("%s: --replay is an option of rankscope diagnose", who);
+				return -EINVAL;
+			}
+			if (o->nreplay == SESSION_REPLAY_MAX) {
+				pr_warn("diagnose: more than %d --replay files; merge some first",
+					SESSION_REPLAY_MAX);
+				return -EINVAL;
+			}
+			o->replay[o->nreplay++] = optarg;
+			break;
 		case OPT_HANG: {
 			double secs;
 
@@ -762,6 +784,15 @@ int cmd__parse_opts(int argc, char **argv, struct session_opts *o, enum cmd_verb
 		return -EINVAL;
 	}
 	o->npids = targets__dedup(o->pids, o->npids);	/* -p 1 -p 1 is one target */
+	if (o->nreplay) {
+		if (o->npids || o->all || o->listen || o->duration_s || o->events ||
+		    o->auto_capture || o->marker_sym[0] || o->usdt_name[0]) {
+			pr_warn("diagnose: --replay reads recorded input: -p, --all, --duration, "
+				"--events, --listen and marker steps do not apply; leave them out");
+			return -EINVAL;
+		}
+		return 0;
+	}
 	if (!o->daemon && o->npids && o->all) {
 		pr_warn("%s: give -p PIDS or --all, not both", who);
 		return -EINVAL;

@@ -15,6 +15,15 @@ const char *detect__class_name(enum vclass c)
 	return c < V_MAX ? n[c] : "unknown";
 }
 
+int detect__severity(enum vclass c)
+{
+	switch (c) {
+	case V_NONE: return 0;
+	case V_HANG: case V_RANK_EXITED: case V_DIVERGENT: return 3;
+	default: return 1;
+	}
+}
+
 const char *detect__experiment(enum vclass c)
 {
 	switch (c) {

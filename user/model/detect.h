@@ -100,6 +100,10 @@ const char *detect__class_name(enum vclass c);
  * is as likely a shared host's burst as a straggler. */
 bool detect__straggler(enum vclass c, bool persistent);
 
+/* How serious a class is, for a report that keeps the worst verdict (the latest among
+ * equals): none 0; a stuck, broken or divergent job 3; a slow one 1. */
+int detect__severity(enum vclass c);
+
 /* The bounded experiment (seed 004) that could disprove a verdict of this class. */
 const char *detect__experiment(enum vclass c);
 

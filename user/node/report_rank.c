@@ -260,6 +260,83 @@ void report__event(struct json *j, const struct rank_state *rs, const struct rs_
 	json__obj_end(j);
 }
 
+void report__model(struct json *j, const char *job, uint64_t t_ns, const int *rank,
+		   const pid_t *pid, int n, int world_size)
+{
+	int c;
+
+	json__obj_begin(j);
+	json__kstr(j, "type", "model");
+	json__kstr(j, "job", job);
+	json__kuint(j, "t_ns", t_ns);
+	json__kint(j, "world_size", world_size);
+	json__key(j, "cols");
+	json__arr_begin(j);
+	for (c = 0; c < n; c++) {
+		json__obj_begin(j);
+		json__kint(j, "rank", rank[c]);
+		json__kint(j, "pid", pid[c]);
+		json__obj_end(j);
+	}
+	json__arr_end(j);
+	json__obj_end(j);
+}
+
+void report__tick(struct json *j, const char *job, uint64_t t_ns, bool final)
+{
+	json__obj_begin(j);
+	json__kstr(j, "type", "tick");
+	json__kstr(j, "job", job);
+	json__kuint(j, "t_ns", t_ns);
+	json__key(j, "final");
+	json__bool(j, final);
+	json__obj_end(j);
+}
+
+void report__feed(struct json *j, int rank, pid_t pid, const struct feed_rec *r)
+{
+	json__obj_begin(j);
+	json__kstr(j, "type", r->kind == FEED_EXIT ? "rank_exit" : r->kind == FEED_GPU ? "gpu" :
+			      "feed");
+	json__kint(j, "rank", rank);
+	json__kint(j, "pid", pid);
+	json__kint(j, "tid", r->tid);
+	if (r->kind == FEED_EXIT) {
+		json__kint(j, "status", r->status);
+		json__kuint(j, "t_ns", r->start);
+	} else {
+		json__key(j, "nccl");
+		json__bool(j, r->nccl);
+		json__kuint(j, "start_ns", r->start);
+		json__kuint(j, "end_ns", r->end);
+	}
+	json__obj_end(j);
+}
+
+void report__answer(struct json *j, const char *job, const struct job_answer *a)
+{
+	static const char *const q[] = { "inflight", "state", "where" };
+
+	json__obj_begin(j);
+	json__kstr(j, "type", "answer");
+	json__kstr(j, "job", job);
+	json__kstr(j, "q", q[a->q]);
+	json__kint(j, "col", a->col);
+	if (a->q != JOB_Q_STATE) {
+		json__key(j, "in");
+		json__bool(j, a->in);
+	}
+	if (a->q == JOB_Q_INFLIGHT) {
+		json__kuint(j, "enter_ns", a->in ? a->enter_ns : 0);
+		json__kuint(j, "seq", a->in ? a->seq : 0);
+	}
+	if (a->q == JOB_Q_WHERE)
+		json__kstr(j, "coll", a->coll);
+	if (a->q != JOB_Q_INFLIGHT)
+		json__kstr(j, "text", a->text);
+	json__obj_end(j);
+}
+
 static void io_obj(struct json *j, const char *key, const struct rank_row *r, int w)
 {
 	int k;

@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include "feed.h"
 #include "rs_cupti_wire.h"
 #include "report.h"
 #include "stats.h"
@@ -52,6 +53,18 @@ void report__comm_init(struct json *j, const struct rank_state *rs,
 
 /* The other streamed kinds with --events: "offcpu", "io", "fork", "exit", "tcp". */
 void report__event(struct json *j, const struct rank_state *rs, const struct rs_event *ev);
+
+/* With --events, what a replay (diagnose --replay) needs beyond the events themselves:
+ * {"type":"model",...}: job's model (re)built at t_ns with these columns (rank, pid);
+ * {"type":"tick",...}: time passed for job's model (final: the session ended);
+ * {"type":"rank_exit",...} and {"type":"gpu",...}: the feed records of those kinds. The
+ * README ("Recordings and replay") lists their fields. */
+void report__model(struct json *j, const char *job, uint64_t t_ns, const int *rank,
+		   const pid_t *pid, int n, int world_size);
+void report__tick(struct json *j, const char *job, uint64_t t_ns, bool final);
+void report__feed(struct json *j, int rank, pid_t pid, const struct feed_rec *r);
+/* {"type":"answer",...}: what the model asked about a rank during a tick, and the answer. */
+void report__answer(struct json *j, const char *job, const struct job_answer *a);
 
 /* {"type":"stats",...}: once a second per rank. */
 void report__stats(struct json *j, const struct rank_row *row, uint64_t t_ns);

@@ -19,6 +19,7 @@
 #include "cpuacct.h"
 #include "decode.h"
 #include "elfsym.h"
+#include "feed.h"
 #include "k8s.h"
 #include "log.h"
 #include "probe_pysample.h"
@@ -75,6 +76,27 @@ static struct rank_state *rank_of(struct session *s, uint32_t slot)
 static struct sjob *job_of(struct session *s, const struct rank_state *rs)
 {
 	return &s->jobs[rs->job];
+}
+
+/* A record for rs's job model, also written out with --events (a recording replays it). */
+static void feed_rank(struct session *s, struct rank_state *rs, const struct feed_rec *r)
+{
+	feed__apply(job_of(s, rs)->model, r);
+	if (!s->o.events)
+		return;
+	report__feed(&s->j, rs->info.rank, rs->pid, r);
+	emit(s);
+}
+
+/* Time passes for job j's model; with --events the tick is written after what the model
+ * asked during it (answer lines), for a replay to do the same with the same answers. */
+static void advance_job(struct session *s, struct sjob *j, uint64_t t, bool final)
+{
+	job__advance(j->model, t, final);
+	if (s->o.events && j->model) {
+		report__tick(&s->j, j->id, t, final);
+		emit(s);
+	}
 }
 
 /* The rank in column col of job j (the model's callbacks speak in columns). */
@@ -299,8 +321,11 @@ static void on_coll(struct session *s, struct rank_state *rs, const struct rs_ev
 		metrics__on_coll(rs->acc, e->lib, e->op, esize * e->count,
 				 e->exit_ns > e->enter_ns ? e->exit_ns - e->enter_ns : 0);
 	/* the job model keys communicators by their global name */
-	job__on_coll_peer(job_of(s, rs)->model, rs->col, e->h.tid, e->op, e->lib, hash, e->seq,
-			  esize * e->count, e->enter_ns, e->exit_ns, e->peer);
+	feed__apply(job_of(s, rs)->model, &(struct feed_rec){
+		.kind = FEED_COLL, .col = rs->col, .tid = e->h.tid, .op = e->op, .lib = e->lib,
+		.comm = hash, .seq = e->seq, .bytes = esize * e->count, .start = e->enter_ns,
+		.end = e->exit_ns, .peer = e->peer,
+	});
 	if (recording(s, rs)) {
 		cap_thread(s, rs, e->h.tgid, e->h.tid);
 		cap_add(s, rs, (struct trace_ev){
@@ -493,7 +518,9 @@ void session__rank_gone(struct session *s, struct rank_state *rs, uint64_t t, in
 	rs->exited = true;
 	rs->exit_code = status;
 	rs->exit_ns = t;
-	job__on_exit(j->model, rs->col, t, status);
+	feed_rank(s, rs, &(struct feed_rec){
+		.kind = FEED_EXIT, .col = rs->col, .tid = rs->pid, .start = t, .status = status,
+	});
 	/* the pid may be reused by anyone: nothing of it may stick to the newcomer */
 	probes__untrack(&s->probes, rs->pid);
 	probes__detach_pid(&s->probes, rs->pid, true);
@@ -861,7 +888,10 @@ static void gpu_rec(void *ctx, pid_t pid, const struct gpu_names *names, const s
 		});
 	/* kernels and copies make the GPU busy; NCCL kernels also time the collective */
 	if (r->kind == RSC_REC_KERNEL || r->kind == RSC_REC_MEMCPY || r->kind == RSC_REC_MEMSET)
-		job__on_gpu(job_of(s, rs)->model, rs->col, c == GPU_K_NCCL, r->start_ns, r->end_ns);
+		feed_rank(s, rs, &(struct feed_rec){
+			.kind = FEED_GPU, .col = rs->col, .tid = rs->pid, .nccl = c == GPU_K_NCCL,
+			.start = r->start_ns, .end = r->end_ns,
+		});
 }
 
 static void gpu_status(void *ctx, pid_t pid, const struct rsc_status *st, bool conn_changed)
@@ -970,8 +1000,11 @@ static int handle_event(void *ctx, void *data, size_t len)
 		rs->workers++;
 		break;
 	case RS_EV_OFFCPU:
-		job__on_off(job_of(s, rs)->model, rs->col, ev.h.tid, ev.offcpu.start_ns,
-			    ev.offcpu.end_ns, ev.offcpu.runq_ns, ev.offcpu.syscall);
+		feed__apply(job_of(s, rs)->model, &(struct feed_rec){
+			.kind = FEED_OFF, .col = rs->col, .tid = ev.h.tid,
+			.start = ev.offcpu.start_ns, .end = ev.offcpu.end_ns,
+			.runq = ev.offcpu.runq_ns, .syscall = ev.offcpu.syscall,
+		});
 		if (recording(s, rs)) {
 			cap_thread(s, rs, ev.h.tgid, ev.h.tid);
 			cap_add(s, rs, (struct trace_ev){
@@ -983,8 +1016,12 @@ static int handle_event(void *ctx, void *data, size_t len)
 		}
 		break;
 	case RS_EV_IO:
-		job__on_io(job_of(s, rs)->model, rs->col, ev.h.tid, (pid_t)ev.h.tgid != rs->pid,
-			   ev.io.fd_kind, ev.io.start_ns, ev.io.end_ns, ev.io.ret > 0 ? ev.io.ret : 0);
+		feed__apply(job_of(s, rs)->model, &(struct feed_rec){
+			.kind = FEED_IO, .col = rs->col, .tid = ev.h.tid,
+			.worker = (pid_t)ev.h.tgid != rs->pid, .fd_kind = ev.io.fd_kind,
+			.start = ev.io.start_ns, .end = ev.io.end_ns,
+			.bytes = ev.io.ret > 0 ? ev.io.ret : 0,
+		});
 		if (recording(s, rs)) {
 			cap_thread(s, rs, ev.h.tgid, ev.h.tid);
 			cap_add(s, rs, (struct trace_ev){
@@ -1079,15 +1116,6 @@ static void sample_checkpoints(struct session *s, uint64_t t)
 		if (!rs->used || rs->exited || !rs->acc)
 			continue;
 		ckpt_sample(s, rs, t, false);
-	}
-}
-
-static int severity(enum vclass c)
-{
-	switch (c) {
-	case V_NONE: return 0;
-	case V_HANG: case V_RANK_EXITED: case V_DIVERGENT: return 3;
-	default: return 1;
 	}
 }
 
@@ -1473,7 +1501,7 @@ void session__tick(struct session *s, bool final)
 
 	for (k = 0; k < SESSION_JOBS_MAX; k++)
 		if (s->jobs[k].used)
-			job__advance(s->jobs[k].model, t, final);
+			advance_job(s, &s->jobs[k], t, final);
 	life_tick(s, t);
 	/* ranks dropped since the last tick: give their memory back to the node, not only to
 	 * the heap (a daemon's RSS falls again when jobs end) */
@@ -1696,7 +1724,7 @@ static void job_on_verdict(void *ctx, const struct job_verdict *v)
 	j->last = *v;
 	j->have_last = true;
 	/* the report keeps the most serious, and the latest among equals */
-	if (!j->have_worst || severity(v->cls) >= severity(j->worst.cls)) {
+	if (!j->have_worst || detect__severity(v->cls) >= detect__severity(j->worst.cls)) {
 		j->worst = *v;
 		j->have_worst = true;
 	}
@@ -1706,7 +1734,7 @@ static void job_on_verdict(void *ctx, const struct job_verdict *v)
 	emit(s);
 }
 
-static bool job_inflight(void *ctx, int col, uint64_t *enter_ns, uint64_t *seq)
+static bool col_inflight_now(void *ctx, int col, uint64_t *enter_ns, uint64_t *seq)
 {
 	struct sjob *j = ctx;
 	struct rank_state *rs = col_rank(j, col);
@@ -1722,7 +1750,7 @@ static bool job_inflight(void *ctx, int col, uint64_t *enter_ns, uint64_t *seq)
 }
 
 /* What a rank is doing, from /proc: the hang verdict reports it. */
-static void job_state(void *ctx, int col, char *buf, size_t n)
+static void state_now(void *ctx, int col, char *buf, size_t n)
 {
 	struct rank_state *rs = col_rank(ctx, col);
 	struct proc_stat st;
@@ -1768,7 +1796,7 @@ static void job_state(void *ctx, int col, char *buf, size_t n)
 }
 
 /* Where a rank of a stuck job is, from its main thread's stack. */
-static bool job_where(void *ctx, int col, char *coll, size_t ncoll, char *stack, size_t n)
+static bool where_now(void *ctx, int col, char *coll, size_t ncoll, char *stack, size_t n)
 {
 	struct sjob *sj = ctx;
 	struct rank_state *rs = col_rank(sj, col);
@@ -1782,6 +1810,70 @@ static bool job_where(void *ctx, int col, char *coll, size_t ncoll, char *stack,
 	return rs->snap_in;
 }
 
+/* With --events: job j's model was (re)built at t with these columns (a replay does so too). */
+static void model_line(struct session *s, struct sjob *j, uint64_t t)
+{
+	int rank[RS_MAX_SLOTS];
+	pid_t pid[RS_MAX_SLOTS];
+	int c, n = 0;
+
+	for (c = 0; c < j->ncols && n < RS_MAX_SLOTS; c++, n++) {
+		const struct rank_state *rs = col_rank(j, c);
+
+		rank[n] = rs ? rs->info.rank : -1;
+		pid[n] = rs ? rs->pid : 0;
+	}
+	report__model(&s->j, j->id, t, rank, pid, n, job_size(j));
+	emit(s);
+}
+
+/* The model's questions about a rank, answered now; with --events each answer is written
+ * too (a recording replays the same answers in the same order). */
+static bool job_inflight(void *ctx, int col, uint64_t *enter_ns, uint64_t *seq)
+{
+	struct sjob *j = ctx;
+	struct session *s = j->s;
+	struct job_answer a = { .q = JOB_Q_INFLIGHT, .col = col };
+
+	a.in = col_inflight_now(ctx, col, &a.enter_ns, &a.seq);
+	if (s->o.events) {
+		report__answer(&s->j, j->id, &a);
+		emit(s);
+	}
+	*enter_ns = a.enter_ns;
+	*seq = a.seq;
+	return a.in;
+}
+
+static void job_state(void *ctx, int col, char *buf, size_t n)
+{
+	struct sjob *j = ctx;
+	struct session *s = j->s;
+
+	state_now(ctx, col, buf, n);
+	if (s->o.events) {
+		report__answer(&s->j, j->id, &(struct job_answer){
+			.q = JOB_Q_STATE, .col = col, .text = buf,
+		});
+		emit(s);
+	}
+}
+
+static bool job_where(void *ctx, int col, char *coll, size_t ncoll, char *stack, size_t n)
+{
+	struct sjob *j = ctx;
+	struct session *s = j->s;
+	bool in = where_now(ctx, col, coll, ncoll, stack, n);
+
+	if (s->o.events) {
+		report__answer(&s->j, j->id, &(struct job_answer){
+			.q = JOB_Q_WHERE, .col = col, .in = in, .coll = coll, .text = stack,
+		});
+		emit(s);
+	}
+	return in;
+}
+
 int session__build_jobs(struct session *s)
 {
 	struct job_probe_ops ops = {
@@ -1789,6 +1881,7 @@ int session__build_jobs(struct session *s)
 		.on_step = job_on_step, .on_cost = job_on_cost,
 		.on_verdict = job_on_verdict, .on_phase = job_on_phase, .on_rule = job_on_rule,
 	};
+	uint64_t t;
 	int k, c;
 
 	for (k = 0; k < SESSION_JOBS_MAX; k++) {
@@ -1806,15 +1899,25 @@ int session__build_jobs(struct session *s)
 		j->dirty = false;
 		j->have_last = false;
 		job__set_detail(j->model, s->cap_active);
+		t = session__now();
 		for (c = 0; c < j->ncols; c++) {
 			struct rank_state *rs = col_rank(j, c);
 
 			rs->col = c;
 			job__set_rank(j->model, c, rs->info.rank, rs->pid);
-			if (rs->exited)
-				job__on_exit(j->model, c, session__now(), rs->exit_code);
 		}
 		job__set_world(j->model, job_size(j));
+		if (s->o.events)
+			model_line(s, j, t);
+		for (c = 0; c < j->ncols; c++) {
+			struct rank_state *rs = col_rank(j, c);
+
+			if (rs->exited)
+				feed_rank(s, rs, &(struct feed_rec){
+					.kind = FEED_EXIT, .col = c, .tid = rs->pid, .start = t,
+					.status = rs->exit_code,
+				});
+		}
 	}
 	return 0;
 }
@@ -2175,7 +2278,7 @@ enum attach_result session__join(struct session *s, int slot, bool defer)
 	if (j->done_ns && s->o.daemon) {
 		/* every rank of this job id is gone: a new member starts a new run of it. The
 		 * old run's last steps first: its failure is judged on them */
-		job__advance(j->model, session__now(), true);
+		advance_job(s, j, session__now(), true);
 		if (s->life && (e = joblife__get(s->life, j->id, false)))
 			joblife__flush(e);
 		while (j->used && j->ncols)
@@ -2423,7 +2526,7 @@ int session__loop(struct session *s, const struct session_hooks *hooks)
 				t = session__now();
 				for (k = 0; k < SESSION_JOBS_MAX; k++)
 					if (s->jobs[k].used)
-						job__advance(s->jobs[k].model, t, false);
+						advance_job(s, &s->jobs[k], t, false);
 				if (s->o.listen)
 					sample_checkpoints(s, t);
 				capture_tick(s, t);

@@ -28,6 +28,7 @@
 #include "targets.h"
 
 #define SESSION_JOBS_MAX	64
+#define SESSION_REPLAY_MAX	64	/* diagnose --replay files */
 #define SESSION_STALL_NS	2000000000ULL	/* a loop that did not run this long says so */
 
 struct session_hooks;
@@ -74,6 +75,9 @@ struct session_opts {
 	struct capture_req capture_now;
 	uint32_t sample_stack_bytes;	/* stack copied a sample (stacks.h); 0: none */
 	struct ckpt_cfg ckpt;
+	/* diagnose --replay FILE...: the model on recorded input, no session at all */
+	char *replay[SESSION_REPLAY_MAX];
+	int nreplay;
 };
 
 /* Why a candidate process was or was not attached (rankscope_attach_total{result}). */

@@ -439,3 +439,84 @@ void report__steps_text(FILE *f, const int *rank, const struct job_step *const *
 	else
 		fprintf(f, "progress: %.0f s attached; looking for step boundaries\n", attached_s);
 }
+
+/* What stragglers cost over the whole run: each culprit's rank-time waited, with dollars. */
+static void diag_cost(FILE *f, const struct cost *c, double usd, int gpus)
+{
+	char a[16], b[16];
+	struct cost_sum sum;
+	int i;
+
+	cost__sum(c, 0, usd, gpus, &sum);
+	if (!c->steps)
+		return;
+	fprintf(f, "straggler cost: %.1f rank-seconds waited of %.1f in %llu steps (%.1f%%)",
+		c->wait_ns / 1e9, c->rank_ns / 1e9, (unsigned long long)c->steps,
+		c->rank_ns ? 100.0 * c->wait_ns / c->rank_ns : 0.0);
+	if (sum.slowdown > 1.005)
+		fprintf(f, "; the last steps took %s, %s without their straggler",
+			report__dur(sum.real_ns, a, sizeof(a)),
+			report__dur(sum.whatif_ns, b, sizeof(b)));
+	fprintf(f, "\n");
+	for (i = 0; i < c->nc; i++) {
+		if (c->c[i].rank >= 0)
+			fprintf(f, "  rank %d (%s): %.1f rank-seconds over %llu steps", c->c[i].rank,
+				steps__phase_name(c->c[i].phase), c->c[i].wait_ns / 1e9,
+				(unsigned long long)c->c[i].steps);
+		else
+			fprintf(f, "  other ranks: %.1f rank-seconds", c->c[i].wait_ns / 1e9);
+		if (usd > 0)
+			fprintf(f, ", ~$%.2f at $%.2f/GPU-h", cost__dollars(c->c[i].wait_ns, usd, gpus),
+				usd);
+		fprintf(f, "\n");
+	}
+}
+
+void report__diagnose(FILE *f, const struct report_diag *d)
+{
+	char a[16], line[512];
+	int i, p;
+
+	fprintf(f, "rankscope diagnose: %d rank%s", d->ncols, d->ncols == 1 ? "" : "s");
+	/* a node's part of a job on several says how much of it it sees */
+	if (d->world > d->ncols)
+		fprintf(f, " of %d in the job (the others are not observed here)", d->world);
+	fprintf(f, ", %llu rank-steps", (unsigned long long)d->steps_seen);
+	if (d->rule && d->rule[0])
+		fprintf(f, "; steps by %s (period %d, confidence %.2f)\n", d->rule, d->period,
+			d->conf);
+	else
+		fprintf(f, "; no step boundary found (too few collectives?)\n");
+	if (d->steps_seen) {
+		fprintf(f, "\nlast step per rank:\n  %-5s %-9s", "RANK", "DURATION");
+		for (p = 0; p < PH_MAX; p++)
+			fprintf(f, " %-11s", steps__phase_name(p));
+		fprintf(f, "\n");
+		for (i = 0; i < d->ncols; i++) {
+			const struct job_step *st = d->last[i];
+
+			if (!st || !st->dur_ns)
+				continue;
+			fprintf(f, "  %-5d %-9s", d->rank[i], report__dur(st->dur_ns, a, sizeof(a)));
+			for (p = 0; p < PH_MAX; p++)
+				fprintf(f, " %-11s", report__dur(st->ph.ns[p], a, sizeof(a)));
+			fprintf(f, "\n");
+		}
+	}
+	fprintf(f, "\n");
+	/* what was lost makes every line below less sure: said before them */
+	if (d->dropped)
+		fprintf(f, "events lost: %llu of %llu (%.1f%%; the ring buffer was full: raise "
+			"--ringbuf-kb or lower --drain-ms); steps and the verdict below are built "
+			"from what remained and may miss or merge steps\n\n",
+			(unsigned long long)d->dropped, (unsigned long long)d->attempted,
+			d->attempted ? 100.0 * d->dropped / d->attempted : 0.0);
+	if (!d->worst) {
+		fprintf(f, "verdict: none yet (fewer than %d steps seen on every rank)\n", d->window);
+		return;
+	}
+	report__verdict_text(f, d->worst, d->worst_rank, line, sizeof(line));
+	fprintf(f, "experiment: %s\n", detect__experiment(d->worst->cls));
+	if (d->cost)
+		diag_cost(f, d->cost, d->usd, d->gpus);
+}

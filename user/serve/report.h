@@ -46,6 +46,27 @@ void report__cost_total(struct json *j, const char *job, const struct cost *c,
 /* One human line for a verdict (the table and diagnose). */
 void report__verdict_text(FILE *f, const struct job_verdict *v, int rank, char *buf, size_t n);
 
+/* What diagnose's report says, from a live session or a replay. */
+struct report_diag {
+	int ncols, world;			/* world -1: not known */
+	uint64_t steps_seen;
+	const char *rule;			/* "": no step boundary found */
+	int period;
+	double conf;
+	const int *rank;			/* per column */
+	const struct job_step *const *last;	/* per column; dur_ns 0: none yet */
+	uint64_t attempted, dropped;		/* records lost are said before the verdict */
+	int window;
+	const struct job_verdict *worst;	/* NULL: none yet */
+	int worst_rank;
+	const struct cost *cost;		/* NULL: none */
+	double usd;				/* --gpu-hour-cost, 0: none */
+	int gpus;
+};
+
+/* diagnose's human report: the rule, each rank's last step, the verdict and the cost. */
+void report__diagnose(FILE *f, const struct report_diag *d);
+
 /* "1.2ms"-style duration into buf. */
 const char *report__dur(double ns, char *buf, size_t n);
 

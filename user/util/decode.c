@@ -82,6 +82,16 @@ const char *decode__op_name(unsigned int op)
 	return op < RS_OP_MAX && n[op] ? n[op] : "unknown";
 }
 
+int decode__by_name(const char *(*name)(unsigned int), unsigned int max, const char *s)
+{
+	unsigned int v;
+
+	for (v = 0; v < max; v++)
+		if (!strcmp(name(v), s))
+			return (int)v;
+	return -1;
+}
+
 const char *decode__lib_name(unsigned int lib)
 {
 	static const char *const n[RS_LIB_MAX] = { "none", "nccl", "mpi", "gloo", "torch",

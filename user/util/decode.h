@@ -42,6 +42,10 @@ const char *decode__fd_kind_name(unsigned int kind);	/* "file", "pipe", "socket"
 const char *decode__io_op_name(unsigned int op);	/* syscall name */
 const char *decode__tcp_state_name(unsigned int state);
 
+/* The value below max whose name() is s (a name read back: a recording's "op", "lib"...), or
+ * -1. */
+int decode__by_name(const char *(*name)(unsigned int), unsigned int max, const char *s);
+
 /* Element size of an ncclDataType_t, or 0 if unknown. */
 unsigned int decode__nccl_dtype_size(uint64_t dtype);
 

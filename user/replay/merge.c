@@ -1,0 +1,394 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * Op traces (and recordings without model lines, or several of them): ranks into columns,
+ * sequence numbers, one clock, then the records in the order a live run would have drained
+ * them, with a tick every --drain-ms of their time.
+ *
+ * Clocks: no two nodes share one. A collective completes on every rank at nearly the same
+ * instant, so a clock's offset from the reference is the median difference of the returns of
+ * the blocking collectives two columns share (same communicator, same sequence number). An op
+ * trace gives each rank a clock of its own; a recording gives its file one.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include "detect.h"
+#include "log.h"
+#include "rp.h"
+
+#define RP_ANCHORS	8	/* columns of known clock a column is compared with, at most */
+#define RP_MATCH_MIN	3	/* shared collectives that make an offset */
+
+struct rp_key {
+	int job, rank, key;
+	int domain;
+	bool trace;
+};
+
+static int cmp_key(const void *a, const void *b)
+{
+	const struct rp_key *x = a, *y = b;
+
+	if (x->job != y->job)
+		return x->job < y->job ? -1 : 1;
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	return x->key < y->key ? -1 : x->key > y->key;
+}
+
+static int cmp_by_col_start(const void *a, const void *b)
+{
+	const struct rp_rec *x = a, *y = b;
+
+	if (x->job != y->job)
+		return x->job < y->job ? -1 : 1;
+	if (x->f.col != y->f.col)
+		return x->f.col < y->f.col ? -1 : 1;
+	if (x->f.start != y->f.start)
+		return x->f.start < y->f.start ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+static int cmp_by_done(const void *a, const void *b)
+{
+	const struct rp_rec *x = a, *y = b;
+	uint64_t dx = feed__done_ns(&x->f), dy = feed__done_ns(&y->f);
+
+	if (dx != dy)
+		return dx < dy ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* A recording's pid as its rank line said it, or NULL. */
+static const struct rp_pid *pid_of(const struct replay *rp, pid_t pid)
+{
+	uint32_t h = (uint32_t)pid * 2654435761u, s;
+
+	for (s = 0; s < RP_PIDS && rp->pids[(h + s) % RP_PIDS].pid; s++)
+		if (rp->pids[(h + s) % RP_PIDS].pid == pid)
+			return &rp->pids[(h + s) % RP_PIDS];
+	return NULL;
+}
+
+/* Which job and rank each record is; the columns of every job, in rank order. */
+static int columns(struct replay *rp)
+{
+	struct rp_key *key = malloc((rp->nrec + 1) * sizeof(*key));
+	struct rp_key *u = malloc((rp->nrec + 1) * sizeof(*u)), *hit;
+	size_t i, n = 0, m;
+	int err = 0;
+
+	if (!key || !u) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < rp->nrec; i++) {
+		struct rp_rec *r = &rp->rec[i];
+		struct rp_key *x = &key[i];
+
+		*x = (struct rp_key){ .job = r->job, .key = r->key, .rank = r->key,
+				      .domain = r->domain, .trace = r->trace };
+		if (!r->trace) {	/* a recording's pid: its rank line says who it is */
+			const struct rp_pid *p = pid_of(rp, r->key);
+			struct rp_job *j;
+
+			if (!p || !p->job_id[0] || !(j = rp__job(rp, p->job_id))) {
+				r->job = x->job = -1;	/* no rank line: not a rank */
+				continue;
+			}
+			r->job = x->job = j - rp->jobs;
+			x->rank = p->rank;
+			if (p->world > j->world)
+				j->world = p->world;
+		} else {
+			x->domain = -1 - r->key;	/* each rank of a trace: a clock of its own */
+		}
+		u[n++] = *x;
+	}
+	qsort(u, n, sizeof(*u), cmp_key);
+	for (i = 0, m = 0; i < n; i++)	/* unique (job, rank, key) */
+		if (!m || cmp_key(&u[m - 1], &u[i]))
+			u[m++] = u[i];
+	for (i = 0; i < m; i++) {
+		struct rp_job *j = &rp->jobs[u[i].job];
+		struct rp_col *c;
+
+		if (j->ncols == j->cap) {
+			int cap = j->cap ? j->cap * 2 : 16;
+			struct rp_col *nc = realloc(j->cols, cap * sizeof(*nc));
+
+			if (!nc) {
+				err = -ENOMEM;
+				goto out;
+			}
+			j->cols = nc;
+			j->cap = cap;
+		}
+		c = &j->cols[j->ncols++];
+		memset(c, 0, sizeof(*c));
+		c->rank = u[i].rank;
+		c->pid = u[i].trace ? 0 : u[i].key;
+		c->domain = u[i].domain;
+		u[i].domain = j->ncols - 1;	/* from here on: its column */
+	}
+	for (i = 0; i < rp->nrec; i++) {
+		struct rp_rec *r = &rp->rec[i];
+
+		r->f.col = -1;
+		if (r->job < 0)
+			continue;
+		hit = bsearch(&key[i], u, m, sizeof(*u), cmp_key);
+		r->f.col = hit ? hit->domain : -1;
+		if (!r->trace && !r->f.tid)
+			r->f.tid = (uint32_t)r->key;
+	}
+out:
+	free(key);
+	free(u);
+	return err;
+}
+
+/* An op trace's sequence numbers, per rank and communicator in entry order (as the probes
+ * count them), and the ops each rank never ended. Records end sorted by job, column, start. */
+static int sequence(struct replay *rp)
+{
+	struct { uint64_t comm, next; } *cn = NULL;
+	int ncn = 0, capcn = 0, job = -2, col = -2, k;
+	size_t i;
+
+	qsort(rp->rec, rp->nrec, sizeof(*rp->rec), cmp_by_col_start);
+	for (i = 0; i < rp->nrec; i++) {
+		struct rp_rec *r = &rp->rec[i];
+		struct rp_col *c;
+
+		if (r->job < 0 || r->f.col < 0)
+			continue;
+		c = &rp->jobs[r->job].cols[r->f.col];
+		if (r->job != job || r->f.col != col) {
+			job = r->job;
+			col = r->f.col;
+			ncn = 0;
+		}
+		if (r->trace && r->f.kind == FEED_COLL) {
+			for (k = 0; k < ncn && cn[k].comm != r->f.comm; k++)
+				;
+			if (k == ncn) {
+				if (ncn == capcn) {
+					int cap = capcn ? capcn * 2 : 16;
+					void *n = realloc(cn, cap * sizeof(*cn));
+
+					if (!n) {
+						free(cn);
+						return -ENOMEM;
+					}
+					cn = n;
+					capcn = cap;
+				}
+				cn[ncn].comm = r->f.comm;
+				cn[ncn++].next = 0;
+			}
+			r->f.seq = cn[k].next++;
+		}
+		if (r->open && !c->open) {
+			c->open = true;
+			c->open_running = r->open == 2;
+			c->open_enter = r->f.start;
+			c->open_seq = r->f.seq;
+		}
+	}
+	free(cn);
+	return 0;
+}
+
+struct rp_ret {
+	uint64_t comm, seq, t;
+};
+
+static int cmp_ret(const void *a, const void *b)
+{
+	const struct rp_ret *x = a, *y = b;
+
+	if (x->comm != y->comm)
+		return x->comm < y->comm ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Column b's clock minus column a's: the median over the collectives both returned from. */
+static int offset(const struct rp_ret *a, int na, const struct rp_ret *b, int nb, int64_t *off)
+{
+	int64_t *d = malloc((na < nb ? na : nb) * sizeof(*d) + 1);
+	int i = 0, k = 0, n = 0;
+
+	if (!d)
+		return -ENOMEM;
+	while (i < na && k < nb) {
+		int c = cmp_ret(&a[i], &b[k]);
+
+		if (!c)
+			d[n++] = (int64_t)(b[k++].t - a[i++].t);
+		else if (c < 0)
+			i++;
+		else
+			k++;
+	}
+	if (n >= RP_MATCH_MIN) {
+		qsort(d, n, sizeof(*d), detect__cmp_i64);
+		*off = d[n / 2];
+	}
+	free(d);
+	return n >= RP_MATCH_MIN ? 0 : -ENOENT;
+}
+
+/* Every column's clock offset from column 0's, then every record on that one clock. */
+static int clocks(struct replay *rp, struct rp_job *j, size_t from, size_t to)
+{
+	struct rp_ret **ret = calloc(j->ncols, sizeof(*ret));
+	int *nret = calloc(j->ncols, sizeof(*nret)), *order = calloc(j->ncols, sizeof(*order));
+	int c, a, k, nknown = 0, err = 0, lost = 0;
+	size_t i;
+
+	if (!ret || !nret || !order) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (i = from; i < to; i++) {	/* sorted by column: each column's returns in a run */
+		const struct rp_rec *r = &rp->rec[i];
+
+		if (r->sync && r->f.kind == FEED_COLL && r->f.end && r->f.col >= 0)
+			nret[r->f.col]++;
+	}
+	for (c = 0; c < j->ncols; c++) {
+		ret[c] = malloc((nret[c] + 1) * sizeof(**ret));
+		if (!ret[c]) {
+			err = -ENOMEM;
+			goto out;
+		}
+		nret[c] = 0;
+	}
+	for (i = from; i < to; i++) {
+		const struct rp_rec *r = &rp->rec[i];
+
+		if (r->sync && r->f.kind == FEED_COLL && r->f.end && r->f.col >= 0)
+			ret[r->f.col][nret[r->f.col]++] = (struct rp_ret){ r->f.comm, r->f.seq,
+									   r->f.end };
+	}
+	for (c = 0; c < j->ncols; c++)
+		qsort(ret[c], nret[c], sizeof(**ret), cmp_ret);
+	for (c = 0; c < j->ncols; c++) {
+		/* a column on a clock already placed shares its offset */
+		for (a = 0; a < nknown; a++)
+			if (j->cols[order[a]].domain == j->cols[c].domain)
+				break;
+		if (a < nknown) {
+			j->cols[c].off_ns = j->cols[order[a]].off_ns;
+		} else if (nknown) {
+			/* column 0 first (a world collective), then the latest placed */
+			for (k = 0; k < RP_ANCHORS && k < nknown; k++) {
+				int64_t off;
+
+				a = k ? order[nknown - k] : order[0];
+				if (!offset(ret[a], nret[a], ret[c], nret[c], &off)) {
+					j->cols[c].off_ns = j->cols[a].off_ns + off;
+					break;
+				}
+			}
+			if (k == RP_ANCHORS || k == nknown)
+				lost++;
+		}
+		order[nknown++] = c;
+	}
+	if (lost)
+		pr_warn("replay: job '%s': %d rank%s share%s no collective with the others; "
+			"their clocks are taken as the first rank's", j->id, lost,
+			lost == 1 ? "" : "s", lost == 1 ? "s" : "");
+	for (i = from; i < to; i++) {
+		struct rp_rec *r = &rp->rec[i];
+		int64_t off;
+
+		if (r->f.col < 0)
+			continue;
+		off = j->cols[r->f.col].off_ns;
+		r->f.start = (uint64_t)((int64_t)r->f.start - off);
+		if (r->f.end)
+			r->f.end = (uint64_t)((int64_t)r->f.end - off);
+	}
+	for (c = 0; c < j->ncols; c++)
+		if (j->cols[c].open)
+			j->cols[c].open_enter = (uint64_t)((int64_t)j->cols[c].open_enter -
+							   j->cols[c].off_ns);
+out:
+	for (c = 0; ret && c < j->ncols; c++)
+		free(ret[c]);
+	free(ret);
+	free(nret);
+	free(order);
+	return err;
+}
+
+static void advance_all(struct replay *rp, uint64_t t, bool final)
+{
+	int k;
+
+	for (k = 0; k < rp->njobs; k++)
+		if (rp->jobs[k].model)
+			rp__advance(&rp->jobs[k], t, final);
+}
+
+int rp__run_merged(struct replay *rp)
+{
+	uint64_t tick = rp->o->tick_ns, next = 0, end = 0, hang_from = 0, t;
+	size_t i, from;
+	int err, k, c;
+
+	err = columns(rp);
+	if (!err)
+		err = sequence(rp);
+	for (i = 0; !err && i < rp->nrec;) {	/* sorted by job: each job's records in a run */
+		for (from = i; i < rp->nrec && rp->rec[i].job == rp->rec[from].job; i++)
+			;
+		if (rp->rec[from].job >= 0)
+			err = clocks(rp, &rp->jobs[rp->rec[from].job], from, i);
+	}
+	for (k = 0; !err && k < rp->njobs; k++) {
+		struct rp_job *j = &rp->jobs[k];
+
+		if (!j->ncols)
+			continue;
+		if (j->world < j->ncols)
+			j->world = j->ncols;
+		err = rp__build(rp, j);
+		for (c = 0; c < j->ncols; c++)
+			if (j->cols[c].open && j->cols[c].open_enter > hang_from)
+				hang_from = j->cols[c].open_enter;
+	}
+	if (err)
+		return err;
+	qsort(rp->rec, rp->nrec, sizeof(*rp->rec), cmp_by_done);
+	for (i = 0; i < rp->nrec; i++) {
+		struct rp_rec *r = &rp->rec[i];
+
+		if (r->job < 0 || r->f.col < 0 || r->open)
+			continue;
+		t = feed__done_ns(&r->f);
+		if (!next)
+			next = t + tick;
+		while (t > next) {
+			advance_all(rp, next, false);
+			next += tick;
+		}
+		if (r->f.kind == FEED_EXIT)
+			rp->jobs[r->job].cols[r->f.col].exited = true;
+		feed__apply(rp->jobs[r->job].model, &r->f);
+		end = t;
+	}
+	/* ranks stuck in an op they never ended: time runs on until a hang can be judged */
+	if (hang_from && hang_from + rp->o->jcfg.hang_timeout_ns + 2 * tick > end)
+		end = hang_from + rp->o->jcfg.hang_timeout_ns + 2 * tick;
+	while (next && next < end) {
+		advance_all(rp, next, false);
+		next += tick;
+	}
+	advance_all(rp, end, true);
+	return 0;
+}

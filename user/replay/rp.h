@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/* The replay's own state, shared by its files: replay.c (the model's side), load.c (reading
+ * recordings and op traces) and merge.c (op traces: clocks, order, ticks). */
+#ifndef RS_RP_H
+#define RS_RP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "comms.h"
+#include "feed.h"
+#include "job.h"
+#include "json.h"
+#include "replay.h"
+
+#define RP_JOBS_MAX	64
+#define RP_COMMS_MAX	256
+#define RP_PIDS		16384	/* recording: pids a replay follows (open addressing) */
+
+struct rp_col {
+	int rank;
+	pid_t pid;		/* 0 in an op trace */
+	int domain;		/* its clock: a file of a recording, a rank of an op trace */
+	int64_t off_ns;		/* its clock minus the job's reference clock */
+	bool exited;
+	/* op trace: the first collective it entered and never returned from (a hang), or an
+	 * op it never ended outside one (open_running: it computes on) */
+	bool open, open_running;
+	uint64_t open_enter, open_seq;
+	struct job_step last;	/* its last step, for the report */
+};
+
+struct rp_answer {
+	enum job_q q;
+	int col;
+	bool in;
+	uint64_t enter_ns, seq;
+	char *coll, *text;
+};
+
+struct replay;
+
+struct rp_job {
+	char id[128];
+	int world;
+	struct rp_col *cols;
+	int ncols, cap;
+	struct job *model;
+	uint64_t now;
+	uint64_t steps_seen;
+	struct job_verdict worst;
+	bool have_worst;
+	bool ended;		/* a recording's final tick came */
+	/* a recording: the answers of the tick being read, given back in order */
+	struct rp_answer *ans;
+	int nans, next_ans, cap_ans;
+	struct replay *rp;
+};
+
+/* An op trace's record before its rank has a column: key is the rank number. */
+struct rp_rec {
+	struct feed_rec f;
+	int job;
+	int key;
+	bool sync;		/* a blocking collective: its return is a clock reference */
+	bool trace;		/* from an op trace: each rank has a clock of its own */
+	uint8_t open;		/* an op never ended: 1 a collective, 2 on CPU, 3 blocked */
+	int domain;		/* the file it came from */
+	uint32_t idx;		/* input order, for a stable sort */
+};
+
+struct rp_pid {
+	pid_t pid;		/* 0: empty */
+	int job, col;		/* col -1: not in its job's model (yet) */
+	int rank, world;
+	char job_id[128];
+};
+
+struct replay {
+	const struct replay_opts *o;
+	struct json j;
+	struct rp_job jobs[RP_JOBS_MAX];
+	int njobs;
+	struct comm_use comms[RP_COMMS_MAX];
+	int ncomms;
+	bool exact;		/* a recording with model lines: replayed as it ran */
+	uint64_t answers_off;
+	/* a recording */
+	struct rp_pid *pids;
+	/* op traces (and recordings without model lines) */
+	struct rp_rec *rec;
+	size_t nrec, caprec;
+	uint64_t last_ns;	/* the latest time seen */
+};
+
+/* replay.c */
+int rp__build(struct replay *rp, struct rp_job *j);
+void rp__advance(struct rp_job *j, uint64_t t, bool final);
+const struct rp_answer *rp__answer(struct rp_job *j, enum job_q q, int col);
+int rp__comm(struct replay *rp, const char *name, size_t len, uint64_t *hash);
+struct rp_job *rp__job(struct replay *rp, const char *id);
+
+/* load.c: read every file; a recording with model lines runs as it is read (rp->exact). */
+int rp__load(struct replay *rp, char *const *files, int n);
+void rp__free_records(struct replay *rp);
+
+/* merge.c: columns, clocks and order for what rp__load kept, then the run. */
+int rp__run_merged(struct replay *rp);
+
+#endif /* RS_RP_H */
