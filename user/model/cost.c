@@ -168,8 +168,8 @@ void cost__sum(const struct cost *c, uint64_t now_ns, double usd_per_gpu_h, int 
 {
 	uint64_t real = 0, whatif = 0, r[COST_WINDOW], wi[COST_WINDOW], wait = 0, rank_ns = 0;
 	uint64_t minute = now_ns / 60000000000ULL + 1;
-	int n = c->nw < COST_WINDOW ? (int)c->nw : COST_WINDOW, i, k, best = 0;
-	int ph[PH_MAX] = {};
+	int n = c->nw < COST_WINDOW ? (int)c->nw : COST_WINDOW, i, k, best = 0, nd;
+	int ph[PH_MAX] = {}, dr[COST_WINDOW], dn[COST_WINDOW];
 
 	memset(o, 0, sizeof(*o));
 	o->rank = -1;
@@ -187,19 +187,24 @@ void cost__sum(const struct cost *c, uint64_t now_ns, double usd_per_gpu_h, int 
 	}
 	if (whatif)
 		o->slowdown = (double)real / whatif;
-	/* the culprit of most steps with one (a window holds few: count each against all) */
-	for (i = 0; i < n; i++) {
-		int cnt = 0;
-
+	/* the culprit of most steps with one, the first seen among equals: counted per distinct
+	 * rank (a window names few), not each step against all (judged every step) */
+	for (i = 0, nd = 0; i < n; i++) {
 		if (!c->w[i].counted)
 			continue;
-		for (k = 0; k < n; k++)
-			cnt += c->w[k].counted && c->w[k].rank == c->w[i].rank;
-		if (cnt > best) {
-			best = cnt;
-			o->rank = c->w[i].rank;
+		for (k = 0; k < nd && dr[k] != c->w[i].rank; k++)
+			;
+		if (k == nd) {
+			dr[nd] = c->w[i].rank;
+			dn[nd++] = 0;
 		}
+		dn[k]++;
 	}
+	for (k = 0; k < nd; k++)
+		if (dn[k] > best) {
+			best = dn[k];
+			o->rank = dr[k];
+		}
 	o->late_steps = best;
 	for (i = 0; i < n; i++)
 		if (o->rank >= 0 && c->w[i].counted && c->w[i].rank == o->rank)

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "decode.h"
 #include "log.h"
 #include "rline.h"
@@ -489,6 +490,7 @@ static int line(struct replay *rp, struct rp_file *f, bool exact_ok, const char 
 static int load_file(struct replay *rp, const char *name, int domain, bool exact_ok)
 {
 	struct rp_file f = { .name = name, .domain = domain, .world = -1 };
+	struct stat st;
 	FILE *in = strcmp(name, "-") ? fopen(name, "r") : stdin;
 	unsigned long skipped = 0, first_skip = 0;
 	char *buf = NULL;
@@ -502,6 +504,16 @@ static int load_file(struct replay *rp, const char *name, int domain, bool exact
 		pr_warn("replay: failed to open '%s': %s; give a recording (--json --events) or an "
 			"op trace", name, strerror(-err));
 		return err;
+	}
+	/* room for a record every ~80 bytes at once: no copy per doubling of a large trace */
+	if (!fstat(fileno(in), &st) && S_ISREG(st.st_mode) && st.st_size > 0 &&
+	    (size_t)st.st_size / 80 > rp->caprec && (size_t)st.st_size / 80 < (1UL << 28)) {
+		struct rp_rec *nr = realloc(rp->rec, (st.st_size / 80) * sizeof(*nr));
+
+		if (nr) {
+			rp->rec = nr;
+			rp->caprec = st.st_size / 80;
+		}
 	}
 	while ((n = getline(&buf, &cap, in)) > 0) {
 		size_t from = rp->nrec;

@@ -19,6 +19,7 @@
 
 #define RP_ANCHORS	8	/* columns of known clock a column is compared with, at most */
 #define RP_MATCH_MIN	3	/* shared collectives that make an offset */
+#define RP_SEEN		4096	/* ranks remembered while columns are listed */
 
 struct rp_key {
 	int job, rank, key;
@@ -37,27 +38,72 @@ static int cmp_key(const void *a, const void *b)
 	return x->key < y->key ? -1 : x->key > y->key;
 }
 
-static int cmp_by_col_start(const void *a, const void *b)
-{
-	const struct rp_rec *x = a, *y = b;
+/* Records (~100 bytes) are ordered through small keys; a stable LSD radix sort keeps a
+ * replay of millions of records from spending its time in qsort. */
+struct rp_order {
+	uint64_t k;
+	uint32_t idx;
+};
 
-	if (x->job != y->job)
-		return x->job < y->job ? -1 : 1;
-	if (x->f.col != y->f.col)
-		return x->f.col < y->f.col ? -1 : 1;
-	if (x->f.start != y->f.start)
-		return x->f.start < y->f.start ? -1 : 1;
-	return x->idx < y->idx ? -1 : x->idx > y->idx;
+/* Stable sort of o[0..n) by k, tmp as large; passes whose byte is alike everywhere are
+ * skipped (a column number needs one or two). */
+static void radix(struct rp_order *o, struct rp_order *tmp, size_t n)
+{
+	size_t cnt[256], i, sum;
+	int shift, b;
+
+	for (shift = 0; shift < 64; shift += 8) {
+		memset(cnt, 0, sizeof(cnt));
+		for (i = 0; i < n; i++)
+			cnt[(o[i].k >> shift) & 0xff]++;
+		for (b = 0; b < 256 && cnt[b] != n; b++)
+			;
+		if (b < 256)
+			continue;	/* one byte value: nothing moves */
+		for (b = 0, sum = 0; b < 256; b++) {
+			size_t c = cnt[b];
+
+			cnt[b] = sum;
+			sum += c;
+		}
+		for (i = 0; i < n; i++)
+			tmp[cnt[(o[i].k >> shift) & 0xff]++] = o[i];
+		memcpy(o, tmp, n * sizeof(*o));
+	}
 }
 
-static int cmp_by_done(const void *a, const void *b)
+/* The order of the records by job, column and start (by_col), or by when they were done;
+ * equal keys keep their input order. */
+static int sort_records(struct replay *rp, bool by_col, uint32_t *ord)
 {
-	const struct rp_rec *x = a, *y = b;
-	uint64_t dx = feed__done_ns(&x->f), dy = feed__done_ns(&y->f);
+	struct rp_order *o = malloc((rp->nrec + 1) * sizeof(*o));
+	struct rp_order *tmp = malloc((rp->nrec + 1) * sizeof(*tmp));
+	size_t i;
 
-	if (dx != dy)
-		return dx < dy ? -1 : 1;
-	return x->idx < y->idx ? -1 : x->idx > y->idx;
+	if (!o || !tmp) {
+		free(o);
+		free(tmp);
+		return -ENOMEM;
+	}
+	for (i = 0; i < rp->nrec; i++) {
+		const struct rp_rec *r = &rp->rec[i];
+
+		o[i] = (struct rp_order){ by_col ? r->f.start : feed__done_ns(&r->f), (uint32_t)i };
+	}
+	radix(o, tmp, rp->nrec);
+	if (by_col) {	/* then by job and column, stable: start order holds within each */
+		for (i = 0; i < rp->nrec; i++) {
+			const struct rp_rec *r = &rp->rec[o[i].idx];
+
+			o[i].k = ((uint64_t)(uint32_t)(r->job + 1) << 32) | (uint32_t)(r->f.col + 1);
+		}
+		radix(o, tmp, rp->nrec);
+	}
+	for (i = 0; i < rp->nrec; i++)
+		ord[i] = o[i].idx;
+	free(o);
+	free(tmp);
+	return 0;
 }
 
 /* A recording's pid as its rank line said it, or NULL. */
@@ -76,9 +122,12 @@ static int columns(struct replay *rp)
 {
 	struct rp_key *key = malloc((rp->nrec + 1) * sizeof(*key));
 	struct rp_key *u = malloc((rp->nrec + 1) * sizeof(*u)), *hit;
+	struct rp_key seen[RP_SEEN];
 	size_t i, n = 0, m;
+	uint32_t h;
 	int err = 0;
 
+	memset(seen, 0xff, sizeof(seen));	/* job -1 never repeats: it is skipped */
 	if (!key || !u) {
 		err = -ENOMEM;
 		goto out;
@@ -104,6 +153,11 @@ static int columns(struct replay *rp)
 		} else {
 			x->domain = -1 - r->key;	/* each rank of a trace: a clock of its own */
 		}
+		/* most records repeat a recent rank: a small cache keeps the sort short */
+		h = ((uint32_t)x->key * 2654435761u ^ (uint32_t)x->job) % RP_SEEN;
+		if (seen[h].job == x->job && seen[h].key == x->key && seen[h].rank == x->rank)
+			continue;
+		seen[h] = *x;
 		u[n++] = *x;
 	}
 	qsort(u, n, sizeof(*u), cmp_key);
@@ -151,15 +205,14 @@ out:
 
 /* An op trace's sequence numbers, per rank and communicator in entry order (as the probes
  * count them), and the ops each rank never ended. Records end sorted by job, column, start. */
-static int sequence(struct replay *rp)
+static int sequence(struct replay *rp, const uint32_t *ord)
 {
 	struct { uint64_t comm, next; } *cn = NULL;
 	int ncn = 0, capcn = 0, job = -2, col = -2, k;
 	size_t i;
 
-	qsort(rp->rec, rp->nrec, sizeof(*rp->rec), cmp_by_col_start);
 	for (i = 0; i < rp->nrec; i++) {
-		struct rp_rec *r = &rp->rec[i];
+		struct rp_rec *r = &rp->rec[ord[i]];
 		struct rp_col *c;
 
 		if (r->job < 0 || r->f.col < 0)
@@ -241,7 +294,8 @@ static int offset(const struct rp_ret *a, int na, const struct rp_ret *b, int nb
 }
 
 /* Every column's clock offset from column 0's, then every record on that one clock. */
-static int clocks(struct replay *rp, struct rp_job *j, size_t from, size_t to)
+static int clocks(struct replay *rp, struct rp_job *j, const uint32_t *ord, size_t from,
+		  size_t to)
 {
 	struct rp_ret **ret = calloc(j->ncols, sizeof(*ret));
 	int *nret = calloc(j->ncols, sizeof(*nret)), *order = calloc(j->ncols, sizeof(*order));
@@ -252,8 +306,8 @@ static int clocks(struct replay *rp, struct rp_job *j, size_t from, size_t to)
 		err = -ENOMEM;
 		goto out;
 	}
-	for (i = from; i < to; i++) {	/* sorted by column: each column's returns in a run */
-		const struct rp_rec *r = &rp->rec[i];
+	for (i = from; i < to; i++) {	/* by column: each column's returns in a run */
+		const struct rp_rec *r = &rp->rec[ord[i]];
 
 		if (r->sync && r->f.kind == FEED_COLL && r->f.end && r->f.col >= 0)
 			nret[r->f.col]++;
@@ -267,7 +321,7 @@ static int clocks(struct replay *rp, struct rp_job *j, size_t from, size_t to)
 		nret[c] = 0;
 	}
 	for (i = from; i < to; i++) {
-		const struct rp_rec *r = &rp->rec[i];
+		const struct rp_rec *r = &rp->rec[ord[i]];
 
 		if (r->sync && r->f.kind == FEED_COLL && r->f.end && r->f.col >= 0)
 			ret[r->f.col][nret[r->f.col]++] = (struct rp_ret){ r->f.comm, r->f.seq,
@@ -303,7 +357,7 @@ static int clocks(struct replay *rp, struct rp_job *j, size_t from, size_t to)
 			"their clocks are taken as the first rank's", j->id, lost,
 			lost == 1 ? "" : "s", lost == 1 ? "s" : "");
 	for (i = from; i < to; i++) {
-		struct rp_rec *r = &rp->rec[i];
+		struct rp_rec *r = &rp->rec[ord[i]];
 		int64_t off;
 
 		if (r->f.col < 0)
@@ -338,17 +392,22 @@ static void advance_all(struct replay *rp, uint64_t t, bool final)
 int rp__run_merged(struct replay *rp)
 {
 	uint64_t tick = rp->o->tick_ns, next = 0, end = 0, hang_from = 0, t;
+	uint32_t *ord = malloc((rp->nrec + 1) * sizeof(*ord));
 	size_t i, from;
 	int err, k, c;
 
-	err = columns(rp);
+	err = ord ? columns(rp) : -ENOMEM;
 	if (!err)
-		err = sequence(rp);
-	for (i = 0; !err && i < rp->nrec;) {	/* sorted by job: each job's records in a run */
-		for (from = i; i < rp->nrec && rp->rec[i].job == rp->rec[from].job; i++)
+		err = sort_records(rp, true, ord);
+	if (!err)
+		err = sequence(rp, ord);
+	for (i = 0; !err && i < rp->nrec;) {	/* by job: each job's records in a run */
+		int job = rp->rec[ord[i]].job;
+
+		for (from = i; i < rp->nrec && rp->rec[ord[i]].job == job; i++)
 			;
-		if (rp->rec[from].job >= 0)
-			err = clocks(rp, &rp->jobs[rp->rec[from].job], from, i);
+		if (job >= 0)
+			err = clocks(rp, &rp->jobs[job], ord, from, i);
 	}
 	for (k = 0; !err && k < rp->njobs; k++) {
 		struct rp_job *j = &rp->jobs[k];
@@ -362,11 +421,12 @@ int rp__run_merged(struct replay *rp)
 			if (j->cols[c].open && j->cols[c].open_enter > hang_from)
 				hang_from = j->cols[c].open_enter;
 	}
+	if (!err)
+		err = sort_records(rp, false, ord);
 	if (err)
-		return err;
-	qsort(rp->rec, rp->nrec, sizeof(*rp->rec), cmp_by_done);
+		goto out;
 	for (i = 0; i < rp->nrec; i++) {
-		struct rp_rec *r = &rp->rec[i];
+		struct rp_rec *r = &rp->rec[ord[i]];
 
 		if (r->job < 0 || r->f.col < 0 || r->open)
 			continue;
@@ -390,5 +450,7 @@ int rp__run_merged(struct replay *rp)
 		next += tick;
 	}
 	advance_all(rp, end, true);
-	return 0;
+out:
+	free(ord);
+	return err;
 }

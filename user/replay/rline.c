@@ -160,7 +160,7 @@ static bool digits(const struct rline_member *m, uint64_t *v, bool *neg)
 	if (p == e)
 		return false;
 	for (; p < e; p++) {
-		if (*p < '0' || *p > '9' || x > (UINT64_MAX - 9) / 10)
+		if (*p < '0' || *p > '9' || x > (UINT64_MAX - (uint64_t)(*p - '0')) / 10)
 			return false;
 		x = x * 10 + (*p - '0');
 	}

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# diagnose --replay of live recordings: a real 2-rank OpenMPI job with a slow rank (picked at
+# random) and a real PyTorch DDP (gloo) job with a slow data loader, each recorded with
+# diagnose --json --events, then replayed with no root and no BPF. The replay must give the
+# same step count, the same verdict classes and ranks, and in fact the very same step, rule,
+# verdict and cost lines: both runs feed the model through one path (model/feed.c). Then the
+# replay's own report and its bad-input errors.
+. "$(dirname "$0")/../lib.sh"
+need_root
+command -v mpirun >/dev/null || skip "OpenMPI not installed (make deps)"
+
+record() {	# record NAME: diagnose --json --events of the job started as NAME
+	bg "${1}rs" "$RS" diagnose -p "$(ready_pids "$T/$1.out")" --json --events
+	wait_lines "$T/${1}rs.out" '"type":"rank"' 2 30 || fail "$1: rankscope did not attach"
+	touch "$T/$1.go"
+	wait_exit "$(eval echo "\$PID_$1")" 180 || fail "$1: the job failed"
+	wait_exit "$(eval echo "\$PID_${1}rs")" 60 || fail "$1: rankscope did not exit"
+}
+
+# the replay runs as nobody: it needs neither root nor the kernel
+replay() {	# replay NAME ARGS...: the recording NAME replayed into $T/NAME.rp
+	local name=$1
+	shift
+	chmod 755 "$T"
+	chmod 644 "$T/${name}rs.out"
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$RS" diagnose --replay \
+		"$T/${name}rs.out" "$@" >"$T/$name.rp" 2>"$T/$name.rperr" ||
+		fail "$name: replay failed: $(cat "$T/$name.rperr")"
+}
+
+SLOW=$((RANDOM % 2))
+bg mpi mpirun --allow-run-as-root --oversubscribe -np 2 "$FIX/mpi_loop" --go-file "$T/mpi.go" \
+	--compute-us 1000 --iters 150 --slow-rank $SLOW --slow-us 4000
+wait_lines "$T/mpi.out" '^ready rank=' 2 60 || fail "MPI job did not start"
+record mpi
+replay mpi --json
+
+if $PY -c 'import torch' 2>/dev/null; then
+	bg ddp "$ZOO_DDP" 2 --go-file "$T/ddp.go" --steps 40 --data-dir "$T/data" \
+		--fault slowdata:1:40
+	wait_lines "$T/ddp.out" '^ready rank=' 2 120 || fail "DDP job did not start"
+	record ddp
+	replay ddp --json
+	JOBS="mpi ddp"
+else
+	echo "python3-torch not installed: the DDP recording is left out"
+	JOBS=mpi
+fi
+
+$PY - "$T" $SLOW $JOBS <<'PY' || exit 1
+import json, sys, collections
+T, slow, jobs = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+MODEL = ('rule', 'step', 'verdict', 'cost', 'cost_total')
+for name in jobs:
+    live = [l for l in open(f"{T}/{name}rs.out") if l.startswith('{')
+            and json.loads(l)['type'] in MODEL]
+    rp = [l for l in open(f"{T}/{name}.rp")]
+    kinds = collections.Counter(json.loads(l)['type'] for l in live)
+    assert kinds['step'] >= 40 and kinds['verdict'] >= 1, (name, kinds)
+    lv = [json.loads(l) for l in live]
+    rv = [json.loads(l) for l in rp]
+    steps = lambda v: collections.Counter(d['rank'] for d in v if d['type'] == 'step')
+    verdicts = lambda v: [(d['class'], d['rank']) for d in v if d['type'] == 'verdict']
+    assert steps(lv) == steps(rv), (name, steps(lv), steps(rv))
+    assert verdicts(lv) == verdicts(rv), (name, verdicts(lv)[:5], verdicts(rv)[:5])
+    diff = [(a, b) for a, b in zip(live, rp) if a != b]
+    assert len(live) == len(rp) and not diff, \
+        f"{name}: {len(live)} live lines, {len(rp)} replayed; first difference {diff[:1]}"
+    print(f"{name}: {kinds['step']} rank-steps, {kinds['verdict']} verdicts "
+          f"({collections.Counter(verdicts(lv)).most_common(2)}): replayed line for line")
+mpi = [json.loads(l) for l in open(f"{T}/mpi.rp")]
+assert any(d['type'] == 'verdict' and d['class'] == 'compute' and d['rank'] == slow
+           and d['persistent'] for d in mpi), f"no persistent compute verdict on rank {slow}"
+PY
+
+# the human report, from the recording alone
+setpriv --reuid=65534 --regid=65534 --clear-groups "$RS" diagnose --replay "$T/mpirs.out" \
+	>"$T/report.txt" 2>&1 || fail "replay report failed: $(cat "$T/report.txt")"
+grep -q "^verdict: compute on rank $SLOW (persistent)" "$T/report.txt" ||
+	fail "replay report: $(cat "$T/report.txt")"
+
+# bad input: one line that names the file (and line) and the fix; nothing else runs
+"$RS" diagnose --replay "$T/none.jsonl" >"$T/e1" 2>&1
+[ $? = 1 ] && grep -q "failed to open '$T/none.jsonl'" "$T/e1" || fail "missing file: $(cat "$T/e1")"
+printf '{"type":"op","rank":0,"op":"allredcue","start_ns":1,"dur_ns":2}\n' >"$T/bad.jsonl"
+"$RS" diagnose --replay "$T/bad.jsonl" >"$T/e2" 2>&1
+[ $? = 1 ] && grep -q "bad.jsonl:1: unknown op 'allredcue'" "$T/e2" || fail "bad op: $(cat "$T/e2")"
+"$RS" diagnose --replay "$T/bad.jsonl" -p 1 >"$T/e3" 2>&1
+[ $? = 2 ] && grep -q -- "--replay reads recorded input" "$T/e3" || fail "-p: $(cat "$T/e3")"
+pass "recordings replay line for line; the report and bad input hold"

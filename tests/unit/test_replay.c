@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/* replay: the line reader, and op traces through the model (clock offsets, shuffled lines,
+ * a hang, bad input). */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include "replay.h"
+#include "rline.h"
+
+#define MS 1000000ULL
+
+static void rline__members__typed_reads(void **state)
+{
+	const char *t = " {\"type\":\"op\", \"rank\":3,\"neg\":-5,\"big\":18446744073709551615,"
+			"\"s\":\"a\\\"b\\u0041\\u00e9\",\"n\":null,\"b\":true,"
+			"\"o\":{\"x\":[1,{\"y\":\"}\"}]},\"f\":1.5} ";
+	struct rline l;
+	uint64_t u;
+	int64_t i;
+	char buf[16];
+	const char *raw;
+	size_t len;
+	bool b;
+
+	assert_int_equal(rline__parse(t, strlen(t), &l), 0);
+	assert_int_equal(l.n, 9);
+	assert_true(rline__is(&l, "type", "op"));
+	assert_true(rline__u64(&l, "rank", &u) && u == 3);
+	assert_false(rline__u64(&l, "neg", &u));
+	assert_true(rline__i64(&l, "neg", &i) && i == -5);
+	assert_true(rline__u64(&l, "big", &u) && u == UINT64_MAX);
+	assert_false(rline__i64(&l, "big", &i));
+	assert_int_equal(rline__str(&l, "s", buf, sizeof(buf)), 5);
+	assert_string_equal(buf, "a\"bA?");
+	assert_true(rline__null(&l, "n"));
+	assert_true(rline__bool(&l, "b", &b) && b);
+	raw = rline__raw(&l, "o", &len);
+	assert_non_null(raw);
+	assert_int_equal(len, strlen("{\"x\":[1,{\"y\":\"}\"}]}"));
+	assert_false(rline__u64(&l, "f", &u));	/* not an integer */
+	assert_false(rline__u64(&l, "missing", &u));
+	assert_int_equal(rline__str(&l, "s", buf, 3), 2);	/* cut, terminated */
+}
+
+static void rline__broken__einval(void **state)
+{
+	static const char *const bad[] = {
+		"", "[]", "{", "{\"a\"}", "{\"a\":}", "{\"a\":1,}", "{\"a\":1} x", "{\"a\":\"x}",
+		"{\"a\":{\"b\":1}", "{\"a\":tru}", "{\"a\":[1,2}", "{a:1}", "{\"a\":1 \"b\":2}",
+	};
+	struct rline l;
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(rline__parse(bad[i], strlen(bad[i]), &l), -EINVAL);
+}
+
+/* An op trace of W ranks: compute (rank `slow` 3 ms longer), then an all-reduce whose return
+ * is the same instant everywhere; each rank's times on its own clock (off[r]), lines in
+ * reverse order. steps < 0: the last step's all-reduce never returns on ranks but `slow`,
+ * which computes on forever. */
+static char *trace(int W, int steps, int slow, const int64_t *off)
+{
+	char *path = strdup("/tmp/rs-replay-XXXXXX"), **lines;
+	int n = 0, s, r, hang = steps < 0, fd;
+	uint64_t t = 10000 * MS, arrive[16];
+	FILE *f;
+
+	if (hang)
+		steps = -steps;
+	lines = calloc(2 * W * steps + 2, sizeof(*lines));
+	fd = mkstemp(path);
+	assert_true(fd >= 0 && lines);
+	f = fdopen(fd, "w");
+	fprintf(f, "{\"type\":\"meta\",\"world_size\":%d,\"job\":\"t\"}\n", W);
+	for (s = 0; s < steps; s++) {
+		bool last = hang && s == steps - 1;
+		uint64_t done = 0;
+
+		for (r = 0; r < W; r++) {
+			uint64_t c = 2 * MS + (r == slow ? 3 * MS : 0) + (s * 7 + r) % 5 * 10000;
+
+			arrive[r] = t + c;
+			if (arrive[r] > done)
+				done = arrive[r];
+			if (last && r == slow)
+				assert_true(asprintf(&lines[n++], "{\"type\":\"op\",\"rank\":%d,\"op\":"
+						     "\"compute\",\"start_ns\":%lld}", r,
+						     (long long)(t + off[r])) > 0);
+			else
+				assert_true(asprintf(&lines[n++], "{\"type\":\"op\",\"rank\":%d,\"op\":"
+						     "\"compute\",\"start_ns\":%lld,\"dur_ns\":%llu}",
+						     r, (long long)(t + off[r]),
+						     (unsigned long long)c) > 0);
+		}
+		done += 200000;
+		for (r = 0; r < W; r++) {
+			if (last && r == slow)
+				continue;
+			if (last)
+				assert_true(asprintf(&lines[n++], "{\"type\":\"op\",\"rank\":%d,\"op\":"
+						     "\"allreduce\",\"start_ns\":%lld,\"comm\":\"w\"}",
+						     r, (long long)(arrive[r] + off[r])) > 0);
+			else
+				assert_true(asprintf(&lines[n++], "{\"type\":\"op\",\"rank\":%d,\"op\":"
+						     "\"allreduce\",\"start_ns\":%lld,\"dur_ns\":%llu,"
+						     "\"comm\":\"w\",\"bytes\":4096}", r,
+						     (long long)(arrive[r] + off[r]),
+						     (unsigned long long)(done - arrive[r])) > 0);
+		}
+		t = done;
+	}
+	while (n--) {
+		fprintf(f, "%s\n", lines[n]);
+		free(lines[n]);
+	}
+	free(lines);
+	fclose(f);
+	return path;
+}
+
+/* Replay path with --json into a string. */
+static char *run(char *path, int *err, uint64_t hang_ns)
+{
+	struct replay_opts o = {
+		.jcfg = { .mode = STEPS_AUTO, .window = 8, .hang_timeout_ns = hang_ns,
+			  .gpus_per_rank = 1 },
+		.tick_ns = 100 * MS, .json = true,
+	};
+	char *buf = NULL;
+	size_t len = 0;
+
+	o.out = open_memstream(&buf, &len);
+	assert_non_null(o.out);
+	*err = replay__run(&path, 1, &o);
+	fclose(o.out);
+	return buf;
+}
+
+static int count(const char *text, const char *needle)
+{
+	int n = 0;
+
+	for (; (text = strstr(text, needle)); text++)
+		n++;
+	return n;
+}
+
+static void replay__offset_clocks_shuffled__compute_on_slow_rank(void **state)
+{
+	static const int64_t off[4] = { 0, 5000 * MS, -3000 * MS, 123456789 };
+	char *path = trace(4, 60, 2, off), *out;
+	int err;
+
+	out = run(path, &err, 60000 * MS);
+	assert_int_equal(err, 0);
+	if (!strstr(out, "\"class\":\"compute\",\"rank\":2,\"persistent\":true"))
+		fail_msg("no persistent compute verdict on rank 2: %s", strstr(out, "verdict") ? strstr(out, "verdict") : out);
+	assert_int_equal(count(out, "\"class\":\"compute\",\"rank\":2,"),
+			 count(out, "\"type\":\"verdict\""));
+	/* each rank's steps, on its own clock: rank 1's are 5 s ahead of rank 0's */
+	assert_true(count(out, "\"type\":\"step\"") >= 4 * 55);
+	assert_non_null(strstr(out, "\"rank\":1,\"pid\":0,\"step\":1,\"start_ns\":150"));
+	free(out);
+	unlink(path);
+	free(path);
+}
+
+static void replay__never_returns__hang_on_the_computing_rank(void **state)
+{
+	static const int64_t off[3] = { 0, 0, 0 };
+	char *path = trace(3, -30, 1, off), *out;
+	int err;
+
+	out = run(path, &err, 2000 * MS);
+	assert_int_equal(err, 0);
+	assert_non_null(strstr(out, "\"class\":\"hang\",\"rank\":1,"));
+	free(out);
+	unlink(path);
+	free(path);
+}
+
+static void replay__bad_op__einval_nothing_run(void **state)
+{
+	static const char text[] = "{\"type\":\"op\",\"rank\":0,\"op\":\"allreduce\","
+				   "\"start_ns\":1,\"dur_ns\":5}\n"
+				   "{\"type\":\"op\",\"rank\":0,\"op\":\"nope\",\"start_ns\":1}\n";
+	char path[] = "/tmp/rs-replay-XXXXXX", *out;
+	int fd = mkstemp(path), err;
+
+	assert_true(fd >= 0);
+	assert_true(write(fd, text, strlen(text)) == (ssize_t)strlen(text));
+	close(fd);
+	out = run(path, &err, 60000 * MS);
+	assert_int_equal(err, -EINVAL);
+	assert_int_equal(count(out ? out : "", "\"type\""), 0);
+	free(out);
+	unlink(path);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(rline__members__typed_reads),
+		cmocka_unit_test(rline__broken__einval),
+		cmocka_unit_test(replay__offset_clocks_shuffled__compute_on_slow_rank),
+		cmocka_unit_test(replay__never_returns__hang_on_the_computing_rank),
+		cmocka_unit_test(replay__bad_op__einval_nothing_run),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
