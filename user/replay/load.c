@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include "decode.h"
 #include "log.h"
@@ -57,17 +58,36 @@ static struct rp_pid *pid_slot(struct replay *rp, pid_t pid, bool add)
 	return NULL;
 }
 
+/* Room for cap records. Millions of them: on huge pages where the kernel lends them, or a
+ * replay spends a sixth of its time in page faults. */
+void *rp__big(size_t bytes)
+{
+	void *p = NULL;
+
+	if (posix_memalign(&p, 2UL << 20, bytes))
+		return NULL;
+	madvise(p, bytes, MADV_HUGEPAGE);	/* a hint: THP off or "never" is fine */
+	return p;
+}
+
+static int grow(struct replay *rp, size_t cap)
+{
+	void *n = rp__big(cap * sizeof(struct rp_rec));
+
+	if (!n)
+		return -ENOMEM;
+	if (rp->nrec)
+		memcpy(n, rp->rec, rp->nrec * sizeof(struct rp_rec));
+	free(rp->rec);
+	rp->rec = n;
+	rp->caprec = cap;
+	return 0;
+}
+
 static int keep(struct replay *rp, const struct rp_rec *r)
 {
-	if (rp->nrec == rp->caprec) {
-		size_t cap = rp->caprec ? rp->caprec * 2 : 65536;
-		struct rp_rec *n = realloc(rp->rec, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		rp->rec = n;
-		rp->caprec = cap;
-	}
+	if (rp->nrec == rp->caprec && grow(rp, rp->caprec ? rp->caprec * 2 : 65536))
+		return -ENOMEM;
 	rp->rec[rp->nrec] = *r;
 	rp->rec[rp->nrec].idx = (uint32_t)rp->nrec;
 	rp->nrec++;
@@ -144,7 +164,7 @@ static int op_line(struct replay *rp, struct rp_file *f, const struct rline *l)
 		if (rline__str(l, "lib", op, sizeof(op)) >= 0 &&
 		    (v = decode__by_name(decode__lib_name, RS_LIB_MAX, op)) > 0)
 			r.f.lib = v;
-		rp__comm(rp, comm, strlen(comm), &r.f.comm);
+		r.comm_idx = rp__comm(rp, comm, strlen(comm), &r.f.comm);
 		r.f.bytes = bytes;
 		if (rline__i64(l, "peer", &peer) && peer >= 0 && peer < INT16_MAX)
 			r.f.peer = (int32_t)peer;
@@ -223,8 +243,9 @@ static int rec_line(struct replay *rp, struct rp_file *f, const char *type, cons
 				   "rankscope?");
 		r->f.op = v;
 		/* the model keys communicators by the hash of their global name, as live */
+		r->comm_idx = -1;
 		if ((v = rline__str(l, "comm", s, sizeof(s))) >= 0)
-			rp__comm(rp, s, v, &r->f.comm);
+			r->comm_idx = rp__comm(rp, s, v, &r->f.comm);
 		if (rline__str(l, "lib", s, sizeof(s)) >= 0 &&
 		    (v = decode__by_name(decode__lib_name, RS_LIB_MAX, s)) >= 0)
 			r->f.lib = v;
@@ -507,14 +528,8 @@ static int load_file(struct replay *rp, const char *name, int domain, bool exact
 	}
 	/* room for a record every ~80 bytes at once: no copy per doubling of a large trace */
 	if (!fstat(fileno(in), &st) && S_ISREG(st.st_mode) && st.st_size > 0 &&
-	    (size_t)st.st_size / 80 > rp->caprec && (size_t)st.st_size / 80 < (1UL << 28)) {
-		struct rp_rec *nr = realloc(rp->rec, (st.st_size / 80) * sizeof(*nr));
-
-		if (nr) {
-			rp->rec = nr;
-			rp->caprec = st.st_size / 80;
-		}
-	}
+	    rp->nrec + st.st_size / 80 > rp->caprec && (size_t)st.st_size / 80 < (1UL << 28))
+		grow(rp, rp->nrec + st.st_size / 80);	/* else it grows as it reads */
 	while ((n = getline(&buf, &cap, in)) > 0) {
 		size_t from = rp->nrec;
 

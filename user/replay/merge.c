@@ -45,46 +45,50 @@ struct rp_order {
 	uint32_t idx;
 };
 
-/* Stable sort of o[0..n) by k, tmp as large; passes whose byte is alike everywhere are
+/* Stable sort of o[0..n) by its k, tmp as large; passes whose byte is alike everywhere are
  * skipped (a column number needs one or two). */
-static void radix(struct rp_order *o, struct rp_order *tmp, size_t n)
-{
-	size_t cnt[256], i, sum;
-	int shift, b;
-
-	for (shift = 0; shift < 64; shift += 8) {
-		memset(cnt, 0, sizeof(cnt));
-		for (i = 0; i < n; i++)
-			cnt[(o[i].k >> shift) & 0xff]++;
-		for (b = 0; b < 256 && cnt[b] != n; b++)
-			;
-		if (b < 256)
-			continue;	/* one byte value: nothing moves */
-		for (b = 0, sum = 0; b < 256; b++) {
-			size_t c = cnt[b];
-
-			cnt[b] = sum;
-			sum += c;
-		}
-		for (i = 0; i < n; i++)
-			tmp[cnt[(o[i].k >> shift) & 0xff]++] = o[i];
-		memcpy(o, tmp, n * sizeof(*o));
-	}
+#define RADIX(name, type)							\
+static void name(type *o, type *tmp, size_t n)					\
+{										\
+	size_t cnt[256], i, sum;						\
+	int shift, b;								\
+										\
+	for (shift = 0; shift < 64; shift += 8) {				\
+		memset(cnt, 0, sizeof(cnt));					\
+		for (i = 0; i < n; i++)						\
+			cnt[(o[i].k >> shift) & 0xff]++;			\
+		for (b = 0; b < 256 && cnt[b] != n; b++)			\
+			;							\
+		if (b < 256)							\
+			continue;	/* one byte value: nothing moves */	\
+		for (b = 0, sum = 0; b < 256; b++) {				\
+			size_t c = cnt[b];					\
+										\
+			cnt[b] = sum;						\
+			sum += c;						\
+		}								\
+		for (i = 0; i < n; i++)						\
+			tmp[cnt[(o[i].k >> shift) & 0xff]++] = o[i];		\
+		memcpy(o, tmp, n * sizeof(*o));					\
+	}									\
 }
 
+RADIX(radix, struct rp_order)
+
+/* A collective a column returned from: k its communicator's number and seq, t its return. */
+struct rp_ret {
+	uint64_t k, t;
+};
+
+RADIX(radix_ret, struct rp_ret)
+
 /* The order of the records by job, column and start (by_col), or by when they were done;
- * equal keys keep their input order. */
-static int sort_records(struct replay *rp, bool by_col, uint32_t *ord)
+ * equal keys keep their input order. o: scratch for 2 * nrec keys. */
+static void sort_records(struct replay *rp, bool by_col, uint32_t *ord, struct rp_order *o)
 {
-	struct rp_order *o = malloc((rp->nrec + 1) * sizeof(*o));
-	struct rp_order *tmp = malloc((rp->nrec + 1) * sizeof(*tmp));
+	struct rp_order *tmp = o + rp->nrec;
 	size_t i;
 
-	if (!o || !tmp) {
-		free(o);
-		free(tmp);
-		return -ENOMEM;
-	}
 	for (i = 0; i < rp->nrec; i++) {
 		const struct rp_rec *r = &rp->rec[i];
 
@@ -101,9 +105,6 @@ static int sort_records(struct replay *rp, bool by_col, uint32_t *ord)
 	}
 	for (i = 0; i < rp->nrec; i++)
 		ord[i] = o[i].idx;
-	free(o);
-	free(tmp);
-	return 0;
 }
 
 /* A recording's pid as its rank line said it, or NULL. */
@@ -117,50 +118,65 @@ static const struct rp_pid *pid_of(const struct replay *rp, pid_t pid)
 	return NULL;
 }
 
+/* Record r's job, rank and clock into x; false: not a rank's (a pid with no rank line). */
+static bool rec_key(struct replay *rp, struct rp_rec *r, struct rp_key *x)
+{
+	const struct rp_pid *p;
+	struct rp_job *j;
+
+	*x = (struct rp_key){ .job = r->job, .key = r->key, .rank = r->key,
+			      .domain = -1 - r->key, .trace = r->trace };
+	if (r->trace)
+		return true;	/* each rank of a trace: a clock of its own */
+	/* a recording's pid: its rank line says who it is; its file is its clock */
+	p = pid_of(rp, r->key);
+	if (!p || !p->job_id[0] || !(j = rp__job(rp, p->job_id))) {
+		r->job = -1;
+		return false;
+	}
+	r->job = x->job = j - rp->jobs;
+	x->rank = p->rank;
+	x->domain = r->domain;
+	if (p->world > j->world)
+		j->world = p->world;
+	return true;
+}
+
+static bool same_key(const struct rp_key *a, const struct rp_key *b)
+{
+	return a->job == b->job && a->key == b->key && a->rank == b->rank;
+}
+
 /* Which job and rank each record is; the columns of every job, in rank order. */
 static int columns(struct replay *rp)
 {
-	struct rp_key *key = malloc((rp->nrec + 1) * sizeof(*key));
-	struct rp_key *u = malloc((rp->nrec + 1) * sizeof(*u)), *hit;
-	struct rp_key seen[RP_SEEN];
-	size_t i, n = 0, m;
+	struct rp_key seen[RP_SEEN], x, *u = NULL, *hit;
+	size_t i, n = 0, m, cap = 0;
 	uint32_t h;
 	int err = 0;
 
 	memset(seen, 0xff, sizeof(seen));	/* job -1 never repeats: it is skipped */
-	if (!key || !u) {
-		err = -ENOMEM;
-		goto out;
-	}
 	for (i = 0; i < rp->nrec; i++) {
-		struct rp_rec *r = &rp->rec[i];
-		struct rp_key *x = &key[i];
-
-		*x = (struct rp_key){ .job = r->job, .key = r->key, .rank = r->key,
-				      .domain = r->domain, .trace = r->trace };
-		if (!r->trace) {	/* a recording's pid: its rank line says who it is */
-			const struct rp_pid *p = pid_of(rp, r->key);
-			struct rp_job *j;
-
-			if (!p || !p->job_id[0] || !(j = rp__job(rp, p->job_id))) {
-				r->job = x->job = -1;	/* no rank line: not a rank */
-				continue;
-			}
-			r->job = x->job = j - rp->jobs;
-			x->rank = p->rank;
-			if (p->world > j->world)
-				j->world = p->world;
-		} else {
-			x->domain = -1 - r->key;	/* each rank of a trace: a clock of its own */
-		}
-		/* most records repeat a recent rank: a small cache keeps the sort short */
-		h = ((uint32_t)x->key * 2654435761u ^ (uint32_t)x->job) % RP_SEEN;
-		if (seen[h].job == x->job && seen[h].key == x->key && seen[h].rank == x->rank)
+		if (!rec_key(rp, &rp->rec[i], &x))
 			continue;
-		seen[h] = *x;
-		u[n++] = *x;
+		/* most records repeat a recent rank: a small cache keeps the list short */
+		h = ((uint32_t)x.key * 2654435761u ^ (uint32_t)x.job) % RP_SEEN;
+		if (same_key(&seen[h], &x))
+			continue;
+		seen[h] = x;
+		if (n == cap) {
+			struct rp_key *nu = realloc(u, (cap = cap ? 2 * cap : 1024) * sizeof(*u));
+
+			if (!nu) {
+				err = -ENOMEM;
+				goto out;
+			}
+			u = nu;
+		}
+		u[n++] = x;
 	}
-	qsort(u, n, sizeof(*u), cmp_key);
+	if (u)
+		qsort(u, n, sizeof(*u), cmp_key);
 	for (i = 0, m = 0; i < n; i++)	/* unique (job, rank, key) */
 		if (!m || cmp_key(&u[m - 1], &u[i]))
 			u[m++] = u[i];
@@ -169,15 +185,15 @@ static int columns(struct replay *rp)
 		struct rp_col *c;
 
 		if (j->ncols == j->cap) {
-			int cap = j->cap ? j->cap * 2 : 16;
-			struct rp_col *nc = realloc(j->cols, cap * sizeof(*nc));
+			int ncap = j->cap ? j->cap * 2 : 16;
+			struct rp_col *nc = realloc(j->cols, ncap * sizeof(*nc));
 
 			if (!nc) {
 				err = -ENOMEM;
 				goto out;
 			}
 			j->cols = nc;
-			j->cap = cap;
+			j->cap = ncap;
 		}
 		c = &j->cols[j->ncols++];
 		memset(c, 0, sizeof(*c));
@@ -186,19 +202,28 @@ static int columns(struct replay *rp)
 		c->domain = u[i].domain;
 		u[i].domain = j->ncols - 1;	/* from here on: its column */
 	}
+	memset(seen, 0xff, sizeof(seen));
 	for (i = 0; i < rp->nrec; i++) {
 		struct rp_rec *r = &rp->rec[i];
 
 		r->f.col = -1;
-		if (r->job < 0)
+		if (r->job < 0 && !r->trace)
 			continue;
-		hit = bsearch(&key[i], u, m, sizeof(*u), cmp_key);
-		r->f.col = hit ? hit->domain : -1;
+		if (!rec_key(rp, r, &x))
+			continue;
+		h = ((uint32_t)x.key * 2654435761u ^ (uint32_t)x.job) % RP_SEEN;
+		if (same_key(&seen[h], &x)) {
+			r->f.col = seen[h].domain;
+		} else {
+			hit = bsearch(&x, u, m, sizeof(*u), cmp_key);
+			r->f.col = hit ? hit->domain : -1;
+			if (hit)
+				seen[h] = *hit;
+		}
 		if (!r->trace && !r->f.tid)
 			r->f.tid = (uint32_t)r->key;
 	}
 out:
-	free(key);
 	free(u);
 	return err;
 }
@@ -254,41 +279,24 @@ static int sequence(struct replay *rp, const uint32_t *ord)
 	return 0;
 }
 
-struct rp_ret {
-	uint64_t comm, seq, t;
-};
-
-static int cmp_ret(const void *a, const void *b)
-{
-	const struct rp_ret *x = a, *y = b;
-
-	if (x->comm != y->comm)
-		return x->comm < y->comm ? -1 : 1;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
 /* Column b's clock minus column a's: the median over the collectives both returned from. */
 static int offset(const struct rp_ret *a, int na, const struct rp_ret *b, int nb, int64_t *off)
 {
-	int64_t *d = malloc((na < nb ? na : nb) * sizeof(*d) + 1);
+	uint64_t *d = malloc((na < nb ? na : nb) * sizeof(*d) + 1);
 	int i = 0, k = 0, n = 0;
 
 	if (!d)
 		return -ENOMEM;
 	while (i < na && k < nb) {
-		int c = cmp_ret(&a[i], &b[k]);
-
-		if (!c)
-			d[n++] = (int64_t)(b[k++].t - a[i++].t);
-		else if (c < 0)
+		if (a[i].k == b[k].k)	/* signed, as unsigned that sorts the same */
+			d[n++] = (b[k++].t - a[i++].t) ^ (1ULL << 63);
+		else if (a[i].k < b[k].k)
 			i++;
 		else
 			k++;
 	}
-	if (n >= RP_MATCH_MIN) {
-		qsort(d, n, sizeof(*d), detect__cmp_i64);
-		*off = d[n / 2];
-	}
+	if (n >= RP_MATCH_MIN)
+		*off = (int64_t)(detect__median(d, n) ^ (1ULL << 63));
 	free(d);
 	return n >= RP_MATCH_MIN ? 0 : -ENOENT;
 }
@@ -309,11 +317,11 @@ static int clocks(struct replay *rp, struct rp_job *j, const uint32_t *ord, size
 	for (i = from; i < to; i++) {	/* by column: each column's returns in a run */
 		const struct rp_rec *r = &rp->rec[ord[i]];
 
-		if (r->sync && r->f.kind == FEED_COLL && r->f.end && r->f.col >= 0)
+		if (r->sync && r->f.kind == FEED_COLL && r->f.end && r->f.col >= 0 && r->comm_idx >= 0)
 			nret[r->f.col]++;
 	}
 	for (c = 0; c < j->ncols; c++) {
-		ret[c] = malloc((nret[c] + 1) * sizeof(**ret));
+		ret[c] = malloc((2 * nret[c] + 1) * sizeof(**ret));	/* and radix scratch */
 		if (!ret[c]) {
 			err = -ENOMEM;
 			goto out;
@@ -323,12 +331,13 @@ static int clocks(struct replay *rp, struct rp_job *j, const uint32_t *ord, size
 	for (i = from; i < to; i++) {
 		const struct rp_rec *r = &rp->rec[ord[i]];
 
-		if (r->sync && r->f.kind == FEED_COLL && r->f.end && r->f.col >= 0)
-			ret[r->f.col][nret[r->f.col]++] = (struct rp_ret){ r->f.comm, r->f.seq,
-									   r->f.end };
+		if (r->sync && r->f.kind == FEED_COLL && r->f.end && r->f.col >= 0 && r->comm_idx >= 0)
+			ret[r->f.col][nret[r->f.col]++] = (struct rp_ret){
+				(uint64_t)r->comm_idx << 48 | (r->f.seq & ((1ULL << 48) - 1)),
+				r->f.end };
 	}
 	for (c = 0; c < j->ncols; c++)
-		qsort(ret[c], nret[c], sizeof(**ret), cmp_ret);
+		radix_ret(ret[c], ret[c] + nret[c], nret[c]);
 	for (c = 0; c < j->ncols; c++) {
 		/* a column on a clock already placed shares its offset */
 		for (a = 0; a < nknown; a++)
@@ -392,15 +401,16 @@ static void advance_all(struct replay *rp, uint64_t t, bool final)
 int rp__run_merged(struct replay *rp)
 {
 	uint64_t tick = rp->o->tick_ns, next = 0, end = 0, hang_from = 0, t;
-	uint32_t *ord = malloc((rp->nrec + 1) * sizeof(*ord));
+	uint32_t *ord = rp__big((rp->nrec + 1) * sizeof(*ord));
+	struct rp_order *o = rp__big((2 * rp->nrec + 1) * sizeof(*o));
 	size_t i, from;
 	int err, k, c;
 
-	err = ord ? columns(rp) : -ENOMEM;
-	if (!err)
-		err = sort_records(rp, true, ord);
-	if (!err)
+	err = ord && o ? columns(rp) : -ENOMEM;
+	if (!err) {
+		sort_records(rp, true, ord, o);
 		err = sequence(rp, ord);
+	}
 	for (i = 0; !err && i < rp->nrec;) {	/* by job: each job's records in a run */
 		int job = rp->rec[ord[i]].job;
 
@@ -421,10 +431,9 @@ int rp__run_merged(struct replay *rp)
 			if (j->cols[c].open && j->cols[c].open_enter > hang_from)
 				hang_from = j->cols[c].open_enter;
 	}
-	if (!err)
-		err = sort_records(rp, false, ord);
 	if (err)
 		goto out;
+	sort_records(rp, false, ord, o);
 	for (i = 0; i < rp->nrec; i++) {
 		struct rp_rec *r = &rp->rec[ord[i]];
 
@@ -452,5 +461,6 @@ int rp__run_merged(struct replay *rp)
 	advance_all(rp, end, true);
 out:
 	free(ord);
+	free(o);
 	return err;
 }

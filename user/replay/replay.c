@@ -173,16 +173,18 @@ int rp__comm(struct replay *rp, const char *name, size_t len, uint64_t *hash)
 	int k;
 
 	*hash = comms__fnv1a((const uint8_t *)name, len);
+	if (rp->ncomms && rp->comms[rp->last_comm].hash == *hash)
+		return rp->last_comm;
 	for (k = 0; k < rp->ncomms; k++)
 		if (rp->comms[k].hash == *hash)
-			return 0;
+			return rp->last_comm = k;
 	if (rp->ncomms == RP_COMMS_MAX)
-		return 0;	/* named by hash only in step lines */
-	u = &rp->comms[rp->ncomms++];
+		return -1;	/* named by hash only in step lines */
+	u = &rp->comms[rp->ncomms];
 	snprintf(u->name, sizeof(u->name), "%.*s", (int)len, name);
 	u->hash = *hash;
 	u->size = -1;
-	return 0;
+	return rp->last_comm = rp->ncomms++;
 }
 
 struct rp_job *rp__job(struct replay *rp, const char *id)

@@ -66,6 +66,7 @@ struct rp_rec {
 	bool trace;		/* from an op trace: each rank has a clock of its own */
 	uint8_t open;		/* an op never ended: 1 a collective, 2 on CPU, 3 blocked */
 	int domain;		/* the file it came from */
+	int16_t comm_idx;	/* COLL: its communicator's number (rp__comm), -1 none */
 	uint32_t idx;		/* input order, for a stable sort */
 };
 
@@ -82,7 +83,7 @@ struct replay {
 	struct rp_job jobs[RP_JOBS_MAX];
 	int njobs;
 	struct comm_use comms[RP_COMMS_MAX];
-	int ncomms;
+	int ncomms, last_comm;
 	bool exact;		/* a recording with model lines: replayed as it ran */
 	uint64_t answers_off;
 	/* a recording */
@@ -97,12 +98,17 @@ struct replay {
 int rp__build(struct replay *rp, struct rp_job *j);
 void rp__advance(struct rp_job *j, uint64_t t, bool final);
 const struct rp_answer *rp__answer(struct rp_job *j, enum job_q q, int col);
+/* The communicator called name: its hash (the model's key) in *hash; returns its number in
+ * rp->comms, or -1 past RP_COMMS_MAX names. */
 int rp__comm(struct replay *rp, const char *name, size_t len, uint64_t *hash);
 struct rp_job *rp__job(struct replay *rp, const char *id);
 
 /* load.c: read every file; a recording with model lines runs as it is read (rp->exact). */
 int rp__load(struct replay *rp, char *const *files, int n);
 void rp__free_records(struct replay *rp);
+/* bytes for millions of records or keys, on huge pages where the kernel lends them (or a
+ * replay spends a sixth of its time in page faults); free() it. NULL: no memory. */
+void *rp__big(size_t bytes);
 
 /* merge.c: columns, clocks and order for what rp__load kept, then the run. */
 int rp__run_merged(struct replay *rp);
