@@ -28,10 +28,14 @@
 #      ~1,000 collectives/s each, for attach --json and the daemon (tests/bench/userspace.sh).
 #  12. (selected by "s") an event storm: the most records rankscope drains with the default
 #      ring buffer, exact loss accounting, and the stage that limits (tests/bench/storm.sh).
+#  14. (selected by "r") diagnose --replay on one core: records/s on a large op trace and on a
+#      live recording (tests/bench/replay.sh).
+#  15. (selected by "m") the shape simulator on BENCH_SIM_SEEDS (default 5000) fresh seeds:
+#      verdicts, steps and phases scored against each draw's own truth (tests/sim/run).
 #
 # Knobs (environment): BENCH_ROUNDS, BENCH_CALLS, BENCH_COUNT, BENCH_RUNS, BENCH_NP,
 # BENCH_ITERS, BENCH_COMPUTE_US, BENCH_RUN_TIMEOUT (s), BENCH_RESULTS (markdown output),
-# BENCH_PARTS ("12": which parts to run; "0" is part 10, "u" 11, "s" 12), BENCH_UNTRACKED_ROUNDS, BENCH_RS_ARGS (extra `rankscope attach` options, e.g. "--no-sched", to find a cost's source).
+# BENCH_PARTS ("12": which parts to run; "0" is part 10, "u" 11, "s" 12, "r" 14, "m" 15), BENCH_UNTRACKED_ROUNDS, BENCH_RS_ARGS (extra `rankscope attach` options, e.g. "--no-sched", to find a cost's source).
 set -u -o pipefail
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -53,7 +57,7 @@ ITERS=${BENCH_ITERS:-400}
 COMPUTE_US=${BENCH_COMPUTE_US:-1000}
 RUN_TIMEOUT=${BENCH_RUN_TIMEOUT:-90}
 RESULTS=${BENCH_RESULTS:-tests/bench/results.md}
-PARTS=${BENCH_PARTS:-1234567890us}
+PARTS=${BENCH_PARTS:-1234567890usrm}
 UNTRACKED_ROUNDS=${BENCH_UNTRACKED_ROUNDS:-10}
 P2_ZOO_STEPS=${BENCH_ZOO_STEPS:-2000}	# ~2.4 ms steps: ~5 s a run
 P2_DDP_STEPS=${BENCH_DDP_STEPS:-600}
@@ -699,6 +703,14 @@ script_part() {
 	"rankscope's own process, 8 ranks at ~1,000 collectives/s, attach and daemon (~4 min)"
 [[ $PARTS == *s* ]] && script_part 12 storm \
 	"an event storm, 1 and 2 producers, alone and tracked (~1 min)"
+[[ $PARTS == *r* ]] && script_part 14 replay "diagnose --replay throughput on one core (~3 min)"
+if [[ $PARTS == *m* ]]; then
+	P15_START=$(date +%s)
+	log "part 15: the shape simulator on ${BENCH_SIM_SEEDS:-5000} fresh seeds (~30 min)"
+	tests/sim/run --fresh "${BENCH_SIM_SEEDS:-5000}" --jobs "$(nproc)" --out "$T/sim.md" \
+		>"$T/sim.out" 2>"$T/sim.err" || log "part 15: $(tail -2 "$T/sim.err")"
+	log "part 15 took $(( $(date +%s) - P15_START ))s"
+fi
 
 if [[ $PARTS == *9* ]]; then
 	P9_START=$(date +%s)
@@ -816,6 +828,11 @@ fi
 [ -s "$T/untracked.md" ] && cat "$T/untracked.md" >>"$RESULTS"
 [ -s "$T/userspace.md" ] && cat "$T/userspace.md" >>"$RESULTS"
 [ -s "$T/storm.md" ] && cat "$T/storm.md" >>"$RESULTS"
+[ -s "$T/replay.md" ] && cat "$T/replay.md" >>"$RESULTS"
+if [ -s "$T/sim.md" ]; then
+	printf '\n## 15. The shape simulator: fresh seeds\n\n' >>"$RESULTS"
+	cat "$T/sim.md" >>"$RESULTS"
+fi
 # the last make soak run (part 13) is not bench's: kept as it was
 [ -s "$T/soak_keep.md" ] && { echo; cat "$T/soak_keep.md"; } >>"$RESULTS"
 cat "$RESULTS"
