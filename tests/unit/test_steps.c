@@ -87,6 +87,8 @@ static enum phase ref_phase(uint64_t t, const struct tl_coll *c, int nc, const s
 		if (o[i].syscall == NR_FUTEX || o[i].syscall == 449 || o[i].syscall < 0)
 			in_futex = true;
 	}
+	if (in_coll && runnable)
+		return PH_SCHED_DELAY;	/* starved of CPU inside the call */
 	if (in_coll)
 		return PH_COMM;
 	if (in_file)
@@ -271,8 +273,9 @@ static void partition__comm_over_io__exact_ns(void **state)
 	struct phases p;
 
 	steps__partition(1000, 1300, &c, 1, &o, 1, &io, 1, 1000, &p);
-	/* [1000,1100) compute, [1100,1200) comm, [1200,1250) io, [1250,1300) compute */
-	expect(&p, 150, 0, 100, 50, 0, 0);
+	/* [1000,1100) compute, [1100,1150) comm, [1150,1200) runnable inside the collective:
+	 * sched_delay, [1200,1250) io (over its runnable time), [1250,1300) compute */
+	expect(&p, 150, 50, 50, 50, 0, 0);
 }
 
 static void partition__io_over_input_wait__exact_ns(void **state)
@@ -396,8 +399,14 @@ static void partition__collective_over_everything__all_comm(void **state)
 	};
 	struct phases p;
 
+	/* blocked (not runnable) inside the collective: comm over io, input and the wait */
+	o.runq = 0;
 	steps__partition(1000, 1300, &c, 1, &o, 1, io, 2, 0, &p);
 	expect(&p, 0, 0, 300, 0, 0, 0);
+	/* runnable for its last 100 ns inside the collective: starved of CPU there */
+	o.runq = 100;
+	steps__partition(1000, 1300, &c, 1, &o, 1, io, 2, 0, &p);
+	expect(&p, 0, 100, 200, 0, 0, 0);
 }
 
 static void partition__intervals_stick_out__clipped_to_step(void **state)
@@ -407,9 +416,10 @@ static void partition__intervals_stick_out__clipped_to_step(void **state)
 	struct tl_off o = { .start = 100, .end = 5000, .runq = 4000, .syscall = NR_UNKNOWN };
 	struct phases p;
 
-	/* off-CPU [100, 5000) runnable from 1000 on: the whole step */
+	/* off-CPU [100, 5000) runnable from 1000 on: the whole step, inside the collective too,
+	 * but not under the file read */
 	steps__partition(1000, 1300, &c, 1, &o, 1, &io, 1, 0, &p);
-	expect(&p, 0, 150, 100, 50, 0, 0);
+	expect(&p, 0, 250, 0, 50, 0, 0);
 }
 
 static void partition__runq_longer_than_interval__all_sched_delay(void **state)

@@ -570,6 +570,8 @@ int hub__feed_steps(struct hub *h, int node, const char *text, size_t len, uint6
 		}
 		for (ph = 0; ph < PH_MAX; ph++)
 			jsonp__uint64(&d, phs, steps__phase_name(ph), &s.ph[ph]);
+		if (jsonp__uint64(&d, v, "comm_sched_ns", &x) && x <= s.ph[PH_SCHED_DELAY])
+			s.comm_sched = x;
 		if (jsonp__uint64(&d, v, "collectives", &x) && x < (1u << 30))
 			s.collectives = (uint32_t)x;
 		ops = step_sig(&d, v, &s);
@@ -1016,10 +1018,12 @@ static int build_rows(struct hub *h, struct hjob *j, uint64_t kend, int w, struc
 
 			if ((int64_t)k - jn->shift < 0 || !(st = step_at(r, k - jn->shift)))
 				break;
-			comm = st->ph[PH_COMM] < st->dur_ns ? st->ph[PH_COMM] : st->dur_ns;
 			row[c].present = true;
 			row[c].dur_ns = st->dur_ns;
 			memcpy(row[c].ph.ns, st->ph, sizeof(row[c].ph.ns));
+			row[c].ph.comm_sched = st->comm_sched;
+			comm = steps__inside(&row[c].ph);	/* the time inside collectives */
+			comm = comm < st->dur_ns ? comm : st->dur_ns;
 			row[c].ph.other_nr = -1;
 			row[c].done_ns = done;
 			row[c].arrival_ns = done - comm;

@@ -42,7 +42,7 @@ static enum phase culprit_phase(const struct step_obs *row, int n, int cul, uint
  */
 static uint64_t waited(const struct step_obs *row, int c, bool gpu)
 {
-	return gpu ? row[c].ph.comm_wait : row[c].ph.ns[PH_COMM];
+	return gpu ? row[c].ph.comm_wait : steps__inside(&row[c].ph);
 }
 
 void cost__step(const struct step_obs *row, int n, struct cost_step *out)

@@ -567,6 +567,25 @@ static uint64_t ddp_done(const struct job_rank *r, uint64_t s, uint64_t e)
 	return t;
 }
 
+/* When a step's last collective completed on rank r: its return, or, when the rank then
+ * waits for it in the background (a wait marked as DDP's finalize_backward marks its own,
+ * right after the call: asynchronous collectives), the end of that wait. */
+static uint64_t coll_done(const struct job_rank *r, const struct tl_coll *c)
+{
+	uint64_t d;
+	int i;
+
+	if (!c->exit)
+		return c->exit;
+	for (i = 0; i < r->nbwd; i++)
+		if (r->bwd[i] >= c->exit && r->bwd[i] < c->exit + JOB_GROUP_GAP_NS)
+			break;
+	if (i == r->nbwd)
+		return c->exit;
+	d = ddp_done(r, r->bwd[i], UINT64_MAX);
+	return d > c->exit ? d : c->exit;
+}
+
 /* When step [s, e) of r finished the work every rank finishes together: DDP's
  * finalize_backward wait, else the exit of the last collective that ends in it (an
  * all-reduce or a barrier returns on every rank at once, whoever came late). 0: neither. */
@@ -1082,8 +1101,8 @@ static int bounds(const struct job *j, const struct job_rank *r, uint64_t k, uin
 	b = find_seq(j, r, ref->mark[ib].aseq);
 	if (!a || !b)
 		return reached(j, r) > (int64_t)ref->mark[ib].aseq ? -1 : 0;
-	*start = a->exit;
-	*end = b->exit;
+	*start = coll_done(r, a);
+	*end = coll_done(r, b);
 	return *end > *start ? 1 : -1;
 }
 
@@ -1253,7 +1272,9 @@ static void build_step(const struct job *j, const struct job_rank *r, uint64_t k
 	for (i = 0; cs && i < r->nsync; i++)
 		if (overlap(s, e, r->sync[i].enter, r->sync[i].exit))
 			cs[nc++] = r->sync[i];
-	for (i = 0; j->markers && i < r->nbwd; i++)
+	/* after a wait for background collectives begins (DDP's finalize_backward, an op
+	 * trace's wait), a futex wait is that wait: comm, whichever rule cuts the steps */
+	for (i = 0; i < r->nbwd; i++)
 		if (r->bwd[i] >= s && r->bwd[i] < e && !comm_from)
 			comm_from = r->bwd[i];
 	for (i = 0; i < r->nio; i++) {
@@ -1300,7 +1321,7 @@ static void build_step(const struct job *j, const struct job_rank *r, uint64_t k
 	 * rank's time waiting in collectives after it arrived, so the wait for ranks not seen
 	 * here still shows (as remote_wait); a whole job keeps judging by arrivals alone */
 	if (partial(j) && o->arrival_ns && !o->done_ns)
-		o->done_ns = o->arrival_ns + st->ph.ns[PH_COMM];
+		o->done_ns = o->arrival_ns + steps__inside(&st->ph);
 }
 
 /*
@@ -1538,11 +1559,12 @@ static void step_lateness(struct job *j, uint64_t k, struct step_obs *row)
 				continue;
 			for (i = 0; i < j->n; i++)
 				if (i != c && row[i].present)
-					tmp[p++] = row[i].ph.ns[PH_COMM];
+					tmp[p++] = steps__inside(&row[i].ph);
 			if (!p)
 				continue;
-			row[c].late_ns = (int64_t)detect__median(tmp, p) - (int64_t)row[c].ph.ns[PH_COMM];
-			row[c].wait_ns = row[c].ph.ns[PH_COMM];
+			row[c].late_ns = (int64_t)detect__median(tmp, p) -
+					 (int64_t)steps__inside(&row[c].ph);
+			row[c].wait_ns = steps__inside(&row[c].ph);
 			n++;
 		}
 	}
@@ -1800,8 +1822,8 @@ static void pipeline_bubble(const struct step_obs *win, int m, int n, struct job
 
 				if (!o->present || o->stage != s || !o->dur_ns)
 					continue;
-				busy[k] = o->dur_ns > o->ph.ns[PH_COMM] ?
-					  o->dur_ns - o->ph.ns[PH_COMM] : 0;
+				busy[k] = o->dur_ns > steps__inside(&o->ph) ?
+					  o->dur_ns - steps__inside(&o->ph) : 0;
 				share[k++] = o->p2p_ns * 1000000 / o->dur_ns;
 			}
 		if (!k)

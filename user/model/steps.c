@@ -43,10 +43,25 @@ bool steps__input_syscall(int32_t nr)
 	}
 }
 
+/* classify's syscall for sched_delay inside a collective (no syscall is negative but -1) */
+#define NR_IN_COLL	INT32_MIN
+
+uint64_t steps__inside(const struct phases *ph)
+{
+	return ph->ns[PH_COMM] + ph->comm_sched;
+}
+
+/* Was the thread runnable at t of its off-CPU interval o (its last runq ns)? */
+static bool in_runq(const struct tl_off *o, uint64_t t)
+{
+	return t >= o->end - (o->runq < o->end - o->start ? o->runq : o->end - o->start);
+}
+
 static enum phase classify(uint64_t t, const struct tl_coll *c, int nc, const struct tl_off *o,
 			   int no, const struct tl_io *io, int nio, uint64_t comm_from, int32_t *nr)
 {
 	bool input = false, off = false, runq = false, waits = false, futex = false, gpu = false;
+	bool comm = false;
 	int i;
 
 	*nr = -1;
@@ -55,9 +70,20 @@ static enum phase classify(uint64_t t, const struct tl_coll *c, int nc, const st
 		if (!c[i].exit || t < c[i].enter || t >= c[i].exit)
 			continue;
 		if (c[i].op != RS_OP_GPU_SYNC)
-			return PH_COMM;
-		gpu = true;
+			comm = true;
+		else
+			gpu = true;
 	}
+	/* inside a collective (or a CUDA synchronize), runnable but not running (preempted, or
+	 * its cgroup throttled by a CPU quota) is CPU contention: a busy-polling rank starved
+	 * inside its all-reduce is not waiting for the network (DESIGN.md §4) */
+	for (i = 0; (comm || gpu) && i < no; i++)
+		if (t >= o[i].start && t < o[i].end && in_runq(&o[i], t)) {
+			*nr = comm ? NR_IN_COLL : o[i].syscall;
+			return PH_SCHED_DELAY;
+		}
+	if (comm)
+		return PH_COMM;
 	if (gpu)
 		return PH_GPU_WAIT;
 	for (i = 0; i < nio; i++) {
@@ -75,8 +101,7 @@ static enum phase classify(uint64_t t, const struct tl_coll *c, int nc, const st
 			continue;
 		off = true;
 		*nr = o[i].syscall;
-		if (t >= o[i].end - (o[i].runq < o[i].end - o[i].start ? o[i].runq :
-								       o[i].end - o[i].start))
+		if (in_runq(&o[i], t))
 			runq = true;
 		else if (steps__input_syscall(o[i].syscall))
 			waits = true;
@@ -205,6 +230,8 @@ void steps__partition_cb(uint64_t start, uint64_t end, const struct tl_coll *c, 
 		ph = classify(t, c + sc.lo, SPAN_LEN(sc), o + so.lo, SPAN_LEN(so), io + si.lo,
 			      SPAN_LEN(si), comm_from, &nr);
 		out->ns[ph] += pts[i + 1] - pts[i];
+		if (ph == PH_SCHED_DELAY && nr == NR_IN_COLL)
+			out->comm_sched += pts[i + 1] - pts[i];
 		if (ph == PH_OTHER)
 			add_other(other, &nother, nr, pts[i + 1] - pts[i]);
 		if (run && ph != cur) {	/* a run of one phase ends where another begins */

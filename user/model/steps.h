@@ -20,6 +20,8 @@ enum phase {
 
 struct phases {
 	uint64_t ns[PH_MAX];	/* sums to the step duration */
+	uint64_t comm_sched;	/* of sched_delay, the part inside a collective: with comm, the
+				 * time inside the step's collectives (steps__inside) */
 	uint64_t comm_wait;	/* comm = comm_wait + comm_transfer, once ranks are joined */
 	uint64_t comm_transfer;
 	int32_t other_nr;	/* the syscall most of `other` was blocked in; -1 unknown */
@@ -57,10 +59,16 @@ struct tl_io {
 
 const char *steps__phase_name(enum phase ph);
 
+/* The main thread's time inside the step's collectives: comm, and the time it was runnable
+ * but not running there (sched_delay). A peer waiting for a straggler waits all of it. */
+uint64_t steps__inside(const struct phases *ph);
+
 /* Partition [start, end) of the main thread into phases. Each instant gets one phase, by
- * priority: inside a collective (comm), inside a CUDA synchronize call (gpu_wait: an entry of
- * c with op RS_OP_GPU_SYNC), in a file syscall (io), in a pipe/socket syscall
- * (input_wait), runnable while off CPU (sched_delay), blocked in a futex after comm_from when
+ * priority: runnable while off CPU inside a collective or a CUDA synchronize call
+ * (sched_delay: CPU contention whatever the call), inside a collective (comm), inside a CUDA
+ * synchronize call (gpu_wait: an entry of c with op RS_OP_GPU_SYNC), in a file syscall (io),
+ * in a pipe/socket syscall (input_wait), runnable while off CPU (sched_delay), blocked in a
+ * futex after comm_from when
  * non-zero (comm: waiting for background collectives, as DDP's finalize_backward does),
  * blocked in poll/select/epoll/futex (input_wait: the input pipeline's handoff), blocked for
  * another reason (other), else on CPU (compute). Intervals may overlap and stick out of the

@@ -106,13 +106,13 @@ void rp__free_records(struct replay *rp)
 /* {"type":"op",...} */
 static int op_line(struct replay *rp, struct rp_file *f, const struct rline *l)
 {
-	struct rp_rec r = { .f.peer = -1, .f.syscall = -1, .trace = true };
+	struct rp_rec r = { .f.peer = -1, .f.syscall = -1, .trace = true, .comm_idx = -1 };
 	char op[32], comm[COMM_NAME_MAX], msg[256];
 	struct rp_job *j;
 	int64_t rank, peer;
 	uint64_t start, dur = 0, bytes = 0;
 	bool has_dur, async = false;
-	int kind = 0, v;
+	int kind = 0, v, err;
 
 	if (!rline__i64(l, "rank", &rank) || rank < 0 || rank >= (1 << 20))
 		return bad(f, "op line without a rank (an integer from 0); see README \"Op traces\"");
@@ -192,6 +192,16 @@ static int op_line(struct replay *rp, struct rp_file *f, const struct rline *l)
 	case OT_WAIT:	/* blocked in a futex until a collective in flight completes */
 		r.f.kind = FEED_OFF;
 		r.f.syscall = 202;
+		r.wait = true;
+		r.comm_idx = RP_WAIT_COMM;
+		/* marked where it begins, as DDP's finalize_backward marks its wait live */
+		err = keep(rp, &(struct rp_rec){
+			.f = { .kind = FEED_COLL, .op = RS_OP_STEP_BACKWARD, .start = start,
+			       .seq = RS_SEQ_NONE, .peer = -1, .syscall = -1 },
+			.job = r.job, .key = r.key, .trace = true, .comm_idx = -1,
+		});
+		if (err)
+			return err;
 		break;
 	}
 	return keep(rp, &r);

@@ -234,6 +234,7 @@ static int sequence(struct replay *rp, const uint32_t *ord)
 {
 	struct { uint64_t comm, next; } *cn = NULL;
 	int ncn = 0, capcn = 0, job = -2, col = -2, k;
+	uint64_t waits = 0;
 	size_t i;
 
 	for (i = 0; i < rp->nrec; i++) {
@@ -247,7 +248,10 @@ static int sequence(struct replay *rp, const uint32_t *ord)
 			job = r->job;
 			col = r->f.col;
 			ncn = 0;
+			waits = 0;
 		}
+		if (r->wait)	/* the n-th wait for asynchronous collectives, on every rank */
+			r->f.seq = waits++;
 		if (r->trace && r->f.kind == FEED_COLL) {
 			for (k = 0; k < ncn && cn[k].comm != r->f.comm; k++)
 				;
@@ -277,6 +281,15 @@ static int sequence(struct replay *rp, const uint32_t *ord)
 	}
 	free(cn);
 	return 0;
+}
+
+/* Does r end at nearly the same instant on every rank: a blocking collective's return, or
+ * the end of a wait for asynchronous ones (an op trace's only reference when all are)? */
+static bool clock_ref(const struct rp_rec *r)
+{
+	if (r->f.col < 0 || r->comm_idx < 0)
+		return false;
+	return r->wait || (r->sync && r->f.kind == FEED_COLL && r->f.end);
 }
 
 /* Column b's clock minus column a's: the median over the collectives both returned from. */
@@ -317,7 +330,7 @@ static int clocks(struct replay *rp, struct rp_job *j, const uint32_t *ord, size
 	for (i = from; i < to; i++) {	/* by column: each column's returns in a run */
 		const struct rp_rec *r = &rp->rec[ord[i]];
 
-		if (r->sync && r->f.kind == FEED_COLL && r->f.end && r->f.col >= 0 && r->comm_idx >= 0)
+		if (clock_ref(r))
 			nret[r->f.col]++;
 	}
 	for (c = 0; c < j->ncols; c++) {
@@ -331,7 +344,7 @@ static int clocks(struct replay *rp, struct rp_job *j, const uint32_t *ord, size
 	for (i = from; i < to; i++) {
 		const struct rp_rec *r = &rp->rec[ord[i]];
 
-		if (r->sync && r->f.kind == FEED_COLL && r->f.end && r->f.col >= 0 && r->comm_idx >= 0)
+		if (clock_ref(r))
 			ret[r->f.col][nret[r->f.col]++] = (struct rp_ret){
 				(uint64_t)r->comm_idx << 48 | (r->f.seq & ((1ULL << 48) - 1)),
 				r->f.end };

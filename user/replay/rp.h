@@ -15,6 +15,7 @@
 
 #define RP_JOBS_MAX	64
 #define RP_COMMS_MAX	256
+#define RP_WAIT_COMM	0x7fff	/* the clock key of an op trace's waits */
 #define RP_PIDS		16384	/* recording: pids a replay follows (open addressing) */
 
 struct rp_col {
@@ -64,9 +65,11 @@ struct rp_rec {
 	int key;
 	bool sync;		/* a blocking collective: its return is a clock reference */
 	bool trace;		/* from an op trace: each rank has a clock of its own */
+	bool wait;		/* an op trace's wait for asynchronous collectives */
 	uint8_t open;		/* an op never ended: 1 a collective, 2 on CPU, 3 blocked */
 	int domain;		/* the file it came from */
-	int16_t comm_idx;	/* COLL: its communicator's number (rp__comm), -1 none */
+	int16_t comm_idx;	/* COLL: its communicator's number (rp__comm), -1 none;
+				 * RP_WAIT_COMM: a wait */
 	uint32_t idx;		/* input order, for a stable sort */
 };
 

@@ -51,6 +51,8 @@ void report__step(struct json *j, const char *job, int rank, pid_t pid, const st
 	json__kuint(j, "start_ns", st->start_ns);
 	json__kuint(j, "dur_ns", st->dur_ns);
 	phases_obj(j, &st->ph);
+	/* of sched_delay, the part inside collectives: with comm, the time inside them */
+	json__kuint(j, "comm_sched_ns", st->ph.comm_sched);
 	json__kuint(j, "worker_io_ns", st->worker_io_ns);
 	json__kuint(j, "worker_io_bytes", st->worker_io_bytes);
 	json__kuint(j, "collectives", st->collectives);
