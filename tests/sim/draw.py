@@ -8,8 +8,8 @@ import shapes
 
 ABSORBED = 0.01     # a fault that slows the job's steps by less than this is hidden
 
-def make(seed, outdir):
-    """Writes outdir/trace.jsonl and outdir/truth.json; returns the truth (a dict)."""
+def make(seed, outdir, keep_truth=True):
+    """Writes outdir/trace.jsonl (and outdir/truth.json); returns the truth (a dict)."""
     sh = shapes.draw_shape(seed)
     f = shapes.draw_fault(seed, sh)
     b = shapes.Builder(seed, sh, None if f["class"] == "none" else f)
@@ -17,9 +17,19 @@ def make(seed, outdir):
     nops = sum(len(p) for p in progs)
     recs, exits = engine.simulate(progs, b.comms, seed)
     del progs
-    ts = engine.truth_steps(recs, exits, sh["steps"])
-
     rng = shapes.sub(seed, 7)
+    ts = engine.truth_steps(recs, exits, sh["steps"])
+    if sh["tail"]:
+        # the recording stops part way into the step after the last one counted; an op
+        # running then is not written (a missing dur_ns would mean it never returned)
+        ends = [b2[-1] for b2, _ in ts]
+        med = statistics.median(b2[-1] - b2[-2] for b2, _ in ts)
+        cut = max(ends) + int(rng.uniform(0.2, 0.8) * med)
+        for rr in recs:
+            j = next((j for j, rec in enumerate(rr) if rec[2] is None or rec[2] > cut), None)
+            if j is not None:
+                del rr[j:]
+
     W, rpn = sh["W"], sh["rpn"]
     base = rng.randint(10**11, 5 * 10**12)
     offsets = [base + int(rng.uniform(-3e9, 3e9)) for _ in range((W + rpn - 1) // rpn)]
@@ -45,7 +55,7 @@ def make(seed, outdir):
     if f["class"] != "none" and not terminal:
         # the what-if twin: same seed, same noise, no fault
         tw = shapes.Builder(seed, sh, None)
-        recs, exits = engine.simulate(tw.build(), tw.comms, seed)
+        recs, exits = engine.simulate(tw.build(), tw.comms, seed)   # (its tail is unused)
         twin = per_step(engine.truth_steps(recs, exits, sh["steps"]))
         real = per_step(ts)
         steps = [i for i in range(first, min(len(real), len(twin)))
@@ -58,8 +68,9 @@ def make(seed, outdir):
             f["absorbed"] = True
             t.update({"class": "none", "culprits": [], "culprit_required": False,
                       "no_persistent": False, "persistent": False})
-    with open(os.path.join(outdir, "truth.json"), "w") as fh:
-        json.dump(t, fh, separators=(",", ":"))
+    if keep_truth:
+        with open(os.path.join(outdir, "truth.json"), "w") as fh:
+            json.dump(t, fh, separators=(",", ":"))
     return t
 
 

@@ -3,7 +3,8 @@
 Timing rules (what a real job does, as far as a host trace can see it):
   - a collective completes on every member at last effective arrival + transfer + a few us
     of per-rank jitter; effective arrival = entry + CPU starvation inside it;
-  - the transfer of a collective is the largest any member asks for (a slow link slows all);
+  - the transfer of a collective is the largest any member asks for (a slow link slows all),
+    and starts after the previous one on its communicator ended (one stream);
   - a collective whose members disagree on (op, bytes), or that is marked never, never
     completes: the ranks that reach it sit there (no dur_ns);
   - asynchronous collectives return at once; their `wait` ends at completion;
@@ -50,9 +51,12 @@ def simulate(progs, comms, seed):
     def jit():
         return 2000 + int(rnd() * 8000)
 
+    busy = {}       # comm -> when its last transfer ended: one stream, one at a time
+
     def complete(k):
         k.done = True
-        base = k.arr + k.xfer
+        base = max(k.arr, busy.get(k.comm, 0)) + k.xfer
+        busy[k.comm] = base
         for r2, rec2, h2 in k.members:
             e = base + jit()
             if h2 < 0:
@@ -79,9 +83,10 @@ def simulate(progs, comms, seed):
             idx[r] += 1
             t = T[r]
             s, typ = o[0], o[1]
-            if typ == "L":
-                out.append([o[2], t, t + o[3], None, 0, -1, False, s, 0, "L"])
-                T[r] = t + o[3] + gap()
+            if typ == "L":      # the most common op: no calls
+                e = t + o[3]
+                out.append([o[2], t, e, None, 0, -1, False, s, 0, "L"])
+                T[r] = e + 1000 + int(rnd() * 3000)
             elif typ == "C":
                 _, _, op, comm, nb, xfer, h, starve, never = o
                 c = cnt[r].get(comm, 0)

@@ -16,7 +16,7 @@ fault (the what-if twin) gets the same noise.
 import math
 import random
 
-OPS_CAP = 200_000          # op lines per draw at most
+OPS_CAP = 80_000           # op lines per draw; the minimum shape may take up to twice that
 MS = 1_000_000
 
 CLASSES = ["none", "input", "storage", "compute", "cpu_contention", "communication",
@@ -45,7 +45,8 @@ def draw_shape(seed):
           "os_noise": rng.choice([0.0, 0.002, 0.01]),  # chance of a short preemption per op
           "var": rng.choice([0.0, 0.0, 0.05, 0.2]),    # per-step work shared by all ranks
           "accum": 1, "eval_every": 0, "ckpt_every": 0, "ckpt_rank0": False,
-          "async": False, "meta": rng.random() < 0.8, "steps": rng.randint(30, 60)}
+          "async": False, "meta": rng.random() < 0.8, "steps": rng.randint(30, 60),
+          "tail": 1}     # one more step, cut short: a recording stops mid-step
     if kind == "dp":
         sh["buckets"] = rng.randint(1, 8)
         sh["equal"] = rng.random() < 0.5
@@ -83,17 +84,16 @@ def draw_shape(seed):
 def ops_per_step(sh):
     """Rough op lines per rank per step (the prelude is ~3)."""
     k = sh["kind"]
-    n = 3 + (2 if sh["eval_every"] else 0)
+    n = 1 + (3 if sh["eval_every"] else 0)
     if k == "dp":
-        per = 2 * sh["buckets"] + (sh["buckets"] if sh["async"] else 0)
-        return n + 2 * sh["accum"] + per
+        return n + 2 * sh["buckets"] + (sh["buckets"] if sh["async"] else 0)
     if k == "tpdp":
         return n + sh["accum"] * 4 * sh["layers"] + sh["buckets"]
     if k == "pp":
         v = 2 if sh["sched"] == "interleaved" else 1
         return n + 2 * sh["micro"] * v * 3 + 2
     if k == "fsdp":
-        return n + sh["layers"] * (7 if sh["prefetch"] else 5) + 1
+        return n + sh["layers"] * (8 if sh["prefetch"] else 5) + 1
     return n + sh["layers"] * 8 + sh["buckets"]
 
 
@@ -114,8 +114,15 @@ def fit(sh):
             sh["sched"] = "1f1b"
         elif sh["kind"] == "fsdp" and sh["prefetch"]:
             sh["prefetch"] = sh["async"] = False
-        else:
-            break      # the minimum shape; at 1,024 ranks this stays under the cap
+        else:          # the minimum shape: fewer ranks, under twice the cap
+            W = min(sh["W"], max(2, 18 * OPS_CAP // (10 * ops_per_step(sh) * sh["steps"])))
+            if sh["kind"] == "tpdp":
+                W = max(2 * sh["tp"], W - W % sh["tp"])
+            elif sh["kind"] == "pp":
+                sh["dp"] = max(1, W // sh["stages"])
+                W = sh["dp"] * sh["stages"]
+            sh["W"] = W
+            break
 
 
 # ---------------------------------------------------------------- fault
@@ -171,6 +178,7 @@ def draw_fault(seed, sh):
         f["class"] = {"hang": "hang", "divergent": "divergent", "exit": "rank_exited"}[kind]
         h = rng.randint(30, 40)
         sh["steps"] = h + 2              # peers block within a step; no need for more
+        sh["tail"] = 0
         f["start"] = h
         if kind == "hang":
             f["where"] = rng.choice(["compute", "before", "inside"])
@@ -198,7 +206,7 @@ class Builder:
         self.W = sh["W"]
         self.comms = {"world": list(range(self.W))}
         srng = sub(seed, 3)                     # shared per-step work and fault draws
-        n = sh["steps"]
+        n = sh["steps"] + sh["tail"]
         self.stepf = [math.exp(srng.gauss(0, sh["var"])) if sh["var"] else 1.0
                       for _ in range(n)]
         frng = sub(seed, 4)
@@ -244,25 +252,35 @@ class Builder:
             elif f["kind"] == "cpu" and self.r == f["rank"] and f["where"] != "inside":
                 sd = dur * f["mag"] * (0.5 if f["where"] == "both" else 1)
                 d1 = d * 0.5                    # preempted halfway through this chunk
-                self.ops.append((self.i, "L", "compute", max(1000, int(d1))))
-                self.ops.append((self.i, "L", "sched_delay", max(1000, int(sd))))
+                self.pend += d1
+                self.put((self.i, "L", "sched_delay", max(1000, int(sd))))
                 d -= d1
         if osd:
-            self.ops.append((self.i, "L", "compute", max(1000, int(d * 0.5))))
-            self.ops.append((self.i, "L", "sched_delay", int(osd)))
+            self.pend += d * 0.5
+            self.put((self.i, "L", "sched_delay", int(osd)))
             d *= 0.5
-        self.ops.append((self.i, "L", "compute", max(1000, int(d))))
+        self.pend += d
+
+    def put(self, op):
+        """Adjacent compute is one op (fewer lines); anything else ends it."""
+        if self.pend:
+            self.ops.append((self.i, "L", "compute", max(1000, int(self.pend))))
+            self.pend = 0
+        if op:
+            self.ops.append(op)
 
     def xfer(self, op, comm, nbytes):
         n = len(self.comms[comm])
         k = {"allreduce": 2 * (n - 1) / n, "allgather": (n - 1) / n,
              "reduce_scatter": (n - 1) / n, "alltoall": (n - 1) / n}.get(op, 1.0)
         x = self.lat * (1 + math.log2(n)) + k * nbytes / self.bw
-        f = self.f
-        if f and f["kind"] == "link" and "pair" not in f and self.i >= f["start"] and \
-                f["rank"] in self.comm_set(comm):
-            x *= f["factor"]
+        if self.link_on() and self.f["rank"] in self.comm_set(comm):
+            x *= self.f["factor"]
         return int(x)
+
+    def link_on(self):
+        f = self.f
+        return bool(f and f["kind"] == "link" and "pair" not in f and self.i >= f["start"])
 
     def comm_set(self, comm):
         s = self._sets.get(comm)
@@ -277,29 +295,35 @@ class Builder:
         return max(4, int(max(0, t - self.lat * (1 + math.log2(n))) * self.bw / k) // 4 * 4)
 
     def coll(self, op, comm, t_or_bytes, asyn=False, by_bytes=False):
-        nb = t_or_bytes if by_bytes else self.nbytes(op, comm, t_or_bytes)
+        ck = (op, comm, t_or_bytes, by_bytes, self.link_on())
+        c = self._xc.get(ck)          # the same collectives recur every step
+        if c is None:
+            nb = t_or_bytes if by_bytes else self.nbytes(op, comm, t_or_bytes)
+            c = self._xc[ck] = (nb, self.xfer(op, comm, nb))
+        nb, x = c
         starve = 0 if asyn else self.starve()
         h = -1
         if asyn:
             h = self.nh
             self.nh += 1
-        self.ops.append((self.i, "C", op, comm, nb, self.xfer(op, comm, nb), h, starve, False))
+        self.put((self.i, "C", op, comm, nb, x, h, starve, False))
         return h
 
     def wait(self, h):
-        self.ops.append((self.i, "W", h, self.starve()))
+        self.put((self.i, "W", h, self.starve()))
 
     def p2p(self, op, comm, t, peer_rank, tag):
         nb = self.nbytes("send", comm, t)
         x = int(self.lat + nb / self.bw)
         f = self.f
-        if f and f["kind"] == "link" and "pair" in f and self.i >= f["start"] and \
-                sorted((self.r, peer_rank)) == f["pair"]:
+        if f and f["kind"] == "link" and self.i >= f["start"] and (
+                sorted((self.r, peer_rank)) == f["pair"] if "pair" in f
+                else f["rank"] in (self.r, peer_rank)):
             x = int(x * f["factor"])
-        self.ops.append((self.i, "P", op, comm, nb, self.comms[comm].index(peer_rank), x, tag))
+        self.put((self.i, "P", op, comm, nb, self.comms[comm].index(peer_rank), x, tag))
 
     def local(self, kind, dur):
-        self.ops.append((self.i, "L", kind, max(1000, int(dur))))
+        self.put((self.i, "L", kind, max(1000, int(dur))))
 
     def prelude(self):
         sh, i, r, T, f = self.sh, self.i, self.r, self.sh["T"], self.f
@@ -419,7 +443,7 @@ class Builder:
 
     def setup(self):
         sh, W = self.sh, self.W
-        self._sets = {}
+        self._sets, self._xc = {}, {}
         k = sh["kind"]
         if k == "tpdp":
             t = sh["tp"]
@@ -450,12 +474,13 @@ class Builder:
         body = getattr(self, "body_" + self.sh["kind"])
         progs = []
         for r in range(self.W):
-            self.r, self.ops, self.nh = r, [], 0
+            self.r, self.ops, self.nh, self.pend = r, [], 0, 0
             self.nr = sub(self.seed, 1000 + r)
-            for i in range(self.sh["steps"]):
+            for i in range(self.sh["steps"] + self.sh["tail"]):
                 self.i = i
                 self.prelude()
                 body()
+            self.put(None)
             progs.append(self.ops)
         if self.f and self.f["kind"] in ("hang", "divergent", "exit"):
             terminal(progs, self.f, sub(self.seed, 6))

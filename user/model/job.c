@@ -997,7 +997,7 @@ static void maybe_relearn(struct job *j, int64_t as)
 	/* the walk goes on from here with the new template; step numbers go on too */
 }
 
-static void walk(struct job *j)
+static void walk(struct job *j, bool final)
 {
 	struct job_rank *r = &j->r[0];
 	int c, i, i2;
@@ -1041,6 +1041,8 @@ static void walk(struct job *j)
 			;
 		if (i2 < r->ncoll)
 			after = r->coll[i2].enter > t->exit ? r->coll[i2].enter - t->exit : 0;
+		else if (final)	/* observation ended: the pause lasted until now at least */
+			after = j->now > t->exit ? j->now - t->exit : 0;
 		else if (!r->exited && j->per.long_ns)
 			break;
 		r->walk_next = as + 1;
@@ -2419,7 +2421,7 @@ void job__advance(struct job *j, uint64_t now, bool final)
 		detect_period(j, final);
 		if (!j->have_period)
 			goto checks;
-		walk(j);
+		walk(j, final);
 	} else {
 		int c;
 
