@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test: cmocka unit binaries, root tests (tests/bpf), end to end (tests/e2e), the
-# deploy/ checks (tests/deploy) and the fuzzers (tests/fuzz).
+# deploy/ checks (tests/deploy), the fuzzers (tests/fuzz) and the shape simulator's regression
+# guard (tests/sim/guard.sh).
 # Prints each skip with its reason and ends with "N passed, N failed, N skipped".
 # tests/run.sh --sanitize DIR E2E...: the sanitized build's run (make check SANITIZE=1).
 set -u
@@ -32,7 +33,7 @@ run_one() {
 # --sanitize DIR E2E...: DIR's ASan+UBSan rankscope and unit tests, then the e2e tests named;
 # every sanitizer report (written under $logdir/sanitizer) is a failure
 units=build/tests
-e2e=(tests/bpf/*.sh tests/e2e/*.sh tests/deploy/*.sh tests/fuzz/*.sh)
+e2e=(tests/bpf/*.sh tests/e2e/*.sh tests/deploy/*.sh tests/fuzz/*.sh tests/sim/*.sh)
 san=
 if [ "${1:-}" = --sanitize ]; then
 	units=$2/tests

@@ -382,20 +382,47 @@ static void window__skew_under_step_fraction__none(void **state)
 	free(x);
 }
 
-static void window__late_in_few_steps__none(void **state)
+static void window__late_by_a_lot_in_few_steps__intermittent(void **state)
 {
 	struct window *x = healthy();
 	struct verdict v;
 
-	/* rank 1 is 1 s late in 4 of the 10 steps: transient, not this window's straggler */
+	/* rank 1 is 1 s late in 4 of the 10 steps, in its reads: not late in most steps, but
+	 * by a lot where it is, and nobody else is: an intermittent storage straggler */
 	x->w[1][1].io = SEC;
 	x->w[4][1].io = SEC;
 	x->w[5][1].io = SEC;
 	x->w[8][1].io = SEC;
 	add_jitter(x);
 	judge(x, &v);
+	assert_int_equal(v.cls, V_STORAGE);
+	assert_int_equal(v.rank, 1);
+	assert_true(v.intermittent);
+	assert_int_equal(v.hits, 4);
+	free(x);
+
+	/* once is noise */
+	x = healthy();
+	x->w[4][1].io = SEC;
+	add_jitter(x);
+	judge(x, &v);
 	assert_int_equal(v.cls, V_NONE);
-	assert_int_equal(v.rank, -1);
+	free(x);
+}
+
+static void window__a_different_rank_late_each_step__none(void **state)
+{
+	struct window *x = healthy();
+	struct verdict v;
+	int s;
+
+	/* sequence lengths: each step another rank has the long batch; nobody's straggler */
+	for (s = 0; s < NSTEPS; s++)
+		x->w[s][s % NRANKS].compute += SEC;
+	add_jitter(x);
+	judge(x, &v);
+	assert_int_equal(v.cls, V_NONE);
+	assert_false(v.intermittent);
 	free(x);
 }
 
@@ -403,7 +430,8 @@ static void window__late_in_few_steps__none(void **state)
  * A CPU quota throttles its rank in bursts: late by most of a step in 6 of the 10 steps, on
  * time in the others (it ran free between two throttled periods). Late by twice the threshold
  * at the median and by half of it in 3/5 of the steps: a verdict, where the 3/4 rule alone
- * would wait for a window with fewer free steps. Late by as much in 5 of 10 steps only: none.
+ * would wait for a window with fewer free steps. Late by as much in 5 of 10 steps only: an
+ * intermittent straggler.
  */
 static void window__throttled_in_bursts__cpu_contention(void **state)
 {
@@ -418,14 +446,18 @@ static void window__throttled_in_bursts__cpu_contention(void **state)
 	judge(x, &v);
 	assert_int_equal(v.cls, V_CPU_CONTENTION);
 	assert_int_equal(v.rank, 1);
+	assert_false(v.intermittent);
 	free(x);
 
+	/* in 5 of 10 only: not a persistent straggler's share, an intermittent one's */
 	x = healthy();
 	for (i = 1; i < sizeof(late) / sizeof(late[0]); i++)
 		x->w[late[i]][1].sched = 600 * MS;
 	add_jitter(x);
 	judge(x, &v);
-	assert_int_equal(v.cls, V_NONE);
+	assert_int_equal(v.cls, V_CPU_CONTENTION);
+	assert_true(v.intermittent);
+	assert_int_equal(v.hits, 5);
 	free(x);
 }
 
@@ -1020,7 +1052,8 @@ int main(void)
 		cmocka_unit_test(window__healthy_small_jitter__none),
 		cmocka_unit_test(window__tiny_steps_skew_under_floor__none),
 		cmocka_unit_test(window__skew_under_step_fraction__none),
-		cmocka_unit_test(window__late_in_few_steps__none),
+		cmocka_unit_test(window__late_by_a_lot_in_few_steps__intermittent),
+		cmocka_unit_test(window__a_different_rank_late_each_step__none),
 		cmocka_unit_test(window__throttled_in_bursts__cpu_contention),
 		cmocka_unit_test(window__varying_work_always_latest__late_rank_found),
 		cmocka_unit_test(window__outlier_step_on_other_rank__same_verdict),

@@ -297,6 +297,82 @@ void detect__split_comm(struct step_obs *row, int nranks)
 	}
 }
 
+/*
+ * No rank late in most steps: one late by a lot (twice the threshold) in a few of them, and
+ * its own time in one phase explains it there, is an intermittent straggler (a long batch
+ * every k-th step). It must hit at least DETECT_HITS_MIN steps, and the other ranks' such
+ * steps together at most half as many: a different rank each step (sequence lengths) is
+ * nobody's. Fills v (rank, skew, phase, hits) and returns true; false leaves it alone.
+ */
+static bool intermittent(const struct step_obs *obs, int nsteps, int nranks, const bool *ok,
+			 const int64_t *lat, uint64_t threshold, uint64_t *tmp, struct verdict *v)
+{
+	static const enum phase cand[] = { PH_INPUT_WAIT, PH_IO, PH_COMPUTE, PH_SCHED_DELAY,
+					   PH_GPU_WAIT, PH_OTHER };
+	int64_t skews[DETECT_HITS_MAX], exc[DETECT_HITS_MAX], e, best_e = INT64_MIN;
+	int s, r, c, m = 0, h, late = -1, hits = 0, others = 0, best_ph = PH_COMPUTE;
+	uint64_t mine[DETECT_HITS_MAX], peer[DETECT_HITS_MAX];
+
+	for (s = 0; s < nsteps; s++) {	/* each step's latest rank, when it is late by a lot */
+		const int64_t *l = &lat[s * nranks];
+		int top = -1;
+
+		if (!ok[s])
+			continue;
+		m++;
+		for (r = 0; r < nranks; r++)
+			if (top < 0 || l[r] > l[top])
+				top = r;
+		if (top < 0 || l[top] < 2 * (int64_t)threshold)
+			continue;
+		if (late < 0)
+			late = top;
+		if (top == late)
+			hits++;
+		else
+			others++;
+	}
+	if (late < 0 || hits < DETECT_HITS_MIN || others * 2 > hits || hits == m)
+		return false;
+	/* the phase that explains it, over the steps it hit */
+	for (c = 0; c < (int)(sizeof(cand) / sizeof(cand[0])); c++) {
+		for (h = 0, s = 0; s < nsteps && h < DETECT_HITS_MAX; s++) {
+			const struct step_obs *row = &obs[s * nranks];
+
+			if (!ok[s] || lat[s * nranks + late] < 2 * (int64_t)threshold)
+				continue;
+			exc[h++] = (int64_t)get_phase(&row[late], cand[c]) -
+				   (int64_t)peers_median(row, nranks, late, tmp, get_phase, cand[c]);
+		}
+		e = median_i64(exc, h);
+		if (e > best_e) {
+			best_e = e;
+			best_ph = cand[c];
+		}
+	}
+	for (h = 0, s = 0; s < nsteps && h < DETECT_HITS_MAX; s++) {
+		const struct step_obs *row = &obs[s * nranks];
+
+		if (!ok[s] || lat[s * nranks + late] < 2 * (int64_t)threshold)
+			continue;
+		skews[h] = lat[s * nranks + late];
+		mine[h] = get_phase(&row[late], best_ph);
+		peer[h++] = peers_median(row, nranks, late, tmp, get_phase, best_ph);
+	}
+	e = median_i64(skews, h);
+	if (best_e < (int64_t)(e * DETECT_EXPLAINED))
+		return false;
+	v->rank = late;
+	v->skew_ns = e;
+	v->phase = best_ph;
+	v->phase_excess_ns = best_e;
+	v->late_phase_ns = detect__median(mine, h);
+	v->peer_phase_ns = detect__median(peer, h);
+	v->intermittent = true;
+	v->hits = hits;
+	return true;
+}
+
 int detect__window(const struct step_obs *obs, int nsteps, int nranks, struct verdict *v)
 {
 	static const enum phase cand[] = { PH_INPUT_WAIT, PH_IO, PH_COMPUTE, PH_SCHED_DELAY,
@@ -391,6 +467,9 @@ int detect__window(const struct step_obs *obs, int nsteps, int nranks, struct ve
 		consistent = c >= m * DETECT_CONSISTENT || most >= m * DETECT_CONSISTENT ||
 			     (best_skew >= 2 * (int64_t)threshold && c >= m * DETECT_MOSTLY);
 	}
+	if ((best_skew < (int64_t)threshold || !consistent) &&
+	    intermittent(obs, nsteps, nranks, ok, lat, threshold, tmp, v))
+		goto classify;
 	if (best_skew < (int64_t)threshold || !consistent) {
 		v->skew_ns = best_skew;
 		v->cls = v->post_arrival_ns >= DETECT_COMM_MIN_NS &&
@@ -434,6 +513,7 @@ int detect__window(const struct step_obs *obs, int nsteps, int nranks, struct ve
 	}
 	v->late_phase_ns = detect__median(mine, m);
 	v->peer_phase_ns = detect__median(peer, m);
+classify:
 	/* off CPU for another reason: what it was blocked in, most often over the window */
 	v->other_nr = -1;
 	for (s = nsteps - 1; s >= 0 && v->phase == PH_OTHER; s--) {

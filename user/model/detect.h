@@ -31,6 +31,9 @@ enum vclass {
 #define DETECT_MOSTLY	0.60	/* ... or, late by twice the threshold at the median, late by
 					 * half of it in 3/5 of the steps */
 #define DETECT_EXPLAINED	0.50	/* a late rank's own phase explains half its lateness at least */
+#define DETECT_HITS_MIN	2	/* an intermittent straggler is late by a lot in this many steps of
+				 * a window at least (once is noise) */
+#define DETECT_HITS_MAX	64	/* steps of a window looked at for it (a window is at most JOB_ROWS) */
 #define DETECT_COMM_FRAC	0.50	/* post-arrival time over half the step is communication-bound */
 #define DETECT_COMM_MIN_NS	5000000	/* ... and over 5 ms: CPU contention delays completions too */
 #define DETECT_PERSIST_OF	12
@@ -70,6 +73,10 @@ struct verdict {
 	uint64_t post_arrival_ns;/* median time from the last arrival to completion */
 	uint64_t step_ns;	/* median step duration */
 	int nsteps;
+	/* intermittent: late by a lot (twice the threshold) in hits of the nsteps only; skew
+	 * and phase are the medians over those steps */
+	bool intermittent;
+	int hits;
 };
 
 /* Judge a window: obs holds nsteps rows of nranks columns (row-major). Needs 2 ranks and one

@@ -820,6 +820,10 @@ static void detect_period(struct job *j, bool final)
 	err = period__detect_folded(sig, gap, fold, n, PERIOD_MAX, &j->per);
 	if (err == -EAGAIN && final)
 		err = period__detect_folded(sig, NULL, fold, n, PERIOD_MAX, &j->per);
+	/* a period that repeats imperfectly may be part of a longer one not seen 3 times yet
+	 * (FSDP's 2L+1 collectives a step, an eval cycle): wait for more, for a while */
+	if (!err && !final && j->per.confidence < JOB_PERIOD_SURE && n < JOB_PERIOD_WAIT)
+		goto out;
 	if (err || j->per.period <= 0 || learn_template(j, sig, n))
 		goto out;
 	j->have_period = true;

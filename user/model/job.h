@@ -38,6 +38,9 @@ struct job_cfg {
 #define JOB_GROUP_LEARN	32	/* groups from the last this many collectives (bits of a u32) */
 #define JOB_CONFIRM	2	/* windows in a row a new verdict must hold before it is reported */
 #define JOB_PERIOD_SEEN	1024	/* the step period is learned from this many collectives at most */
+#define JOB_PERIOD_SURE	0.99	/* a period that repeats this well is taken at once; one that
+				 * repeats less well waits for more collectives... */
+#define JOB_PERIOD_WAIT	256	/* ... up to this many (a longer period may need them) */
 #define JOB_MARK_ALIGN	6	/* marker steps seen on two ranks before their numbers are lined up */
 #define JOB_MARK_OFF	3	/* ... within this many steps of each other */
 #define JOB_FOLD_MAX	64	/* other communicators' collectives folded into a main one's sig */

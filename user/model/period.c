@@ -301,6 +301,39 @@ out:
 }
 
 /*
+ * Is a cycle of `cycle` collectives (the last one seen) whole steps of `p` plus a few
+ * extras (an eval's all-reduce)? Then some p in a row within it hold each of their
+ * signatures k times fewer than the cycle does, the same k for all, and the extras left
+ * over are fewer than the steps (k). FSDP's (reduce-scatter, all-gather) pairs are not its
+ * step: the forward's all-gathers make the cycle hold twice as many all-gathers.
+ */
+static bool tiles(const uint64_t *sig, int n, int p, int cycle)
+{
+	const uint64_t *c = sig + n - cycle;
+	int st, i, q, k, kk, inT, inC;
+
+	if (n < cycle || p < 1 || p > cycle)
+		return false;
+	for (st = 0; st + p <= cycle; st++) {
+		for (k = -1, i = 0; i < p; i++) {
+			for (inT = 0, q = 0; q < p; q++)
+				inT += c[st + q] == c[st + i];
+			for (inC = 0, q = 0; q < cycle; q++)
+				inC += c[q] == c[st + i];
+			if (inC % inT)
+				break;
+			kk = inC / inT;
+			if (k >= 0 && kk != k)
+				break;
+			k = kk;
+		}
+		if (i == p && k > 0 && cycle - k * p < k)
+			return true;
+	}
+	return false;
+}
+
+/*
  * The step among the periods 1..limit (scores in s[]): the period of the runs of equal
  * signatures, else the smallest period that repeats about as well as any, or the smallest
  * over PERIOD_THRESHOLD (a multiple of the step repeats as well as the step; an extra
@@ -327,7 +360,7 @@ static int choose(const double *s, int limit, const uint64_t *sig, const uint64_
 	best_p = run_period(sig, n, limit);
 	if (best_p && s[best_p] < PERIOD_DIVISOR_MIN)
 		best_p = 0;
-	want = best - PERIOD_NEAR < PERIOD_THRESHOLD ? best - PERIOD_NEAR : PERIOD_THRESHOLD;
+	want = best - PERIOD_NEAR;
 	for (p = 1; p <= limit && !best_p; p++)
 		if (s[p] >= want - 1e-9)
 			best_p = p;
@@ -359,7 +392,8 @@ static int choose(const double *s, int limit, const uint64_t *sig, const uint64_
 	/* a shorter step than the signatures' cycle, with ends as long: equal buckets and a
 	 * logged loss every few steps make a cycle of several steps */
 	gp = best_p > 2 ? gap_period(gap, n - 1, 1, best_p - 1, &g_phase, &g_pause, &share) : 0;
-	if (gp && s[gp] >= PERIOD_DIVISOR_MIN && g_pause * 10 >= pause * 7) {
+	if (gp && tiles(sig, n, gp, best_p) && s[gp] >= PERIOD_DIVISOR_MIN &&
+	    g_pause * 10 >= pause * 7) {
 		*conf = s[gp] < share ? s[gp] : share;
 		*long_ns = g_pause ? g_pause : 1;
 		*phase_out = g_phase;

@@ -223,6 +223,10 @@ void report__verdict(struct json *j, const struct job_verdict *v, const char *jo
 		json__kint(j, "pid", pid);
 	json__key(j, "persistent");
 	json__bool(j, v->persistent);
+	/* late by a lot in a few steps only (a long batch every k-th step): evidence says how
+	 * many of the window's steps */
+	json__key(j, "intermittent");
+	json__bool(j, v->v.intermittent);
 	json__kint(j, "skew_ns", v->v.skew_ns);
 	json__kstr(j, "phase", v->col >= 0 && v->cls <= V_CPU_CONTENTION ?
 				steps__phase_name(v->v.phase) : NULL);
@@ -292,6 +296,10 @@ void report__verdict(struct json *j, const struct job_verdict *v, const char *jo
 	json__kuint(j, "peer_median_phase_ns", v->v.peer_phase_ns);
 	json__kuint(j, "median_step_ns", v->v.step_ns);
 	json__kint(j, "steps", v->v.nsteps);
+	if (v->v.intermittent) {
+		json__kint(j, "steps_hit", v->v.hits);
+		json__kdouble(j, "late_share", v->v.nsteps ? (double)v->v.hits / v->v.nsteps : 0);
+	}
 	json__kstr(j, "detail", v->detail);	/* stable: "" when there is nothing to add */
 	if (v->stacks[0].text[0] || v->stacks[1].text[0]) {
 		json__key(j, "stacks");
@@ -315,7 +323,7 @@ void report__verdict(struct json *j, const struct job_verdict *v, const char *jo
 
 void report__verdict_text(FILE *f, const struct job_verdict *v, int rank, char *buf, size_t n)
 {
-	char a[16], b[16], c[16], d[16], e[16];
+	char a[16], b[16], c[16], d[16], e[16], im[48] = "";
 	size_t len;
 
 	switch (v->cls) {
@@ -345,9 +353,13 @@ void report__verdict_text(FILE *f, const struct job_verdict *v, int rank, char *
 			 report__dur(v->v.step_ns, a, sizeof(a)));
 		break;
 	default:
-		snprintf(buf, n, "verdict: %s on rank %d%s: it arrives %s after its peers' median; its "
-			 "%s is %s vs the peers' %s (+%s); collectives take %s after the last arrival"
-			 "%s%s", detect__class_name(v->cls), rank, v->persistent ? " (persistent)" : "",
+		if (v->v.intermittent)
+			snprintf(im, sizeof(im), ", intermittent: in %d of %d steps", v->v.hits,
+				 v->v.nsteps);
+		snprintf(buf, n, "verdict: %s on rank %d%s%s: it arrives %s after its peers' median; "
+			 "its %s is %s vs the peers' %s (+%s); collectives take %s after the last "
+			 "arrival%s%s", detect__class_name(v->cls), rank,
+			 v->persistent ? " (persistent)" : "", im,
 			 report__dur(v->v.skew_ns, a, sizeof(a)), steps__phase_name(v->v.phase),
 			 v->v.late_phase_ns ? report__dur(v->v.late_phase_ns, b, sizeof(b)) : "0",
 			 v->v.peer_phase_ns ? report__dur(v->v.peer_phase_ns, c, sizeof(c)) : "0",
