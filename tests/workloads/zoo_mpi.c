@@ -44,6 +44,8 @@
  *   --loader      a data-loader child (see below); --loader-us US (500) its busy time per batch
  *   --fault KIND:R[:ARG] (repeatable; the first one is the workload line's "expect"),
  *   --fault-from S (0): the first measured step of the per-step faults
+ *   --fault-every K (1): compute and sleep only in every K-th step from S (S+K-1, S+2K-1, ...):
+ *                 an intermittent straggler
  *     compute:R:US  extra busy compute     sleep:R:US    nanosleep before the collectives
  *     pipe:R:US     loader sleeps first    storage:R:KB  also read KB (multiple of 4) O_DIRECT
  *     quota:R:PCT   rank in a CPU-quota cgroup (PCT% of one CPU, 1..100)
@@ -165,6 +167,7 @@ static struct zoo {
 	/* options */
 	long steps, warmup, compute_us, opt_us, input_kb, buckets, bucket_bytes, last_bytes;
 	long fsdp, tp, pp, act_bytes, accum, eval_every, change_at, loader_us, fault_from;
+	long fault_every;
 	long ckpt_every, ckpt_mb;
 	bool overlap, len_skew, loader, resume;
 	const char *go_file, *init_file, *data_dir, *ckpt_dir;
@@ -184,7 +187,8 @@ static struct zoo {
 } z = {
 	.steps = 100, .warmup = 3, .compute_us = 2300, .opt_us = 300, .input_kb = 4,
 	.buckets = 1, .bucket_bytes = 65536, .act_bytes = 16384, .accum = 1,
-	.change_at = -1, .loader_us = 500, .data_dir = "/tmp/rankscope-zoo", .ckpt_mb = 32,
+	.change_at = -1, .loader_us = 500, .fault_every = 1, .data_dir = "/tmp/rankscope-zoo",
+	.ckpt_mb = 32,
 	.in_fd = -1, .direct_fd = -1, .req_fd = -1, .data_fd = -1,
 };
 
@@ -285,7 +289,7 @@ static void parse_opts(int argc, char **argv)
 		{ "eval-every", 1, NULL, 'e' }, { "len-skew", 0, NULL, 'k' },
 		{ "change-at", 1, NULL, 'C' }, { "loader", 0, NULL, 'l' },
 		{ "loader-us", 1, NULL, 'u' }, { "fault", 1, NULL, 'F' },
-		{ "fault-from", 1, NULL, 'S' }, { "init-file", 1, NULL, 'I' },
+		{ "fault-from", 1, NULL, 'S' }, { "fault-every", 1, NULL, 'V' }, { "init-file", 1, NULL, 'I' },
 		{ "ckpt-every", 1, NULL, 'K' }, { "ckpt-mb", 1, NULL, 'M' },
 		{ "ckpt-dir", 1, NULL, 'P' }, { "resume", 0, NULL, 'R' },
 		{ NULL, 0, NULL, 0 },
@@ -320,6 +324,7 @@ static void parse_opts(int argc, char **argv)
 		case 'u': z.loader_us = parse_num(optarg, "--loader-us", 0, INT_MAX); break;
 		case 'F': parse_fault(optarg); break;
 		case 'S': z.fault_from = parse_num(optarg, "--fault-from", 0, INT_MAX); break;
+		case 'V': z.fault_every = parse_num(optarg, "--fault-every", 1, INT_MAX); break;
 		case 'K': z.ckpt_every = parse_num(optarg, "--ckpt-every", 1, INT_MAX); break;
 		case 'M': z.ckpt_mb = parse_num(optarg, "--ckpt-mb", 1, 1 << 16); break;
 		case 'P': z.ckpt_dir = optarg; break;
@@ -429,7 +434,9 @@ static long fault_arg(enum fkind kind, long k)
 {
 	const struct fault *f = fault_on(kind);
 
-	return f && k >= z.fault_from ? f->arg : 0;
+	/* --fault-every K: only in every K-th step from --fault-from (an intermittent straggler) */
+	return f && k >= z.fault_from && (k - z.fault_from) % z.fault_every == z.fault_every - 1 ?
+	       f->arg : 0;
 }
 
 static bool fault_at(enum fkind kind, long k, bool this_rank)
@@ -1040,8 +1047,9 @@ static void print_workload(void)
 
 		n += snprintf(buf + n, sizeof(buf) - n,
 			      "%s{\"kind\":\"%s\",\"rank\":%ld,\"arg\":%ld,\"from_step\":%ld,"
-			      "\"class\":\"%s\"}", i ? "," : "", fkinds[f->kind].name, f->rank,
-			      f->arg, at ? f->arg : z.fault_from, fkinds[f->kind].cls);
+			      "\"every\":%ld,\"class\":\"%s\"}", i ? "," : "", fkinds[f->kind].name,
+			      f->rank, f->arg, at ? f->arg : z.fault_from, at ? 1 : z.fault_every,
+			      fkinds[f->kind].cls);
 	}
 	snprintf(buf + n, sizeof(buf) - n, "],\"expect\":{\"class\":\"%s\",\"rank\":%ld}}\n",
 		 z.nfaults ? fkinds[z.faults[0].kind].cls : "none",

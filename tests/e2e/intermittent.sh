@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# An intermittent straggler on a real 2-rank OpenMPI job (issue 30's "a rank late every 4th
+# step"): tests/workloads/zoo_mpi --fault compute:R:6000 --fault-every 4 burns 6 ms more on a
+# random rank in every 4th step (a 2.7 ms step otherwise, so its median lateness is ~0). The
+# workload's own truth lines say which steps were slow. rankscope diagnose must name that rank,
+# compute, intermittent, with the share of steps it hits within 0.1 of the workload's, and
+# never blame the other rank; the same job without the fault gets no intermittent verdict.
+. "$(dirname "$0")/../lib.sh"
+need_root
+command -v mpirun >/dev/null || skip "OpenMPI not installed (make deps)"
+[ -x "$TOP/build/workloads/zoo_mpi" ] || fail "build/workloads/zoo_mpi is missing: make fixtures"
+
+run() {	# run NAME ARGS...: the job under rankscope diagnose --json
+	local name=$1
+	shift
+	bg "$name" mpirun --allow-run-as-root --oversubscribe -np 2 "$TOP/build/workloads/zoo_mpi" \
+		--steps 240 --go-file "$T/$name.go" "$@"
+	wait_lines "$T/$name.out" '^ready rank=' 2 60 || fail "$name: the MPI job did not start"
+	bg "${name}rs" "$RS" diagnose -p "$(ready_pids "$T/$name.out")" --json
+	wait_lines "$T/${name}rs.out" '"type":"rank"' 2 30 || fail "$name: rankscope did not attach"
+	touch "$T/$name.go"
+	wait_exit "$(eval echo "\$PID_$name")" 120 || fail "$name: the job failed"
+	wait_exit "$(eval echo "\$PID_${name}rs")" 60 || fail "$name: rankscope did not exit"
+}
+
+SLOW=$((RANDOM % 2))
+run slow --fault compute:$SLOW:6000 --fault-every 4
+run healthy
+$PY - "$T" $SLOW <<'PY' || exit 1
+import json, sys, statistics
+T, slow = sys.argv[1], int(sys.argv[2])
+def lines(path):
+    return [json.loads(l) for l in open(path) if l.startswith('{')]
+# the workload's own clock: the share of steps where the slow rank's compute stood out
+truth = [d for d in lines(f"{T}/slow.out") if d.get('type') == 'truth' and d['step'] >= 0]
+mine = {d['step']: d['compute_ns'] for d in truth if d['rank'] == slow}
+med = statistics.median(mine.values())
+share = sum(1 for v in mine.values() if v > med + 3e6) / len(mine)
+assert 0.2 <= share <= 0.3, f"the workload's own share of slow steps is {share:.2f}"
+v = [d for d in lines(f"{T}/slowrs.out") if d['type'] == 'verdict']
+right = [d for d in v if d['class'] == 'compute' and d['rank'] == slow and d['intermittent']]
+wrong = [d for d in v if d['class'] not in ('none', 'compute') or
+         (d['class'] == 'compute' and d['rank'] != slow)]
+assert right, f"no intermittent compute verdict on rank {slow}: {[(d['class'], d['rank'], d['intermittent']) for d in v][:6]}"
+assert len(right) >= len(v) // 2, f"only {len(right)} of {len(v)} verdicts name it"
+assert not wrong, f"wrong verdicts: {[(d['class'], d['rank']) for d in wrong][:4]}"
+said = statistics.median(d['evidence']['late_share'] for d in right)
+assert abs(said - share) <= 0.1, f"late_share {said:.2f} vs the workload's {share:.2f}"
+h = [d for d in lines(f"{T}/healthyrs.out") if d['type'] == 'verdict']
+bad = [d for d in h if d['intermittent'] or (d['persistent'] and d['rank'] >= 0)]
+assert h and not bad, f"healthy run: {[(d['class'], d['rank'], d['intermittent']) for d in bad][:4]}"
+print(f"rank {slow}: compute, intermittent in {len(right)} of {len(v)} verdicts, late_share "
+      f"{said:.2f} (workload {share:.2f}); healthy: {len(h)} verdicts, none intermittent")
+PY
+pass "an intermittent straggler is named with its share of steps; a healthy run is not"
