@@ -382,6 +382,25 @@ static void window__skew_under_step_fraction__none(void **state)
 	free(x);
 }
 
+static void window__within_the_peers_noise__none(void **state)
+{
+	struct window *x = healthy();
+	struct verdict v;
+	int s, r;
+
+	/* the same lateness where every rank's work varies by up to 20 ms from step to step:
+	 * the noise's own size, not a straggler */
+	for (s = 0; s < NSTEPS; s++) {
+		for (r = 0; r < NRANKS; r++)
+			x->w[s][r].compute += ((s * 7 + r * 3) % 5) * 5 * MS;
+		x->w[s][2].input += 5 * DETECT_SKEW_MIN_NS;
+	}
+	judge(x, &v);
+	assert_int_equal(v.cls, V_NONE);
+	assert_int_equal(v.rank, -1);
+	free(x);
+}
+
 static void window__late_by_a_lot_in_few_steps__intermittent(void **state)
 {
 	struct window *x = healthy();
@@ -1052,6 +1071,7 @@ int main(void)
 		cmocka_unit_test(window__healthy_small_jitter__none),
 		cmocka_unit_test(window__tiny_steps_skew_under_floor__none),
 		cmocka_unit_test(window__skew_under_step_fraction__none),
+		cmocka_unit_test(window__within_the_peers_noise__none),
 		cmocka_unit_test(window__late_by_a_lot_in_few_steps__intermittent),
 		cmocka_unit_test(window__a_different_rank_late_each_step__none),
 		cmocka_unit_test(window__throttled_in_bursts__cpu_contention),

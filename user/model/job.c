@@ -820,9 +820,11 @@ static void detect_period(struct job *j, bool final)
 	err = period__detect_folded(sig, gap, fold, n, PERIOD_MAX, &j->per);
 	if (err == -EAGAIN && final)
 		err = period__detect_folded(sig, NULL, fold, n, PERIOD_MAX, &j->per);
-	/* a period that repeats imperfectly may be part of a longer one not seen 3 times yet
-	 * (FSDP's 2L+1 collectives a step, an eval cycle): wait for more, for a while */
-	if (!err && !final && j->per.confidence < JOB_PERIOD_SURE && n < JOB_PERIOD_WAIT)
+	/* a period that still repeats imperfectly, again and again (not only around the job's
+	 * setup, nor one hiccup), may be part of a longer one not seen 3 times yet (FSDP's
+	 * 2L+1 collectives a step, an eval cycle): wait for more, for a while */
+	if (!err && !final && j->per.late_confidence < JOB_PERIOD_SURE &&
+	    j->per.late_misses >= PERIOD_MIN_REPEATS && n < JOB_PERIOD_WAIT)
 		goto out;
 	if (err || j->per.period <= 0 || learn_template(j, sig, n))
 		goto out;
@@ -1906,7 +1908,7 @@ static void judge(struct job *j, uint64_t k)
 	/* a new story told by a lateness near the threshold must hold for JOB_CONFIRM windows in
 	 * a row: one burst of contention on a shared host moves one window's medians just past
 	 * it, a straggler moves every window's */
-	if (jv.cls != V_NONE && jv.v.skew_ns < 2 * (int64_t)detect__threshold(jv.v.step_ns) &&
+	if (jv.cls != V_NONE && jv.v.skew_ns < 2 * (int64_t)detect__counted(&jv.v) &&
 	    !(j->emitted && jv.cls == j->last.cls && jv.col == j->last.col)) {
 		if (jv.cls == j->cand_cls && jv.col == j->cand_col) {
 			j->cand_n++;

@@ -426,7 +426,7 @@ int period__detect_folded(const uint64_t *sig, const uint64_t *gap, const bool *
 			  int max_period, struct period_result *out)
 {
 	double *s = NULL, conf = 0;
-	int p, limit, phase = 0;
+	int p, limit, phase = 0, i;
 	uint64_t long_ns = 0;
 
 	memset(out, 0, sizeof(*out));
@@ -476,6 +476,11 @@ int period__detect_folded(const uint64_t *sig, const uint64_t *gap, const bool *
 	out->period = p;
 	out->phase = p ? phase : 0;
 	out->confidence = conf;
+	/* over the later half alone: what the job does now, without its setup's collectives */
+	out->late_confidence = p && n - n / 2 > p ? score(sig + n / 2, n - n / 2, p) : conf;
+	out->late_misses = 0;
+	for (i = n / 2 > p ? n / 2 : p; p && i < n; i++)
+		out->late_misses += sig[i] != sig[i - p];
 	out->long_ns = p ? long_ns : 0;
 	free(s);
 	return 0;

@@ -27,6 +27,8 @@ struct period_result {
 	int period;		/* collectives per step; 0 when nothing repeats */
 	int phase;		/* steps end after the collective at index phase (mod period) */
 	double confidence;	/* fraction of positions i with sig[i] == sig[i - period] */
+	double late_confidence;	/* the same over the later half of the signatures */
+	int late_misses;	/* positions of the later half where it does not repeat */
 	uint64_t long_ns;	/* steps found from pauses: the median pause that ends one;
 				 * 0: from signatures alone */
 };
