@@ -163,7 +163,8 @@ static void replay__offset_clocks_shuffled__compute_on_slow_rank(void **state)
 	out = run(path, &err, 60000 * MS);
 	assert_int_equal(err, 0);
 	if (!strstr(out, "\"class\":\"compute\",\"rank\":2,\"persistent\":true"))
-		fail_msg("no persistent compute verdict on rank 2: %s", strstr(out, "verdict") ? strstr(out, "verdict") : out);
+		fail_msg("no persistent compute verdict on rank 2: %s",
+			 strstr(out, "verdict") ? strstr(out, "verdict") : out);
 	assert_int_equal(count(out, "\"class\":\"compute\",\"rank\":2,"),
 			 count(out, "\"type\":\"verdict\""));
 	/* each rank's steps, on its own clock: rank 1's are 5 s ahead of rank 0's */
