@@ -208,7 +208,7 @@ unit: $(UNIT_BINS)
 # make check SANITIZE=1 (CI runs it after make check): rankscope and the unit tests built again
 # with ASan and UBSan in build/asan; the unit tests and SANITIZE_E2E run on that rankscope, and
 # a sanitizer report from any of them fails the run, whatever the test said.
-SANITIZE_E2E := mpi_allreduce daemon capture hub nccl_double http_token stuck_first_look
+SANITIZE_E2E := mpi_allreduce daemon capture hub nccl_double http_token stuck_first_look replay
 ifeq ($(SAN),1)
 CFLAGS    += -fsanitize=address,undefined -fno-omit-frame-pointer
 LDFLAGS   += -fsanitize=address,undefined

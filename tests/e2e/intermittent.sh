@@ -54,8 +54,15 @@ assert len(wrong) <= max(1, len(v) // 10), \
 said = statistics.median(d['evidence']['late_share'] for d in right)
 assert abs(said - share) <= 0.1, f"late_share {said:.2f} vs the workload's {share:.2f}"
 h = [d for d in lines(f"{T}/healthyrs.out") if d['type'] == 'verdict']
-bad = [d for d in h if d['intermittent'] or (d['persistent'] and d['rank'] >= 0)]
-assert h and not bad, f"healthy run: {[(d['class'], d['rank'], d['intermittent']) for d in bad][:4]}"
+# a persistent cpu_contention is allowed only on a rank the workload's own clock shows
+# preempted (over 1% of its steps' time): the 2-vCPU host's real contention, not a false one
+ht = [d for d in lines(f"{T}/healthy.out") if d.get('type') == 'truth' and d['step'] >= 0]
+pre = {r: sum(d.get('preempt_ns', 0) for d in ht if d['rank'] == r) /
+          max(1, sum(d['step_ns'] for d in ht if d['rank'] == r)) for r in (0, 1)}
+bad = [d for d in h if d['intermittent'] or (d['persistent'] and d['rank'] >= 0 and not (
+    d['class'] == 'cpu_contention' and pre.get(d['rank'], 0) > 0.01))]
+assert h and not bad, \
+    f"healthy run: {[(d['class'], d['rank'], d['intermittent']) for d in bad][:4]}; preempted {pre}"
 print(f"rank {slow}: compute, intermittent in {len(right)} of {len(v)} verdicts, late_share "
       f"{said:.2f} (workload {share:.2f}); healthy: {len(h)} verdicts, none intermittent")
 PY
