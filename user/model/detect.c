@@ -442,7 +442,6 @@ int detect__window(const struct step_obs *obs, int nsteps, int nranks, struct ve
 		}
 	}
 	threshold = detect__threshold(v->step_ns);
-	v->threshold_ns = threshold;
 	/* consistently late, not late once by a lot: count the steps where it is late by half
 	 * the threshold, and those where it is the latest rank by a quarter of it (work that
 	 * varies from step to step, sequence lengths, is sometimes little but still the most) */
@@ -548,11 +547,6 @@ bool detect__straggler(enum vclass c, bool persistent)
 {
 	return persistent &&
 	       (c == V_INPUT || c == V_STORAGE || c == V_COMPUTE || c == V_CPU_CONTENTION);
-}
-
-uint64_t detect__counted(const struct verdict *v)
-{
-	return v->threshold_ns ? v->threshold_ns : detect__threshold(v->step_ns);
 }
 
 uint64_t detect__threshold(uint64_t step_ns)

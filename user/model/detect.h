@@ -72,7 +72,6 @@ struct verdict {
 	uint64_t peer_phase_ns;	/* the peers' median time in it */
 	uint64_t post_arrival_ns;/* median time from the last arrival to completion */
 	uint64_t step_ns;	/* median step duration */
-	uint64_t threshold_ns;	/* the lateness that counted (detect__threshold of the step) */
 	int nsteps;
 	/* intermittent: late by a lot (twice the threshold) in hits of the nsteps only; skew
 	 * and phase are the medians over those steps */
@@ -101,8 +100,6 @@ bool detect__persistent(struct persist *p, int rank);
 /* The lateness a straggler needs in a window whose median step is step_ns. */
 uint64_t detect__threshold(uint64_t step_ns);
 
-/* The lateness v was judged against: its threshold_ns, else detect__threshold of its step. */
-uint64_t detect__counted(const struct verdict *v);
 
 const char *detect__class_name(enum vclass c);
 

@@ -1908,7 +1908,7 @@ static void judge(struct job *j, uint64_t k)
 	/* a new story told by a lateness near the threshold must hold for JOB_CONFIRM windows in
 	 * a row: one burst of contention on a shared host moves one window's medians just past
 	 * it, a straggler moves every window's */
-	if (jv.cls != V_NONE && jv.v.skew_ns < 2 * (int64_t)detect__counted(&jv.v) &&
+	if (jv.cls != V_NONE && jv.v.skew_ns < 2 * (int64_t)detect__threshold(jv.v.step_ns) &&
 	    !(j->emitted && jv.cls == j->last.cls && jv.col == j->last.col)) {
 		if (jv.cls == j->cand_cls && jv.col == j->cand_col) {
 			j->cand_n++;

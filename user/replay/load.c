@@ -89,7 +89,6 @@ static int keep(struct replay *rp, const struct rp_rec *r)
 	if (rp->nrec == rp->caprec && grow(rp, rp->caprec ? rp->caprec * 2 : 65536))
 		return -ENOMEM;
 	rp->rec[rp->nrec] = *r;
-	rp->rec[rp->nrec].idx = (uint32_t)rp->nrec;
 	rp->nrec++;
 	return 0;
 }

@@ -70,7 +70,6 @@ struct rp_rec {
 	int domain;		/* the file it came from */
 	int16_t comm_idx;	/* COLL: its communicator's number (rp__comm), -1 none;
 				 * RP_WAIT_COMM: a wait */
-	uint32_t idx;		/* input order, for a stable sort */
 };
 
 struct rp_pid {
