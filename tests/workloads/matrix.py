@@ -285,14 +285,16 @@ def phase_errors(c, truth, steps, rank_of_pid):
             # loader waking on its CPU preempts it in the input, a quota throttles it as a
             # read returns): rankscope's sched_delay is given to input, then io, up to the
             # truth's, the rest to compute
-            sched = ph("sched_delay")
+            # sched_delay inside a collective (comm_sched_ns) is in the workload's comm
+            csched = mean([s.get("comm_sched_ns", 0) for s in st]) / 1e6
+            sched = ph("sched_delay") - csched
             x = min(max(tm("input_ns") - ph("input_wait"), 0.0), sched)
             y = min(max(tm("io_ns") - ph("io"), 0.0), sched - x)
             pairs = {
                 "input": (ph("input_wait") + x, tm("input_ns")),
                 "io": (ph("io") + y, tm("io_ns")),
                 "sleep": (ph("other"), tm("sleep_ns")),
-                "comm": (ph("comm"), tm("comm_ns")),
+                "comm": (ph("comm") + csched, tm("comm_ns")),
                 "compute": (ph("compute") + sched - x - y, tm("compute_ns") + tm("log_ns")),
             }
         else:
