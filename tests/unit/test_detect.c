@@ -365,18 +365,44 @@ static void window__tiny_steps_skew_under_floor__none(void **state)
 	free(x);
 }
 
-static void window__skew_under_step_fraction__none(void **state)
+static void window__skew_under_step_fraction_quiet_peers__straggler(void **state)
 {
 	struct window *x = healthy();
 	struct verdict v;
 	int s;
 
-	/* late every step, by well over the floor but under the fraction of the step */
+	/* late every step, by well over the floor but under the fraction of the step, where
+	 * the three peers are never late at all: their noise is nothing, and rank 2 stands out */
 	for (s = 0; s < NSTEPS; s++)
 		x->w[s][2].input += 5 * DETECT_SKEW_MIN_NS;
 	judge(x, &v);
 	assert_true(v.skew_ns < v.step_ns * DETECT_SKEW_FRAC);
 	assert_int_equal(v.skew_ns, 5 * DETECT_SKEW_MIN_NS);
+	assert_int_equal(v.threshold_ns, DETECT_SKEW_MIN_NS);
+	assert_int_equal(v.cls, V_INPUT);
+	assert_int_equal(v.rank, 2);
+	free(x);
+}
+
+static void window__two_ranks_under_step_fraction__none(void **state)
+{
+	struct window *x = healthy();
+	struct step_obs two[NSTEPS * 2];
+	struct verdict v;
+	int s;
+
+	/* two ranks are each other's only peer, so no noise can be measured: the quarter of
+	 * the step holds (healthy 2-rank jobs on a busy host are this far apart) */
+	for (s = 0; s < NSTEPS; s++)
+		x->w[s][1].input += 5 * DETECT_SKEW_MIN_NS;
+	build(x);
+	for (s = 0; s < NSTEPS; s++) {
+		two[2 * s] = x->obs[s * NRANKS];
+		two[2 * s + 1] = x->obs[s * NRANKS + 1];
+	}
+	assert_int_equal(detect__window(two, NSTEPS, 2, &v), 0);
+	assert_int_equal(v.skew_ns, 5 * DETECT_SKEW_MIN_NS);
+	assert_int_equal(v.threshold_ns, detect__threshold(v.step_ns));
 	assert_int_equal(v.cls, V_NONE);
 	assert_int_equal(v.rank, -1);
 	free(x);
@@ -1070,7 +1096,8 @@ int main(void)
 		cmocka_unit_test(window__transfer_under_half_step__none),
 		cmocka_unit_test(window__healthy_small_jitter__none),
 		cmocka_unit_test(window__tiny_steps_skew_under_floor__none),
-		cmocka_unit_test(window__skew_under_step_fraction__none),
+		cmocka_unit_test(window__skew_under_step_fraction_quiet_peers__straggler),
+		cmocka_unit_test(window__two_ranks_under_step_fraction__none),
 		cmocka_unit_test(window__within_the_peers_noise__none),
 		cmocka_unit_test(window__late_by_a_lot_in_few_steps__intermittent),
 		cmocka_unit_test(window__a_different_rank_late_each_step__none),

@@ -1444,7 +1444,7 @@ static void judge_job(struct hub *h, struct hjob *j, uint64_t now_ns, verdict_fn
 	}
 	/* a new story near the threshold must hold for two judgements in a row */
 	if (odd < 0 && jv.cls != V_NONE &&
-	    jv.v.skew_ns < 2 * (int64_t)detect__threshold(jv.v.step_ns) &&
+	    jv.v.skew_ns < 2 * (int64_t)detect__threshold_of(&jv.v) &&
 	    !(j->emitted && jv.cls == j->last.cls && jv.col >= 0 &&
 	      j->r[cols[jv.col]]->rank == j->last_rank)) {
 		int rank = jv.col >= 0 ? j->r[cols[jv.col]]->rank : -1;

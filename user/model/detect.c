@@ -373,6 +373,39 @@ static bool intermittent(const struct step_obs *obs, int nsteps, int nranks, con
 	return true;
 }
 
+/*
+ * The lateness threshold of a window: a quarter of the step (at least DETECT_SKEW_MIN_NS), or
+ * less where enough peers of the latest rank show how late noise makes a rank here: the
+ * DETECT_NOISE_Q quantile of their own lateness over the window's steps, times
+ * DETECT_NOISE_K. Two ranks are each other's only peer, and the fixed threshold stays.
+ */
+static uint64_t threshold_of(const int64_t *lat, const bool *ok, int nsteps, int nranks,
+			     int late, uint64_t step_ns)
+{
+	uint64_t t = detect__threshold(step_ns), k;
+	int64_t *v;
+	int s, r, n = 0;
+
+	if (nranks - 1 < DETECT_NOISE_PEERS)
+		return t;
+	v = malloc(sizeof(*v) * (size_t)nsteps * (nranks - 1));
+	if (!v)
+		return t;
+	for (s = 0; s < nsteps; s++)
+		for (r = 0; ok[s] && r < nranks; r++)
+			if (r != late)
+				v[n++] = lat[s * nranks + r];
+	if (n) {
+		qsort(v, n, sizeof(*v), detect__cmp_i64);
+		k = v[(int)((n - 1) * DETECT_NOISE_Q)] > 0 ?
+		    (uint64_t)v[(int)((n - 1) * DETECT_NOISE_Q)] * DETECT_NOISE_K : 0;
+		if (k < t)
+			t = k > DETECT_SKEW_MIN_NS ? k : DETECT_SKEW_MIN_NS;
+	}
+	free(v);
+	return t;
+}
+
 int detect__window(const struct step_obs *obs, int nsteps, int nranks, struct verdict *v)
 {
 	static const enum phase cand[] = { PH_INPUT_WAIT, PH_IO, PH_COMPUTE, PH_SCHED_DELAY,
@@ -441,7 +474,8 @@ int detect__window(const struct step_obs *obs, int nsteps, int nranks, struct ve
 			late = r;
 		}
 	}
-	threshold = detect__threshold(v->step_ns);
+	threshold = threshold_of(lat, ok, nsteps, nranks, late, v->step_ns);
+	v->threshold_ns = threshold;
 	/* consistently late, not late once by a lot: count the steps where it is late by half
 	 * the threshold, and those where it is the latest rank by a quarter of it (work that
 	 * varies from step to step, sequence lengths, is sometimes little but still the most) */
@@ -554,6 +588,11 @@ uint64_t detect__threshold(uint64_t step_ns)
 	uint64_t t = step_ns * DETECT_SKEW_FRAC;
 
 	return t < DETECT_SKEW_MIN_NS ? DETECT_SKEW_MIN_NS : t;
+}
+
+uint64_t detect__threshold_of(const struct verdict *v)
+{
+	return v->threshold_ns ? v->threshold_ns : detect__threshold(v->step_ns);
 }
 
 bool detect__persistent(struct persist *p, int rank)

@@ -36,6 +36,11 @@ enum vclass {
 #define DETECT_HITS_MAX	64	/* steps of a window looked at for it (a window is at most JOB_ROWS) */
 #define DETECT_COMM_FRAC	0.50	/* post-arrival time over half the step is communication-bound */
 #define DETECT_COMM_MIN_NS	5000000	/* ... and over 5 ms: CPU contention delays completions too */
+/* With this many peers at least, their own lateness measures the job's noise: a rank late by
+ * DETECT_NOISE_K times what they reach in 1 of 10 steps stands out under the quarter step. */
+#define DETECT_NOISE_PEERS	3
+#define DETECT_NOISE_Q		0.90
+#define DETECT_NOISE_K		3
 #define DETECT_PERSIST_OF	12
 #define DETECT_PERSIST_MIN	6
 
@@ -77,6 +82,7 @@ struct verdict {
 	 * and phase are the medians over those steps */
 	bool intermittent;
 	int hits;
+	uint64_t threshold_ns;	/* the lateness that counted as late in this window */
 };
 
 /* Judge a window: obs holds nsteps rows of nranks columns (row-major). Needs 2 ranks and one
@@ -99,6 +105,8 @@ bool detect__persistent(struct persist *p, int rank);
 
 /* The lateness a straggler needs in a window whose median step is step_ns. */
 uint64_t detect__threshold(uint64_t step_ns);
+/* The threshold v's window judged by (detect__threshold of its step when it says none). */
+uint64_t detect__threshold_of(const struct verdict *v);
 
 
 const char *detect__class_name(enum vclass c);

@@ -46,6 +46,7 @@ struct job_rank {
 	uint64_t *hgap;		/* and the pause after each */
 	int nhist;
 	int miss;		/* mismatches in a row */
+	int step_hits;		/* template positions matched in this step so far */
 	uint64_t step_gmax;	/* the longest pause inside the current step so far */
 	int bad_ends;		/* template ends in a row not at a step's longest pause */
 	int64_t search_from;	/* aligned seq where the walk last began searching */
@@ -768,6 +769,68 @@ static int learn_template(struct job *j, const uint64_t *sig, int n)
 	return 0;
 }
 
+/* What a collective does to the step: gradients are reduced at its end, parameters and
+ * activations gathered or exchanged from its start; a barrier says neither. */
+enum coll_role { ROLE_NONE, ROLE_REDUCE, ROLE_GATHER };
+
+static enum coll_role coll_role(unsigned int op)
+{
+	switch (op) {
+	case RS_OP_ALLREDUCE: case RS_OP_REDUCE_SCATTER: case RS_OP_REDUCE:
+		return ROLE_REDUCE;
+	case RS_OP_ALLGATHER: case RS_OP_ALLTOALL: case RS_OP_BROADCAST: case RS_OP_GATHER:
+	case RS_OP_SCATTER: case RS_OP_SEND: case RS_OP_RECV:
+		return ROLE_GATHER;
+	default:
+		return ROLE_NONE;
+	}
+}
+
+/*
+ * Where a step ends, by what its collectives do: when one step's main collectives both reduce
+ * and gather, the step ends after the reduction that the longest run of gathers follows (the
+ * last reduce-scatter before FSDP's forward all-gathers, the all-reduce after MoE's dispatch
+ * and combine), wherever the longest pause falls. Each position takes its role in most steps
+ * seen; the pauses' phase stays when it is one of the equals, or the roles do not say.
+ */
+static void phase_by_roles(struct job *j, const uint8_t *role, int n)
+{
+	int p = j->per.period, q, k, i, cnt[3], run, best = -1, best_run = 0;
+	uint8_t *pos;
+	bool keep = false;
+
+	if (p < 2 || n < p)
+		return;
+	pos = calloc(p, 1);
+	if (!pos)
+		return;
+	for (q = 0; q < p; q++) {
+		cnt[0] = cnt[1] = cnt[2] = 0;
+		for (i = q; i < n; i += p)
+			cnt[role[i]]++;
+		pos[q] = cnt[ROLE_REDUCE] > cnt[ROLE_GATHER] ? ROLE_REDUCE :
+			 cnt[ROLE_GATHER] > cnt[ROLE_REDUCE] ? ROLE_GATHER : ROLE_NONE;
+	}
+	for (q = 0; q < p; q++) {
+		if (pos[q] != ROLE_REDUCE)
+			continue;
+		for (run = 0, k = 1; k < p && pos[(q + k) % p] != ROLE_REDUCE; k++)
+			run += pos[(q + k) % p] == ROLE_GATHER;
+		if (!run || run < best_run)
+			continue;
+		if (run > best_run)
+			keep = false;
+		keep |= q == j->per.phase % p;
+		if (run > best_run || best < 0) {
+			best_run = run;
+			best = q;
+		}
+	}
+	free(pos);
+	if (best >= 0 && !keep)
+		j->per.phase = best;
+}
+
 /* The last JOB_PERIOD_SEEN main collectives of the reference rank, learned once there are
  * enough (more while the pauses say steps may be longer than what was seen). */
 static void detect_period(struct job *j, bool final)
@@ -775,6 +838,7 @@ static void detect_period(struct job *j, bool final)
 	const struct job_rank *r = &j->r[0];
 	uint64_t *sig, *gap, prev_exit = 0;
 	int i, n = 0, from = 0, err, old_p = j->per.period;
+	uint8_t *role;
 	bool *fold;
 
 	if (j->have_period || !j->have_main)
@@ -804,7 +868,8 @@ static void detect_period(struct job *j, bool final)
 	sig = calloc(n, sizeof(*sig));
 	gap = calloc(n, sizeof(*gap));
 	fold = calloc(n, sizeof(*fold));
-	if (!sig || !gap || !fold)
+	role = calloc(n, sizeof(*role));
+	if (!sig || !gap || !fold || !role)
 		goto out;
 	for (n = 0, i = from; i < r->ncoll; i++) {
 		const struct tl_coll *c = &r->coll[i];
@@ -814,6 +879,7 @@ static void detect_period(struct job *j, bool final)
 		if (n)
 			gap[n - 1] = c->enter > prev_exit ? c->enter - prev_exit : 0;
 		sig[n] = main_sig(r, i, &fold[n]);
+		role[n] = coll_role(c->op);
 		n++;
 		prev_exit = c->exit;
 	}
@@ -826,7 +892,10 @@ static void detect_period(struct job *j, bool final)
 	if (!err && !final && j->per.late_confidence < JOB_PERIOD_SURE &&
 	    j->per.late_misses >= PERIOD_MIN_REPEATS && n < JOB_PERIOD_WAIT)
 		goto out;
-	if (err || j->per.period <= 0 || learn_template(j, sig, n))
+	if (err || j->per.period <= 0)
+		goto out;
+	phase_by_roles(j, role, n);
+	if (learn_template(j, sig, n))
 		goto out;
 	j->have_period = true;
 	j->walk = true;
@@ -845,6 +914,7 @@ out:
 	free(sig);
 	free(gap);
 	free(fold);
+	free(role);
 }
 
 static int64_t aseq(const struct job_rank *r, const struct tl_coll *c)
@@ -938,6 +1008,7 @@ static void walk_one(struct job *j, struct job_rank *r, const struct tl_coll *c,
 		if (gaps && !period__step_end(after, inside))
 			return;
 		r->walk_j = 0;
+		r->step_hits = 0;
 		r->miss = 0;
 		r->bad_ends = 0;
 		r->step_gmax = 0;
@@ -949,12 +1020,17 @@ static void walk_one(struct job *j, struct job_rank *r, const struct tl_coll *c,
 	}
 	for (q = r->walk_j; q < p && j->tmpl[q] != sig; q++)
 		;
+	/* a step is not closed by its last collective's look-alike with most of it missing
+	 * (an eval's all-reduce after the step's own): that one is a stranger too */
+	if (q == p - 1 && 2 * (r->step_hits + 1) < p)
+		q = p;
 	if (q == p) {		/* a stranger: it stays in this step */
 		if (++r->miss > 2 * p)
 			start_search(r, as);
 		return;
 	}
 	r->miss = 0;
+	r->step_hits++;
 	/* q > walk_j: the ones between are missing */
 	r->walk_j = q + 1;
 	if (r->walk_j < p) {
@@ -962,6 +1038,7 @@ static void walk_one(struct job *j, struct job_rank *r, const struct tl_coll *c,
 		return;
 	}
 	r->walk_j = 0;
+	r->step_hits = 0;
 	if (gaps && !period__step_end(after, r->step_gmax)) {
 		r->step_gmax = after > r->step_gmax ? after : r->step_gmax;
 		if (++r->bad_ends >= 2) {
@@ -1908,7 +1985,7 @@ static void judge(struct job *j, uint64_t k)
 	/* a new story told by a lateness near the threshold must hold for JOB_CONFIRM windows in
 	 * a row: one burst of contention on a shared host moves one window's medians just past
 	 * it, a straggler moves every window's */
-	if (jv.cls != V_NONE && jv.v.skew_ns < 2 * (int64_t)detect__threshold(jv.v.step_ns) &&
+	if (jv.cls != V_NONE && jv.v.skew_ns < 2 * (int64_t)detect__threshold_of(&jv.v) &&
 	    !(j->emitted && jv.cls == j->last.cls && jv.col == j->last.col)) {
 		if (jv.cls == j->cand_cls && jv.col == j->cand_col) {
 			j->cand_n++;
