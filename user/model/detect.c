@@ -238,13 +238,26 @@ static uint64_t get_arrival(const struct step_obs *o, int arg)
 	return o->arrival_ns;
 }
 
+static uint64_t get_comm_sched(const struct step_obs *o, int arg)
+{
+	return o->ph.comm_sched;
+}
+
 /* How late column r is in this step: summed over its collectives when known, else at the
- * step's first collective. */
+ * step's first collective. Its time runnable but not running inside them, over its peers',
+ * holds them back as arriving that much later would (a throttled rank of a busy-polling
+ * library): it counts too. */
 static int64_t lateness(const struct step_obs *row, int nranks, int r, uint64_t *tmp)
 {
+	int64_t l;
+
 	if (row[r].has_late)
-		return row[r].late_ns;
-	return (int64_t)row[r].arrival_ns - (int64_t)peers_median(row, nranks, r, tmp, get_arrival, 0);
+		l = row[r].late_ns;
+	else
+		l = (int64_t)row[r].arrival_ns -
+		    (int64_t)peers_median(row, nranks, r, tmp, get_arrival, 0);
+	return l + (int64_t)row[r].ph.comm_sched -
+	       (int64_t)peers_median(row, nranks, r, tmp, get_comm_sched, 0);
 }
 
 static uint64_t get_phase(const struct step_obs *o, int ph)

@@ -1001,7 +1001,11 @@ static void walk_one(struct job *j, struct job_rank *r, const struct tl_coll *c,
 		r->hgap[p - 1] = after;
 		if (r->nhist < p)
 			r->nhist++;
-		if (r->nhist < p || memcmp(r->hist, j->tmpl, sizeof(*r->hist) * p))
+		/* the rank's first collectives: the first has nothing before it to fold in (the
+		 * data-parallel all-reduce of a step before), so it is not compared */
+		if (r->nhist < p || (memcmp(r->hist, j->tmpl, sizeof(*r->hist) * p) &&
+				     (as - (p - 1) != j->s0 || p < 2 ||
+				      memcmp(r->hist + 1, j->tmpl + 1, sizeof(*r->hist) * (p - 1)))))
 			return;
 		for (inside = 0, k = 0; k < p - 1; k++)
 			inside = r->hgap[k] > inside ? r->hgap[k] : inside;
@@ -1151,15 +1155,45 @@ static int64_t reached(const struct job *j, const struct job_rank *r)
 
 /* Boundaries of step k of rank r: [*start, *end). Returns 1, 0 if not known yet, -1 if it
  * never will be (the rank went past a boundary collective it has no record of: a drop). */
+/*
+ * When the step that boundary collective c ends is over on rank r: c's return, or, when its
+ * thread goes on to reduce on other communicators before its next main collective (TP+DP's
+ * data-parallel all-reduce after the last tensor-parallel one, a pipeline's world all-reduce
+ * after its last send), their return: a step ends with its reductions. 0: not known yet (one
+ * of them is still inside, or the next main collective has not come), for JOB_SETTLE_NS.
+ */
+static uint64_t bound_end(const struct job *j, const struct job_rank *r, const struct tl_coll *c,
+			  bool final)
+{
+	uint64_t end = coll_done(r, c), d;
+	int i;
+
+	for (i = (int)(c - r->coll) + 1; i < r->ncoll; i++) {
+		const struct tl_coll *o = &r->coll[i];
+
+		if (o->tid != c->tid)
+			continue;
+		if (o->comm == r->main_comm || coll_role(o->op) != ROLE_REDUCE)
+			return end;
+		if (!o->exit)
+			break;
+		d = coll_done(r, o);
+		end = d > end ? d : end;
+	}
+	if (final || r->exited || j->now >= end + JOB_SETTLE_NS)
+		return end;
+	return 0;
+}
+
 static int bounds(const struct job *j, const struct job_rank *r, uint64_t k, uint64_t *start,
-		  uint64_t *end)
+		  uint64_t *end, bool final)
 {
 	const struct tl_coll *a, *b;
 	const struct job_rank *ref = &j->r[0];
 	int i, ia = -1, ib = -1;
 
-	if (j->markers || r == ref) {
-		int64_t off = j->markers ? r->mark_off : 0;
+	if (j->markers) {
+		int64_t off = r->mark_off;
 
 		for (i = 0; i < r->nmark; i++) {
 			if ((int64_t)r->mark[i].seq + off == (int64_t)k)
@@ -1184,10 +1218,17 @@ static int bounds(const struct job *j, const struct job_rank *r, uint64_t k, uin
 		return 0;
 	a = find_seq(j, r, ref->mark[ia].aseq);
 	b = find_seq(j, r, ref->mark[ib].aseq);
+	if (r == ref && (!a || !b)) {	/* trimmed: what the walk saw */
+		*start = a ? bound_end(j, r, a, true) : ref->mark[ia].t;
+		*end = b ? bound_end(j, r, b, true) : ref->mark[ib].t;
+		return *end > *start ? 1 : -1;
+	}
 	if (!a || !b)
 		return reached(j, r) > (int64_t)ref->mark[ib].aseq ? -1 : 0;
-	*start = coll_done(r, a);
-	*end = coll_done(r, b);
+	*start = bound_end(j, r, a, true);
+	*end = bound_end(j, r, b, final);
+	if (!*end)
+		return 0;
 	return *end > *start ? 1 : -1;
 }
 
@@ -2123,7 +2164,7 @@ static void assemble(struct job *j, uint64_t now, bool final)
 		for (c = 0; c < j->n; c++) {
 			const struct job_rank *r = &j->r[c];
 
-			b = bounds(j, r, j->next_k, &s, &e);
+			b = bounds(j, r, j->next_k, &s, &e, final);
 			if (b < 0)
 				continue;	/* never: absent from this row */
 			if (!b) {
