@@ -72,9 +72,12 @@ def expected_calls(w, rank, step):
     coll, p2p = 0, 0
     if s["kind"] == "fsdp":
         k = s["fsdp"] + (2 if changed else 0)
-        coll = s["accum"] * k + k
+        # --fsdp-interleave: the backward gathers each layer again before its reduce-scatter
+        coll = s["accum"] * k + k * (2 if s.get("fsdp_interleave") else 1)
     elif s["kind"] == "tp":
         coll = s["accum"] * 2 * s["tp"] + (nb if s["dp_size"] > 1 else 0)
+    elif s["kind"] == "moe":
+        coll = 4 * s["moe"] + nb            # dispatch and combine, forward and backward
     elif s["kind"] == "pp":
         coll = nb if s["dp_size"] > 1 else 0
         p2p = 2 * s["pp"]

@@ -26,9 +26,12 @@ workloads: $(WORKLOADS_BIN)
 workloads-clean:
 	rm -rf $(WORKLOADS_DIR)
 
-$(WORKLOADS_DIR)/zoo_mpi: $(WL_SRC)/zoo_mpi.c $(WL_COMMON_H)
+# One program from two files (the options, setup and loop; the step structures), one header.
+WL_ZOO_SRCS := $(WL_SRC)/zoo_mpi.c $(WL_SRC)/zoo_shapes.c
+
+$(WORKLOADS_DIR)/zoo_mpi: $(WL_ZOO_SRCS) $(WL_SRC)/zoo_mpi.h $(WL_COMMON_H)
 	@mkdir -p $(@D)
-	$(MPICC) $(WL_CFLAGS) -o $@ $<
+	$(MPICC) $(WL_CFLAGS) -o $@ $(WL_ZOO_SRCS)
 
 ifneq ($(words $(MAKEFILE_LIST)),1)
 .DEFAULT_GOAL := $(WL_SAVED_GOAL)

@@ -11,7 +11,9 @@
  * rank prints "ready" (and "loader"), waits for --go-file if given, then runs --warmup steps
  * (numbered -W..-1, no faults, no eval) and --steps measured steps (0..N-1), prints "done",
  * cleans up, MPI_Finalize, exit 0. Between "ready" and the end of the loop the only MPI calls
- * are the structure's own (no barrier).
+ * are the structure's own (no barrier). This file: the options, setup, the lines, the loop;
+ * zoo_shapes.c: one step (its compute, its structure's MPI calls, its faults); zoo_mpi.h: what
+ * the two share.
  *
  * Options (N, US, KB, B, R, S are decimal integers; bad input: one line on stderr, exit 2):
  *   --steps N (100)  --warmup N (3)  --go-file PATH  --data-dir DIR (/tmp/rankscope-zoo)
@@ -23,14 +25,22 @@
  *   --overlap     compute/N before each bucket (DDP's backward overlap); plain buckets only
  *   --fsdp K      K MPI_Allgather (compute/2K before each; each rank gives --bucket-bytes)
  *                 then K MPI_Reduce_scatter_block (compute/2K before each; each rank gets B)
+ *   --fsdp-interleave  with --fsdp: the parameters are freed after the forward (PyTorch
+ *                 FSDP's reshard), so the backward is K x (MPI_Allgather, compute/2K,
+ *                 MPI_Reduce_scatter_block): a step is K all-gathers then K of those
  *   --tp L        TP groups of 2 consecutive ranks, DP groups of equal TP position: L TP
  *                 MPI_Allreduce of --act-bytes (forward), L more (backward), compute/2L before
  *                 each, then the buckets on the DP communicator (skipped if it has 1 rank)
  *   --pp M        2 stages: even ranks stage 0, odd ranks stage 1, peer rank^1; GPipe: M
  *                 forward micro-batches (compute/2M; MPI_Send/MPI_Recv of --act-bytes), M
  *                 backward in reverse, then the buckets on the DP communicator (-np >= 4)
+ *   --moe L       mixture of experts: L layers forward, then L backward, each: compute/4L,
+ *                 MPI_Alltoall of --act-bytes per peer on MPI_COMM_WORLD (dispatch),
+ *                 compute/4L (the experts), MPI_Alltoall (combine); then the buckets on
+ *                 MPI_COMM_WORLD. Not with --fsdp, --tp, --pp, --overlap or --accum > 1
  *   --act-bytes B (16384)  --accum A (1): A micro-batches of input + compute/A; the buckets
- *                 (DP) once per step; with --fsdp the reduce-scatters only in the last one
+ *                 (DP) once per step; with --fsdp the reduce-scatters (and the
+ *                 --fsdp-interleave all-gathers of the backward) only in the last one
  *   --eval-every K  after the optimizer of measured steps K-1, 2K-1, ...: MPI_Allreduce of 8
  *                 bytes on MPI_COMM_WORLD
  *   --len-skew    every rank's compute scaled by [1, 2) from a PRNG seeded by the step
@@ -111,18 +121,11 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#include "../fixtures/fixture_common.h"
+#include "zoo_mpi.h"
 
-#define MAX_FAULTS	16
-#define GAP_NS		10000		/* a burn-loop gap longer than this: off CPU */
 #define IN_CHUNKS	16
-#define DIRECT_CHUNKS	4
-#define DIV_COUNT	16		/* floats in the divergent broadcast; rank R posts 2x */
 #define EXIT_SKIP	77
 #define CG_PERIOD_US	10000
-
-enum fkind { F_COMPUTE, F_SLEEP, F_PIPE, F_STORAGE, F_QUOTA, F_WQUOTA, F_SEQSKEW,
-	     F_SIGSTOP, F_KILL, F_DIVERGENT, F_DIVHANG, F_NKINDS };
 
 static const struct fkind_desc {
 	const char *name, *cls, *arg;	/* arg: NULL if none */
@@ -141,50 +144,7 @@ static const struct fkind_desc {
 	[F_DIVHANG]	= { "divhang", "divergent", "S", 0, INT_MAX },
 };
 
-struct fault {
-	enum fkind kind;
-	long rank, arg;
-};
-
-struct cgroup {
-	char dir[512], orig[512];
-	bool v2, in;
-	pid_t pid;
-	long period_us, quota_us;
-};
-
-enum { A_INPUT, A_IO, A_COMPUTE, A_SLEEP, A_COMM, A_STOP, A_LOG, A_N };
-
-struct acct {			/* one step's ground truth */
-	long step;
-	int64_t start, t;	/* t: the end of the last lap */
-	int64_t ns[A_N], preempt, busy, bubble;
-	int coll, p2p;
-};
-
-static struct zoo {
-	double checksum;	/* the all-reduces' results, summed (the done line says it) */
-	/* options */
-	long steps, warmup, compute_us, opt_us, input_kb, buckets, bucket_bytes, last_bytes;
-	long fsdp, tp, pp, act_bytes, accum, eval_every, change_at, loader_us, fault_from;
-	long fault_every;
-	long ckpt_every, ckpt_mb;
-	bool overlap, len_skew, loader, resume;
-	const char *go_file, *init_file, *data_dir, *ckpt_dir;
-	struct fault faults[MAX_FAULTS];
-	int nfaults;
-	/* run time */
-	int rank, size, stage, pid;
-	bool loud;		/* this process reports option errors */
-	MPI_Comm tp_comm, dp_comm;
-	int dp_size;
-	float *sbuf, *rbuf;
-	char *inbuf, *dbuf, *ckbuf;
-	int in_fd, direct_fd, req_fd, data_fd;
-	pid_t loader_pid;
-	long in_reads, direct_reads;
-	struct cgroup cg_rank, cg_loader;
-} z = {
+struct zoo z = {
 	.steps = 100, .warmup = 3, .compute_us = 2300, .opt_us = 300, .input_kb = 4,
 	.buckets = 1, .bucket_bytes = 65536, .act_bytes = 16384, .accum = 1,
 	.change_at = -1, .loader_us = 500, .fault_every = 1, .data_dir = "/tmp/rankscope-zoo",
@@ -292,6 +252,7 @@ static void parse_opts(int argc, char **argv)
 		{ "fault-from", 1, NULL, 'S' }, { "fault-every", 1, NULL, 'V' }, { "init-file", 1, NULL, 'I' },
 		{ "ckpt-every", 1, NULL, 'K' }, { "ckpt-mb", 1, NULL, 'M' },
 		{ "ckpt-dir", 1, NULL, 'P' }, { "resume", 0, NULL, 'R' },
+		{ "moe", 1, NULL, 'E' }, { "fsdp-interleave", 0, NULL, 'G' },
 		{ NULL, 0, NULL, 0 },
 	};
 	long big = INT_MAX / 4 * 4;
@@ -315,6 +276,8 @@ static void parse_opts(int argc, char **argv)
 		case 'f': z.fsdp = parse_num(optarg, "--fsdp", 1, 4096); break;
 		case 't': z.tp = parse_num(optarg, "--tp", 1, 4096); break;
 		case 'p': z.pp = parse_num(optarg, "--pp", 1, 4096); break;
+		case 'E': z.moe = parse_num(optarg, "--moe", 1, 4096); break;
+		case 'G': z.fsdp_interleave = true; break;
 		case 'a': z.act_bytes = parse_num(optarg, "--act-bytes", 4, big); break;
 		case 'A': z.accum = parse_num(optarg, "--accum", 1, 4096); break;
 		case 'e': z.eval_every = parse_num(optarg, "--eval-every", 1, INT_MAX); break;
@@ -340,14 +303,18 @@ static void parse_opts(int argc, char **argv)
 		z.ckpt_dir = z.data_dir;
 	if (z.bucket_bytes % 4 || z.last_bytes % 4 || z.act_bytes % 4)
 		usage_error("--bucket-bytes, --last-bytes and --act-bytes must be multiples of 4");
-	if (!!z.fsdp + !!z.tp + !!z.pp > 1)
-		usage_error("--fsdp, --tp and --pp do not combine");
-	if (z.overlap && (z.fsdp || z.tp || z.pp))
-		usage_error("--overlap only with plain --buckets (not --fsdp, --tp, --pp)");
+	if (!!z.fsdp + !!z.tp + !!z.pp + !!z.moe > 1)
+		usage_error("--fsdp, --tp, --pp and --moe do not combine");
+	if (z.overlap && (z.fsdp || z.tp || z.pp || z.moe))
+		usage_error("--overlap only with plain --buckets (not --fsdp, --tp, --pp, --moe)");
+	if (z.fsdp_interleave && !z.fsdp)
+		usage_error("--fsdp-interleave needs --fsdp K (it changes the FSDP backward)");
 	if (z.fsdp && (z.buckets != 1 || z.last_bytes))
 		usage_error("--fsdp has no --buckets or --last-bytes (--bucket-bytes sizes a shard)");
 	if (z.pp && z.accum > 1)
 		usage_error("--accum does not combine with --pp (its micro-batches accumulate)");
+	if (z.moe && z.accum > 1)
+		usage_error("--accum does not combine with --moe (one pass of the layers a step)");
 	if (z.loader && !z.input_kb)
 		usage_error("--loader needs --input-kb of at least 1");
 	for (i = 0; i < z.nfaults; i++) {
@@ -362,64 +329,9 @@ static void parse_opts(int argc, char **argv)
 	}
 }
 
-/* ---- clocks, compute ---- */
-
-static uint64_t splitmix64(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ULL;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-	return x ^ (x >> 31);
-}
-
-/* in [1, 2), the same for the same seed on every rank */
-static double skew(uint64_t seed)
-{
-	return 1.0 + (double)(splitmix64(seed) >> 11) * 0x1p-53;
-}
-
-static void lap(struct acct *a, int what)
-{
-	int64_t now = fix_now_ns();
-
-	a->ns[what] += now - a->t;
-	a->t = now;
-}
-
-/*
- * Burn ns of CPU: time counts only while the loop sees itself running (no gap over GAP_NS
- * between two clock reads), so a rank that is throttled or waits for a CPU takes longer, as
- * real compute would. vDSO clock only: no syscalls in the loop.
- */
-static int64_t burn_ns(int64_t ns)
-{
-	int64_t t = fix_now_ns(), done = 0, off = 0;
-
-	while (done < ns) {
-		int64_t now = fix_now_ns(), d = now - t;
-
-		if (d > GAP_NS)
-			off += d;
-		else
-			done += d;
-		t = now;
-	}
-	return off;
-}
-
-static void compute(struct acct *a, int64_t ns, bool pp_busy)
-{
-	int64_t t = a->t;
-
-	a->preempt += burn_ns(ns);
-	lap(a, A_COMPUTE);
-	if (pp_busy)
-		a->busy += a->t - t;
-}
-
 /* ---- faults ---- */
 
-static const struct fault *fault_on(enum fkind kind)
+const struct fault *fault_on(enum fkind kind)
 {
 	int i;
 
@@ -430,7 +342,7 @@ static const struct fault *fault_on(enum fkind kind)
 }
 
 /* a per-step fault of this rank, active at measured step k */
-static long fault_arg(enum fkind kind, long k)
+long fault_arg(enum fkind kind, long k)
 {
 	const struct fault *f = fault_on(kind);
 
@@ -439,7 +351,7 @@ static long fault_arg(enum fkind kind, long k)
 	       f->arg : 0;
 }
 
-static bool fault_at(enum fkind kind, long k, bool this_rank)
+bool fault_at(enum fkind kind, long k, bool this_rank)
 {
 	int i;
 
@@ -728,7 +640,7 @@ static int make_file(const char *what, long n, bool direct, char *err, size_t el
 	return fd;
 }
 
-static void read_all(int fd, char *buf, long n, off_t off, const char *what)
+void read_all(int fd, char *buf, long n, off_t off, const char *what)
 {
 	long done = 0;
 
@@ -742,7 +654,7 @@ static void read_all(int fd, char *buf, long n, off_t off, const char *what)
 	}
 }
 
-static void input(struct acct *a)
+void input(struct acct *a)
 {
 	long n = z.input_kb * 1024;
 
@@ -759,110 +671,6 @@ static void input(struct acct *a)
 	}
 }
 
-/* ---- collectives ---- */
-
-static void allreduce(struct acct *a, long bytes, MPI_Comm comm)
-{
-	MPI_Allreduce(z.sbuf, z.rbuf, (int)(bytes / 4), MPI_FLOAT, MPI_SUM, comm);
-	/* the result, first and last element: a rank that got a wrong or short sum changes it */
-	z.checksum += z.rbuf[0] + z.rbuf[bytes / 4 - 1];
-	a->coll++;
-	lap(a, A_COMM);
-}
-
-static long nbuckets(long k)
-{
-	return z.buckets + (z.change_at >= 0 && k >= z.change_at ? 2 : 0);
-}
-
-/* the gradient buckets; with overlap, compute/N before each, else compute before all */
-static void buckets(struct acct *a, long k, int64_t compute_ns, MPI_Comm comm)
-{
-	long nb = nbuckets(k), i;
-
-	if (!z.overlap && compute_ns)
-		compute(a, compute_ns, false);
-	for (i = 0; i < nb; i++) {
-		if (z.overlap)
-			compute(a, compute_ns / nb, false);
-		allreduce(a, i == nb - 1 && z.last_bytes ? z.last_bytes : z.bucket_bytes, comm);
-	}
-}
-
-static void fsdp(struct acct *a, long k, int64_t c, bool last)
-{
-	long n = z.fsdp + (z.change_at >= 0 && k >= z.change_at ? 2 : 0), i;
-	int cnt = (int)(z.bucket_bytes / 4);
-
-	for (i = 0; i < n; i++) {
-		compute(a, c / (2 * n), false);
-		MPI_Allgather(z.sbuf, cnt, MPI_FLOAT, z.rbuf, cnt, MPI_FLOAT, MPI_COMM_WORLD);
-		a->coll++;
-		lap(a, A_COMM);
-	}
-	if (!last) {	/* accumulating: backward without the reduce-scatters */
-		compute(a, c / 2, false);
-		return;
-	}
-	for (i = 0; i < n; i++) {
-		compute(a, c / (2 * n), false);
-		MPI_Reduce_scatter_block(z.sbuf, z.rbuf, cnt, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-		a->coll++;
-		lap(a, A_COMM);
-	}
-}
-
-static void tp(struct acct *a, int64_t c)
-{
-	long i;
-
-	for (i = 0; i < 2 * z.tp; i++) {
-		compute(a, c / (2 * z.tp), false);
-		allreduce(a, z.act_bytes, z.tp_comm);
-	}
-}
-
-static void p2p(struct acct *a, bool send, int tag)
-{
-	int peer = z.rank ^ 1, cnt = (int)(z.act_bytes / 4);
-	int64_t t;
-
-	if (send)
-		MPI_Send(z.sbuf, cnt, MPI_FLOAT, peer, tag, MPI_COMM_WORLD);
-	else
-		MPI_Recv(z.rbuf, cnt, MPI_FLOAT, peer, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-	a->p2p++;
-	t = a->t;
-	lap(a, A_COMM);
-	a->bubble += a->t - t;
-}
-
-/* GPipe on two stages: all forwards, then all backwards in reverse */
-static void pp(struct acct *a, int64_t c)
-{
-	int64_t slice = c / (2 * z.pp);
-	long m;
-
-	for (m = 0; m < z.pp; m++) {
-		if (z.stage == 0) {
-			compute(a, slice, true);
-			p2p(a, true, (int)m);
-		} else {
-			p2p(a, false, (int)m);
-			compute(a, slice, true);
-		}
-	}
-	for (m = z.pp - 1; m >= 0; m--) {
-		if (z.stage == 1) {
-			compute(a, slice, true);
-			p2p(a, true, (int)(100000 + m));
-		} else {
-			p2p(a, false, (int)(100000 + m));
-			compute(a, slice, true);
-		}
-	}
-}
-
 /* ---- checkpoints ---- */
 
 static void ckpt_path(char *buf, size_t n, const char *suffix)
@@ -872,7 +680,7 @@ static void ckpt_path(char *buf, size_t n, const char *suffix)
 }
 
 /* Rank 0, after measured step k: the state up to k, written whole and renamed into place. */
-static void checkpoint(long k)
+void checkpoint(long k)
 {
 	char tmp[4096], path[4096];
 	int64_t t0 = fix_now_ns();
@@ -916,93 +724,7 @@ static long resume_step(void)
 	return next;
 }
 
-/* ---- one step ---- */
-
-/* A training step's own function, as a script's train_step(): the target of --steps
- * marker:zoo_train_step. Called first thing in each step, right after its truth start. */
-__attribute__((noinline, used)) long zoo_train_step(long k)
-{
-	__asm__ volatile("" : "+r"(k));
-	return k;
-}
-
-static void step(struct acct *a, long k)
-{
-	bool meas = k >= 0;
-	double scale = 1.0;
-	int64_t c;
-	long m, arg;
-
-	if (meas && fault_at(F_SIGSTOP, k, true)) {
-		raise(SIGSTOP);
-		lap(a, A_STOP);
-	}
-	if (meas && fault_at(F_KILL, k, true))
-		raise(SIGKILL);
-	if (z.len_skew)
-		scale *= skew((uint64_t)k);
-	if (meas && fault_on(F_SEQSKEW) && k >= z.fault_from)
-		scale *= skew((uint64_t)k * 0x100000001b3ULL + 0xc0ffee + (uint64_t)z.rank);
-	c = (int64_t)(z.compute_us * 1000 * scale);
-	if (meas)
-		c += fault_arg(F_COMPUTE, k) * 1000;
-
-	for (m = 0; m < z.accum; m++) {
-		input(a);
-		if (m == 0 && meas) {
-			arg = fault_arg(F_STORAGE, k) * 1024;
-			if (arg) {
-				read_all(z.direct_fd, z.dbuf, arg,
-					 (off_t)(z.direct_reads++ % DIRECT_CHUNKS) * arg, "O_DIRECT");
-				lap(a, A_IO);
-			}
-			arg = fault_arg(F_SLEEP, k);
-			if (arg) {
-				fix_sleep_ns(arg * 1000);
-				lap(a, A_SLEEP);
-			}
-			if (fault_at(F_DIVERGENT, k, false)) {
-				bool odd = fault_at(F_DIVERGENT, k, true);
-				int root = 0, i;
-
-				for (i = 0; i < z.nfaults; i++)
-					if (z.faults[i].kind == F_DIVERGENT && z.faults[i].arg == k)
-						root = (int)((z.faults[i].rank + 1) % z.size);
-				MPI_Bcast(z.rbuf, odd ? 2 * DIV_COUNT : DIV_COUNT, MPI_FLOAT, root,
-					  MPI_COMM_WORLD);
-				a->coll++;
-				lap(a, A_COMM);
-			}
-			if (fault_at(F_DIVHANG, k, true)) {
-				MPI_Barrier(MPI_COMM_WORLD);	/* never returns */
-				a->coll++;
-				lap(a, A_COMM);
-			}
-		}
-		if (z.fsdp)
-			fsdp(a, k, c / z.accum, m == z.accum - 1);
-		else if (z.tp)
-			tp(a, c / z.accum);
-		else if (z.pp)
-			pp(a, c);
-		else if (m < z.accum - 1)
-			compute(a, c / z.accum, false);
-		else
-			buckets(a, k, c / z.accum, MPI_COMM_WORLD);
-	}
-	if ((z.tp || z.pp) && z.dp_size > 1)
-		buckets(a, k, 0, z.dp_comm);
-	compute(a, z.opt_us * 1000, false);
-	if (meas && z.ckpt_every && (k + 1) % z.ckpt_every == 0 && !z.rank)
-		checkpoint(k);
-	if (meas && z.eval_every && (k + 1) % z.eval_every == 0) {
-		double loss = 1.0 + z.rank, sum;
-
-		MPI_Allreduce(&loss, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-		a->coll++;
-		lap(a, A_COMM);
-	}
-}
+/* ---- the truth and workload lines, setup, main ---- */
 
 static void emit(const struct acct *a, int64_t step_ns)
 {
@@ -1024,7 +746,7 @@ static void emit(const struct acct *a, int64_t step_ns)
 
 static void print_workload(void)
 {
-	const char *kind = z.fsdp ? "fsdp" : z.tp ? "tp" : z.pp ? "pp" : "ddp";
+	const char *kind = z.fsdp ? "fsdp" : z.tp ? "tp" : z.pp ? "pp" : z.moe ? "moe" : "ddp";
 	char buf[8192];
 	int n, i;
 
@@ -1032,12 +754,14 @@ static void print_workload(void)
 		     "{\"type\":\"workload\",\"world_size\":%d,\"structure\":{\"kind\":\"%s\","
 		     "\"steps\":%ld,\"warmup\":%ld,\"compute_us\":%ld,\"opt_us\":%ld,\"input_kb\":%ld,"
 		     "\"buckets\":%ld,\"bucket_bytes\":%ld,\"last_bytes\":%ld,\"overlap\":%s,"
-		     "\"fsdp\":%ld,\"tp\":%ld,\"pp\":%ld,\"act_bytes\":%ld,\"accum\":%ld,"
+		     "\"fsdp\":%ld,\"fsdp_interleave\":%s,\"tp\":%ld,\"pp\":%ld,\"moe\":%ld,"
+		     "\"act_bytes\":%ld,\"accum\":%ld,"
 		     "\"eval_every\":%ld,\"len_skew\":%s,\"change_at\":%ld,\"loader\":%s,"
 		     "\"loader_us\":%ld,\"dp_size\":%d},\"faults\":[",
 		     z.size, kind, z.steps, z.warmup, z.compute_us, z.opt_us, z.input_kb,
 		     z.buckets, z.bucket_bytes, z.last_bytes, z.overlap ? "true" : "false",
-		     z.fsdp, z.tp, z.pp, z.act_bytes, z.accum, z.eval_every,
+		     z.fsdp, z.fsdp_interleave ? "true" : "false", z.tp, z.pp, z.moe,
+		     z.act_bytes, z.accum, z.eval_every,
 		     z.len_skew ? "true" : "false", z.change_at, z.loader ? "true" : "false",
 		     z.loader_us, z.dp_size);
 	for (i = 0; i < z.nfaults; i++) {
@@ -1067,7 +791,8 @@ static int setup(char *err, size_t elen)
 
 	if (z.act_bytes > maxb)
 		maxb = z.act_bytes;
-	n = (size_t)maxb / 4 * (z.fsdp ? z.size : 1);
+	/* an all-gather receives, an all-to-all sends and receives, a block from every rank */
+	n = (size_t)maxb / 4 * (z.fsdp || z.moe ? z.size : 1);
 	if (n < 2 * DIV_COUNT)
 		n = 2 * DIV_COUNT;
 	z.sbuf = malloc(n * sizeof(float));
