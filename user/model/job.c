@@ -831,6 +831,23 @@ static void phase_by_roles(struct job *j, const uint8_t *role, int n)
 		j->per.phase = best;
 }
 
+/* The shortest multiple of period p (at most PERIOD_MAX), seen twice, that the later half
+ * of the n signatures repeats exactly (the first half may hold the job's setup): FSDP's
+ * forward all-gathers and backward (all-gather, reduce-scatter) pairs repeat every 2 but
+ * for two places a step. 0: none. */
+static int longer_exact(const uint64_t *sig, int n, int p)
+{
+	int q, i;
+
+	for (q = 2 * p; p > 0 && q <= PERIOD_MAX && 2 * q <= n; q += p) {
+		for (i = n / 2; i < n && sig[i] == sig[i - q]; i++)
+			;
+		if (i == n)
+			return q;
+	}
+	return 0;
+}
+
 /* The last JOB_PERIOD_SEEN main collectives of the reference rank, learned once there are
  * enough (more while the pauses say steps may be longer than what was seen). */
 static void detect_period(struct job *j, bool final)
@@ -888,9 +905,11 @@ static void detect_period(struct job *j, bool final)
 		err = period__detect_folded(sig, NULL, fold, n, PERIOD_MAX, &j->per);
 	/* a period that still repeats imperfectly, again and again (not only around the job's
 	 * setup, nor one hiccup), may be part of a longer one not seen 3 times yet (FSDP's
-	 * 2L+1 collectives a step, an eval cycle): wait for more, for a while */
+	 * 2L+1 collectives a step, an eval cycle): wait for more, for a while; when a multiple
+	 * of it already repeats exactly twice, until that one can be seen 3 times */
 	if (!err && !final && j->per.late_confidence < JOB_PERIOD_SURE &&
-	    j->per.late_misses >= PERIOD_MIN_REPEATS && n < JOB_PERIOD_WAIT)
+	    ((j->per.late_misses >= PERIOD_MIN_REPEATS && n < JOB_PERIOD_WAIT) ||
+	     n < PERIOD_MIN_REPEATS * longer_exact(sig, n, j->per.period)))
 		goto out;
 	if (err || j->per.period <= 0)
 		goto out;
@@ -2023,10 +2042,13 @@ static void judge(struct job *j, uint64_t k)
 	jv.t_ns = j->now;
 	jv.first = k + 1 - m;
 	jv.last = k;
-	/* a new story told by a lateness near the threshold must hold for JOB_CONFIRM windows in
-	 * a row: one burst of contention on a shared host moves one window's medians just past
-	 * it, a straggler moves every window's */
-	if (jv.cls != V_NONE && jv.v.skew_ns < 2 * (int64_t)detect__threshold_of(&jv.v) &&
+	/* a new story told by a lateness near the threshold, or by the fewest steps of a window
+	 * that can tell it, must hold for JOB_CONFIRM windows in a row: one burst of contention
+	 * on a shared host moves one window's medians just past it, or makes one rank late by a
+	 * lot in two steps; a straggler does it in every window */
+	if (jv.cls != V_NONE &&
+	    ((jv.v.intermittent && jv.v.hits <= DETECT_HITS_MIN) ||
+	     jv.v.skew_ns < 2 * (int64_t)detect__threshold_of(&jv.v)) &&
 	    !(j->emitted && jv.cls == j->last.cls && jv.col == j->last.col)) {
 		if (jv.cls == j->cand_cls && jv.col == j->cand_col) {
 			j->cand_n++;
