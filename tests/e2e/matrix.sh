@@ -7,7 +7,9 @@
 # blocked input than the workload's input time), and healthy runs of 300 steps
 # must get no verdict at all. Structures: 3 and 25 equal buckets, FSDP's all-gathers and
 # reduce-scatters, tensor parallel groups; faults: extra compute, a sleep, input through a
-# slow pipe, a CPU quota; DDP attached mid-run with its loader worker starved by a quota.
+# slow pipe, a CPU quota; MoE all-to-alls and FSDP that gathers again in its backward, each
+# with a CPU quota on a rank busy-polling in its collectives; DDP attached mid-run with its
+# loader worker starved by a quota.
 . "$(dirname "$0")/../lib.sh"
 need_root
 command -v mpirun >/dev/null || skip "OpenMPI not installed (make deps)"

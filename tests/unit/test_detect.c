@@ -455,18 +455,41 @@ static void window__late_by_a_lot_in_few_steps__intermittent(void **state)
 	free(x);
 }
 
-static void window__a_different_rank_late_each_step__none(void **state)
+static void window__a_different_rank_late_each_step__imbalance_no_rank(void **state)
 {
 	struct window *x = healthy();
 	struct verdict v;
 	int s;
 
-	/* sequence lengths: each step another rank has the long batch; nobody's straggler */
+	/* sequence lengths: each step another rank has the long batch; nobody's straggler, but
+	 * the job waits for one every step: a compute imbalance with no rank to blame */
 	for (s = 0; s < NSTEPS; s++)
 		x->w[s][s % NRANKS].compute += SEC;
 	add_jitter(x);
 	judge(x, &v);
+	assert_int_equal(v.cls, V_COMPUTE);
+	assert_int_equal(v.rank, -1);
+	assert_true(v.imbalance);
+	assert_false(v.intermittent);
+	assert_int_equal(v.phase, PH_COMPUTE);
+	assert_int_equal(v.hits, NSTEPS);
+	assert_true(v.skew_ns >= (int64_t)(SEC - 2 * MS) && v.skew_ns <= (int64_t)SEC);
+	free(x);
+}
+
+static void window__a_different_rank_late_in_few_steps__none(void **state)
+{
+	struct window *x = healthy();
+	struct verdict v;
+	int s;
+
+	/* the same long batches in 4 of the 10 steps only: under 3/4 of them, nothing to say */
+	for (s = 0; s < 4; s++)
+		x->w[s * 2][s % NRANKS].compute += SEC;
+	add_jitter(x);
+	judge(x, &v);
 	assert_int_equal(v.cls, V_NONE);
+	assert_false(v.imbalance);
 	assert_false(v.intermittent);
 	free(x);
 }
@@ -1100,7 +1123,8 @@ int main(void)
 		cmocka_unit_test(window__two_ranks_under_step_fraction__none),
 		cmocka_unit_test(window__within_the_peers_noise__none),
 		cmocka_unit_test(window__late_by_a_lot_in_few_steps__intermittent),
-		cmocka_unit_test(window__a_different_rank_late_each_step__none),
+		cmocka_unit_test(window__a_different_rank_late_each_step__imbalance_no_rank),
+		cmocka_unit_test(window__a_different_rank_late_in_few_steps__none),
 		cmocka_unit_test(window__throttled_in_bursts__cpu_contention),
 		cmocka_unit_test(window__varying_work_always_latest__late_rank_found),
 		cmocka_unit_test(window__outlier_step_on_other_rank__same_verdict),

@@ -117,6 +117,11 @@ def cells():
         for r in (1, 2):
             out.append(cell(f"{sname}/compute{r}/np4", np=4, args=sargs,
                             fault=["--fault", f"compute:{r}:4000"], expect=("compute", r)))
+    # a different rank's long batch each step (sequence lengths): an imbalance, nobody's
+    for np_ in (2, 4):
+        out.append(cell(f"buckets3/rotate/np{np_}", np=np_, args=["--buckets", "3"],
+                        fault=["--fault", "rotate:0:4000"], expect=("compute", -1),
+                        check=np_ == 2))
     # attached while running (the job started 3 s before)
     for sname, sargs in (("buckets3", ["--buckets", "3"]), ("fsdp4", ["--fsdp", "4"])):
         out.append(cell(f"{sname}/compute/mid", np=2, args=sargs, attach="mid", steps=1500,
@@ -459,7 +464,7 @@ def score(c, job_out, rs_out, err):
                 f"{v['class']}@{v['rank']} step {v['step']}" for v in wrong[:3])
         if good:
             g = good[0]
-            tr = truth.get(rank, [])
+            tr = truth.get(rank if rank >= 0 else 0, [])     # no rank: time it on rank 0
             ffrom = next((f.get("from_step", 0) for f in workload.get("faults", [])), 0)
             if cls in ("hang", "rank_exited", "divergent"):
                 at = next((f.get("arg") for f in workload.get("faults", [])), None)
@@ -470,7 +475,7 @@ def score(c, job_out, rs_out, err):
                     res["detect"] = f"{(g['t_ns'] - t0) / 1e9:.1f} s"
             else:
                 t0 = next((t["start_ns"] for t in tr if t["step"] >= ffrom), None)
-                mine = sorted((s for s in steps if rank_of_pid.get(s["pid"]) == rank),
+                mine = sorted((s for s in steps if rank_of_pid.get(s["pid"]) == max(rank, 0)),
                               key=lambda s: s["step"])
                 first = next((s["step"] for s in mine if t0 is None or
                               s["start_ns"] + s["dur_ns"] > t0), None)

@@ -60,6 +60,9 @@
  *     pipe:R:US     loader sleeps first    storage:R:KB  also read KB (multiple of 4) O_DIRECT
  *     quota:R:PCT   rank in a CPU-quota cgroup (PCT% of one CPU, 1..100)
  *     workerquota:R:PCT  the same for its loader child     seqskew:R  compute scaled [1, 2)
+ *     rotate:0:US   in step k, rank k mod the world size computes US more: a different
+ *                   rank each step, as with sequence lengths; nobody's straggler (R must be
+ *                   0; the workload line's expect says rank -1)
  *     sigstop:R:S / kill:R:S  raise(SIGSTOP / SIGKILL) at the start of step S
  *     divergent:R:S  an extra MPI_Bcast (see below) at step S
  *     divhang:R:S    at step S rank R enters MPI_Barrier on the world communicator where its
@@ -142,6 +145,7 @@ static const struct fkind_desc {
 	[F_KILL]	= { "kill", "rank_exited", "S", 0, INT_MAX },
 	[F_DIVERGENT]	= { "divergent", "divergent", "S", 0, INT_MAX },
 	[F_DIVHANG]	= { "divhang", "divergent", "S", 0, INT_MAX },
+	[F_ROTATE]	= { "rotate", "compute", "US", 0, INT_MAX },
 };
 
 struct zoo z = {
@@ -232,6 +236,8 @@ static void parse_fault(const char *spec)
 		usage_error("--fault %s needs %s:R:%s", kind, kind, fkinds[k].arg);
 	snprintf(what, sizeof(what), "--fault %s %s", kind, fkinds[k].arg);
 	f->arg = parse_num(arg, what, fkinds[k].min, fkinds[k].max);
+	if (k == F_ROTATE && f->rank)
+		usage_error("--fault rotate takes every rank in turn: give rank 0 ('%s')", spec);
 	if (k == F_STORAGE && f->arg % 4)
 		usage_error("--fault storage KB must be a multiple of 4 (O_DIRECT): '%s'", spec);
 }
@@ -337,6 +343,17 @@ const struct fault *fault_on(enum fkind kind)
 
 	for (i = 0; i < z.nfaults; i++)
 		if (z.faults[i].kind == kind && z.faults[i].rank == z.rank)
+			return &z.faults[i];
+	return NULL;
+}
+
+/* a fault of any rank (one that every rank takes part in) */
+const struct fault *fault_any(enum fkind kind)
+{
+	int i;
+
+	for (i = 0; i < z.nfaults; i++)
+		if (z.faults[i].kind == kind)
 			return &z.faults[i];
 	return NULL;
 }
@@ -777,7 +794,7 @@ static void print_workload(void)
 	}
 	snprintf(buf + n, sizeof(buf) - n, "],\"expect\":{\"class\":\"%s\",\"rank\":%ld}}\n",
 		 z.nfaults ? fkinds[z.faults[0].kind].cls : "none",
-		 z.nfaults ? z.faults[0].rank : -1L);
+		 z.nfaults && z.faults[0].kind != F_ROTATE ? z.faults[0].rank : -1L);
 	fputs(buf, stdout);
 	fflush(stdout);
 }

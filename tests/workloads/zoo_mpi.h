@@ -17,7 +17,7 @@
 #define DIV_COUNT	16		/* floats in the divergent broadcast; rank R posts 2x */
 
 enum fkind { F_COMPUTE, F_SLEEP, F_PIPE, F_STORAGE, F_QUOTA, F_WQUOTA, F_SEQSKEW,
-	     F_SIGSTOP, F_KILL, F_DIVERGENT, F_DIVHANG, F_NKINDS };
+	     F_SIGSTOP, F_KILL, F_DIVERGENT, F_DIVHANG, F_ROTATE, F_NKINDS };
 
 struct fault {
 	enum fkind kind;
@@ -68,6 +68,7 @@ extern struct zoo z;
 
 /* zoo_mpi.c */
 const struct fault *fault_on(enum fkind kind);
+const struct fault *fault_any(enum fkind kind);
 long fault_arg(enum fkind kind, long k);
 bool fault_at(enum fkind kind, long k, bool this_rank);
 void read_all(int fd, char *buf, long n, off_t off, const char *what);

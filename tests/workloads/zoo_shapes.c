@@ -230,6 +230,9 @@ void step(struct acct *a, long k)
 	c = (int64_t)(z.compute_us * 1000 * scale);
 	if (meas)
 		c += fault_arg(F_COMPUTE, k) * 1000;
+	/* rotate: rank k mod the world size has the long batch of step k */
+	if (meas && k >= z.fault_from && fault_any(F_ROTATE) && k % z.size == z.rank)
+		c += fault_any(F_ROTATE)->arg * 1000;
 
 	for (m = 0; m < z.accum; m++) {
 		input(a);

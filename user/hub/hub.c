@@ -1337,6 +1337,7 @@ static void judge_job(struct hub *h, struct hjob *j, uint64_t now_ns, verdict_fn
 	struct step_obs *obs = NULL;
 	struct job_verdict jv = {}, dv = {};
 	int *cols = NULL, ncols = 0, i, w = h->window, unseen = 0, unaligned = 0, odd;
+	bool weak;
 	const struct hrank *sr;
 	uint64_t k;
 
@@ -1442,9 +1443,12 @@ static void judge_job(struct hub *h, struct hjob *j, uint64_t now_ns, verdict_fn
 		jv.col = jv.v.rank = odd;
 		jv.v.phase = PH_COMM;
 	}
-	/* a new story near the threshold must hold for two judgements in a row */
+	/* a new story near the threshold must hold for two judgements in a row; one told by two
+	 * steps of a window (intermittent) until a window with none of its steps tells it too,
+	 * as a node's does */
+	weak = jv.v.intermittent && jv.v.hits <= DETECT_HITS_MIN;
 	if (odd < 0 && jv.cls != V_NONE &&
-	    jv.v.skew_ns < 2 * (int64_t)detect__threshold_of(&jv.v) &&
+	    (weak || jv.v.skew_ns < 2 * (int64_t)detect__threshold_of(&jv.v)) &&
 	    !(j->emitted && jv.cls == j->last.cls && jv.col >= 0 &&
 	      j->r[cols[jv.col]]->rank == j->last_rank)) {
 		int rank = jv.col >= 0 ? j->r[cols[jv.col]]->rank : -1;
@@ -1456,7 +1460,7 @@ static void judge_job(struct hub *h, struct hjob *j, uint64_t now_ns, verdict_fn
 			j->cand_rank = rank;
 			j->cand_n = 1;
 		}
-		if (j->cand_n < 2)
+		if (j->cand_n < (weak ? w + 1 : 2))
 			goto out;
 	}
 	j->cand_n = 0;

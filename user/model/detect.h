@@ -81,6 +81,9 @@ struct verdict {
 	/* intermittent: late by a lot (twice the threshold) in hits of the nsteps only; skew
 	 * and phase are the medians over those steps */
 	bool intermittent;
+	/* imbalance: no rank to blame (rank -1), but each step's latest one is late by the
+	 * threshold in this phase, a different rank from step to step; hits: those steps */
+	bool imbalance;
 	int hits;
 	uint64_t threshold_ns;	/* the lateness that counted as late in this window */
 };

@@ -1995,6 +1995,7 @@ static void judge(struct job *j, uint64_t k)
 	struct step_obs *win;
 	struct job_verdict jv = {};
 	int w = j->cfg.window, m, i, base;
+	bool weak;
 
 	m = j->nrows < w ? j->nrows : w;
 	if (m < w && j->emitted)
@@ -2042,13 +2043,14 @@ static void judge(struct job *j, uint64_t k)
 	jv.t_ns = j->now;
 	jv.first = k + 1 - m;
 	jv.last = k;
-	/* a new story told by a lateness near the threshold, or by the fewest steps of a window
-	 * that can tell it, must hold for JOB_CONFIRM windows in a row: one burst of contention
-	 * on a shared host moves one window's medians just past it, or makes one rank late by a
-	 * lot in two steps; a straggler does it in every window */
-	if (jv.cls != V_NONE &&
-	    ((jv.v.intermittent && jv.v.hits <= DETECT_HITS_MIN) ||
-	     jv.v.skew_ns < 2 * (int64_t)detect__threshold_of(&jv.v)) &&
+	/* a new story told by a lateness near the threshold must hold for JOB_CONFIRM windows in
+	 * a row: one burst of contention on a shared host moves one window's medians just past
+	 * it, a straggler moves every window's. One told by the fewest steps of a window that can
+	 * tell it (an intermittent one late in two) must hold until the window has no step in
+	 * common with the first that told it: one burst makes a rank late by a lot in two steps,
+	 * an intermittent straggler does it again */
+	weak = jv.v.intermittent && jv.v.hits <= DETECT_HITS_MIN;
+	if (jv.cls != V_NONE && (weak || jv.v.skew_ns < 2 * (int64_t)detect__threshold_of(&jv.v)) &&
 	    !(j->emitted && jv.cls == j->last.cls && jv.col == j->last.col)) {
 		if (jv.cls == j->cand_cls && jv.col == j->cand_col) {
 			j->cand_n++;
@@ -2057,7 +2059,7 @@ static void judge(struct job *j, uint64_t k)
 			j->cand_col = jv.col;
 			j->cand_n = 1;
 		}
-		if (j->cand_n < JOB_CONFIRM)
+		if (j->cand_n < (weak ? m + 1 : JOB_CONFIRM))
 			return;
 	}
 	j->cand_n = 0;

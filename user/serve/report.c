@@ -227,8 +227,11 @@ void report__verdict(struct json *j, const struct job_verdict *v, const char *jo
 	 * many of the window's steps */
 	json__key(j, "intermittent");
 	json__bool(j, v->v.intermittent);
+	/* a different rank late each step, in the same phase: no rank (-1) */
+	json__key(j, "imbalance");
+	json__bool(j, v->v.imbalance);
 	json__kint(j, "skew_ns", v->v.skew_ns);
-	json__kstr(j, "phase", v->col >= 0 && v->cls <= V_CPU_CONTENTION ?
+	json__kstr(j, "phase", (v->col >= 0 || v->v.imbalance) && v->cls <= V_CPU_CONTENTION ?
 				steps__phase_name(v->v.phase) : NULL);
 	json__kint(j, "phase_excess_ns", v->v.phase_excess_ns);
 	json__kuint(j, "post_arrival_ns", v->v.post_arrival_ns);
@@ -296,7 +299,7 @@ void report__verdict(struct json *j, const struct job_verdict *v, const char *jo
 	json__kuint(j, "peer_median_phase_ns", v->v.peer_phase_ns);
 	json__kuint(j, "median_step_ns", v->v.step_ns);
 	json__kint(j, "steps", v->v.nsteps);
-	if (v->v.intermittent) {
+	if (v->v.intermittent || v->v.imbalance) {
 		json__kint(j, "steps_hit", v->v.hits);
 		json__kdouble(j, "late_share", v->v.nsteps ? (double)v->v.hits / v->v.nsteps : 0);
 	}
@@ -353,6 +356,16 @@ void report__verdict_text(FILE *f, const struct job_verdict *v, int rank, char *
 			 report__dur(v->v.step_ns, a, sizeof(a)));
 		break;
 	default:
+		if (v->v.imbalance) {
+			snprintf(buf, n, "verdict: %s imbalance, no one rank: in %d of %d steps the "
+				 "latest rank (a different one from step to step) arrives %s after its "
+				 "peers' median, its %s %s over theirs (work that varies by rank, such as "
+				 "sequence lengths)", detect__class_name(v->cls), v->v.hits,
+				 v->v.nsteps, report__dur(v->v.skew_ns, a, sizeof(a)),
+				 steps__phase_name(v->v.phase),
+				 report__dur(v->v.phase_excess_ns, b, sizeof(b)));
+			break;
+		}
 		if (v->v.intermittent)
 			snprintf(im, sizeof(im), ", intermittent: in %d of %d steps", v->v.hits,
 				 v->v.nsteps);
