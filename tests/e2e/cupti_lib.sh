@@ -385,8 +385,11 @@ def kineto(name, teardown):
         assert 'register' in lg[i:], 'the library did not register its callbacks again'
         late = [l for l in L if l['step'] >= done['steps'] - 20 and l['kind'] == 'kernel']
         got = {r['corr'] for r in s['records']}
-        assert late and all(l['corr'] in got for l in late), \
-            f'{name}: kernels of the last 20 steps, after CUPTI came back, are missing'
+        miss = sorted({l['step'] for l in late if l['corr'] not in got})
+        assert late and not miss, \
+            f'{name}: kernels of the last 20 steps, after CUPTI came back, are missing: ' \
+            f'steps {miss[:10]}{"..." if len(miss) > 10 else ""} of {done["steps"]}; ' \
+            f'recording again at {back[-1]["t"]} s; {s["nrec"]} records received'
     else:
         assert st[-1]['state'] == W['RSC_ST_TAKEN_OVER'], \
             f'{name}: state after a client that kept CUPTI: {seq[-5:]} (stale active?)'
@@ -554,8 +557,10 @@ finish tsc
 check tsc
 
 # 14. a Kineto-like client takes CUPTI over (its callbacks, its kinds, per-thread buffers off),
-# then stops: with cuptiFinalize the library takes CUPTI back; without, it stays taken_over
-KINETO=(--steps 1500 --kernels 2 --kernel-us 100 --nccl-us 100 --copy-us 20 --sync-us 20
+# then stops: with cuptiFinalize the library takes CUPTI back; without, it stays taken_over.
+# The library looks again every 5 s (RECHECK_NS): the 700 steps of ~10.5 ms after the stop
+# leave it 2 s more than that before the last 20 (with 400, the look could fall after them)
+KINETO=(--steps 1800 --kernels 2 --kernel-us 100 --nccl-us 100 --copy-us 20 --sync-us 20
 	--idle-us 10000 --kineto-at 100 --wait-enable-ms 5000 --linger-ms 1000)
 daemon kineto --poke-ms 500
 host kineto "$DBL" "${KINETO[@]}" --kineto-stop-at 1100 --kineto-teardown --kineto-tsc
