@@ -591,7 +591,9 @@ int detect__window(const struct step_obs *obs, int nsteps, int nranks, struct ve
 			     (best_skew >= 2 * (int64_t)threshold && c >= m * DETECT_MOSTLY);
 	}
 	if ((best_skew < (int64_t)threshold || !consistent) &&
-	    (imbalance(obs, nsteps, nranks, ok, lat, threshold, tmp, v) ||
+	    /* the latest of many ranks reaches the tail of their noise every step: an imbalance
+	     * is judged against the quarter of the step, not the noise of one rank */
+	    (imbalance(obs, nsteps, nranks, ok, lat, detect__threshold(v->step_ns), tmp, v) ||
 	     intermittent(obs, nsteps, nranks, ok, lat, threshold, tmp, v)))
 		goto classify;
 	if (best_skew < (int64_t)threshold || !consistent) {
