@@ -343,9 +343,11 @@ static void refine(struct merge *m)
 
 	/* processes on the reference node share its clock: what their ends differ by is how
 	 * far apart ranks leave one collective, which no clock offset explains and none can
-	 * be told from; every refined offset's error holds it */
+	 * be told from; every refined offset's error holds it. A spread counts three median
+	 * deviations (about two standard deviations): one is no bound, and on a busy machine
+	 * the ends drift in runs (68 us off against a stated 54 us on a 2-vCPU CI run) */
 	for (x = 0; x < m->nd[m->ref].n; x++) {
-		e = (uint64_t)llabs(m->nd[m->ref].med[x]) + (uint64_t)m->nd[m->ref].mad[x];
+		e = (uint64_t)llabs(m->nd[m->ref].med[x]) + 3 * (uint64_t)m->nd[m->ref].mad[x];
 		skew = e > skew ? e : skew;
 	}
 	for (k = 0; k < m->n; k++) {
@@ -368,7 +370,7 @@ static void refine(struct merge *m)
 		for (x = 0; x < f->n; x++) {
 			if (f->ref_node[x] != m->ref)
 				continue;
-			e = (uint64_t)llabs(f->med[x] - f->refine_ns) + (uint64_t)f->mad[x];
+			e = (uint64_t)llabs(f->med[x] - f->refine_ns) + 3 * (uint64_t)f->mad[x];
 			err = e > err ? e : err;
 		}
 		/* within what the step ends allowed; else the pairing is not to be trusted */
