@@ -419,8 +419,13 @@ static void pick_main_comm(struct job *j)
  * tensor-parallel groups share no main-communicator collective, only the data-parallel ones
  * between them, and those (with the op and size of each) fix where in the step each rank is.
  * When those sequences do not pair up, the main communicators' collectives alone are used.
+ *
+ * The run is collectives ALIGN_RUN..2 * ALIGN_RUN of the reference (its first ones may come
+ * before the other rank's attach). A job that ends sooner (30 steps of one all-reduce) is
+ * lined up at its end on what there is: the later two thirds, at least ALIGN_SHORT.
  */
 #define ALIGN_RUN 24
+#define ALIGN_SHORT 6
 #define ALIGN_NEAR 8	/* collectives either side of the nearest return tried too */
 
 static bool in_align(const struct job_rank *r, const struct tl_coll *c, bool main_only)
@@ -438,13 +443,26 @@ static int align_index(const struct job_rank *r, bool main_only, int *idx, int m
 	return n;
 }
 
-static uint64_t run_cost(const struct job_rank *ref, const int *ri, const struct job_rank *r,
-			 const int *ci, int nc, int off)
+/* The reference's run: ri[lo..hi) of its nr collectives; false: too short yet. */
+static bool align_run(int nr, bool final, int *lo, int *hi)
+{
+	if (nr >= 2 * ALIGN_RUN) {
+		*lo = ALIGN_RUN;
+		*hi = 2 * ALIGN_RUN;
+		return true;
+	}
+	*lo = nr / 3;
+	*hi = nr;
+	return final && *hi - *lo >= ALIGN_SHORT;
+}
+
+static uint64_t run_cost(const struct job_rank *ref, const int *ri, int lo, int hi,
+			 const struct job_rank *r, const int *ci, int nc, int off)
 {
 	uint64_t cost = 0, a, b;
 	int k;
 
-	for (k = ALIGN_RUN; k < 2 * ALIGN_RUN; k++) {
+	for (k = lo; k < hi; k++) {
 		if (k + off < 0 || k + off >= nc)
 			return UINT64_MAX;
 		/* the same collective has the same op and size everywhere; a message is a send on
@@ -466,13 +484,13 @@ static uint64_t run_cost(const struct job_rank *ref, const int *ri, const struct
  * neighbours: when the ranks' work differs, the nearest return may be a collective or two
  * away from the same one, and only the op and size pattern fixes which.
  */
-static bool best_offset(const struct job_rank *ref, const int *ri, const struct job_rank *r,
-			const int *ci, int nc, int *best_off)
+static bool best_offset(const struct job_rank *ref, const int *ri, int lo, int hi,
+			const struct job_rank *r, const int *ci, int nc, int *best_off)
 {
 	uint64_t cost, best_cost = UINT64_MAX, d, dn;
 	int k, i, near, off;
 
-	for (k = ALIGN_RUN; k < 2 * ALIGN_RUN; k++) {
+	for (k = lo; k < hi; k++) {
 		uint64_t t = ref->coll[ri[k]].exit;
 
 		for (near = -1, dn = UINT64_MAX, i = 0; i < nc; i++) {
@@ -487,7 +505,7 @@ static bool best_offset(const struct job_rank *ref, const int *ri, const struct 
 		if (near < 0)
 			continue;
 		for (off = near - k - ALIGN_NEAR; off <= near - k + ALIGN_NEAR; off++) {
-			cost = run_cost(ref, ri, r, ci, nc, off);
+			cost = run_cost(ref, ri, lo, hi, r, ci, nc, off);
 			if (cost < best_cost) {
 				best_cost = cost;
 				*best_off = off;
@@ -500,15 +518,16 @@ static bool best_offset(const struct job_rank *ref, const int *ri, const struct 
 /* Rank r's seq offset from the reference, pairing on its main thread's collectives (or on
  * the main communicator's alone): the first pair in which both are on their main comm. */
 static bool align_one(const struct job_rank *ref, const struct job_rank *r, bool main_only,
-		      int *ri, int *ci, int64_t *seq_off)
+		      bool final, int *ri, int *ci, int64_t *seq_off)
 {
-	int nr, nc, k, off = 0;
+	int nr, nc, k, off = 0, lo, hi;
 
 	nr = align_index(ref, main_only, ri, 3 * ALIGN_RUN);
 	nc = align_index(r, main_only, ci, JOB_MAX_COLL);
-	if (nr < 2 * ALIGN_RUN || nc < ALIGN_RUN || !best_offset(ref, ri, r, ci, nc, &off))
+	if (!align_run(nr, final, &lo, &hi) || nc < hi - lo ||
+	    !best_offset(ref, ri, lo, hi, r, ci, nc, &off))
 		return false;
-	for (k = ALIGN_RUN; k < nr && k + off < nc; k++) {
+	for (k = lo; k < nr && k + off < nc; k++) {
 		const struct tl_coll *a = &ref->coll[ri[k]], *b = &r->coll[ci[k + off]];
 
 		if (is_main(ref, a) && is_main(r, b)) {
@@ -519,10 +538,10 @@ static bool align_one(const struct job_rank *ref, const struct job_rank *r, bool
 	return false;
 }
 
-static void align(struct job *j)
+static void align(struct job *j, bool final)
 {
 	const struct job_rank *ref = &j->r[0];
-	int ri[3 * ALIGN_RUN], *ci, c;
+	int ri[3 * ALIGN_RUN], *ci, c, lo, hi;
 
 	if (!ref->have_main)
 		return;
@@ -533,12 +552,12 @@ static void align(struct job *j)
 		struct job_rank *r = &j->r[c];
 
 		if (!r->aligned && r->have_main &&
-		    (align_one(ref, r, false, ri, ci, &r->seq_off) ||
-		     align_one(ref, r, true, ri, ci, &r->seq_off)))
+		    (align_one(ref, r, false, final, ri, ci, &r->seq_off) ||
+		     align_one(ref, r, true, final, ri, ci, &r->seq_off)))
 			r->aligned = true;
 	}
 	/* the reference is aligned once its own run is long enough to pair others against */
-	if (align_index(ref, true, ri, 3 * ALIGN_RUN) >= 2 * ALIGN_RUN)
+	if (align_run(align_index(ref, true, ri, 3 * ALIGN_RUN), final, &lo, &hi))
 		j->r[0].aligned = true;
 	free(ci);
 }
@@ -2565,7 +2584,7 @@ void job__advance(struct job *j, uint64_t now, bool final)
 		j->progress_ns = now;
 	pick_main_comm(j);
 	if (!j->markers) {
-		align(j);
+		align(j, final);
 		detect_period(j, final);
 		if (!j->have_period)
 			goto checks;
