@@ -407,6 +407,90 @@ static void pipeline_two_stages__stages_micro_batches_and_slow_stage(void **stat
 }
 
 /*
+ * A 4-stage pipeline on MPI's world (GPipe, 3 micro-batches): stage s receives each
+ * activation from s-1, computes c[s] and sends it to s+1, then the gradients go back the same
+ * way; the middle stages make twice the sends and receives of the ends. Each step ends with
+ * the gradient norm, an all-reduce on the same communicator, which all 4 return from
+ * together: the one collective they share.
+ */
+static void gpipe4(struct job *j, int steps, const uint64_t *c)
+{
+	uint64_t t[4], seq[4] = {}, fwd[4][3], bwd[4][3], x, done = 1000 * MS;
+	int k, m, s;
+
+	for (s = 0; s < 4; s++)
+		t[s] = done;
+	for (k = 0; k < steps; k++) {
+		for (s = 0; s < 4; s++) {
+			t[s] += 300 * US;	/* input and optimizer */
+			for (m = 0; m < 3; m++) {
+				if (s) {
+					x = (t[s] > fwd[s - 1][m] ? t[s] : fwd[s - 1][m]) + 20 * US;
+					job__on_coll_peer(j, s, 100 + s, RS_OP_RECV, RS_LIB_MPI, 7,
+							  ++seq[s], 64 << 10, t[s], x, s - 1);
+					t[s] = x;
+				}
+				t[s] += c[s];
+				if (s < 3) {
+					job__on_coll_peer(j, s, 100 + s, RS_OP_SEND, RS_LIB_MPI, 7,
+							  ++seq[s], 64 << 10, t[s], t[s] + 20 * US,
+							  s + 1);
+					t[s] += 20 * US;
+				}
+				fwd[s][m] = t[s];
+			}
+		}
+		for (s = 3; s >= 0; s--) {
+			for (m = 2; m >= 0; m--) {
+				if (s < 3) {
+					x = (t[s] > bwd[s + 1][m] ? t[s] : bwd[s + 1][m]) + 20 * US;
+					job__on_coll_peer(j, s, 100 + s, RS_OP_RECV, RS_LIB_MPI, 7,
+							  ++seq[s], 64 << 10, t[s], x, s + 1);
+					t[s] = x;
+				}
+				t[s] += 2 * c[s];
+				if (s) {
+					job__on_coll_peer(j, s, 100 + s, RS_OP_SEND, RS_LIB_MPI, 7,
+							  ++seq[s], 64 << 10, t[s], t[s] + 20 * US,
+							  s - 1);
+					t[s] += 20 * US;
+				}
+				bwd[s][m] = t[s];
+			}
+		}
+		for (done = 0, s = 0; s < 4; s++)
+			done = t[s] > done ? t[s] : done;
+		done += 30 * US;
+		for (s = 0; s < 4; s++) {
+			job__on_coll(j, s, 100 + s, RS_OP_ALLREDUCE, RS_LIB_MPI, 7, ++seq[s], 8, t[s],
+				     done);
+			t[s] = done;
+		}
+		job__advance(j, done, false);
+	}
+	job__advance(j, done + 1000 * MS, true);
+}
+
+static void pipeline_four_stages__steps_end_together_at_the_shared_all_reduce(void **state)
+{
+	static struct seen s;
+	static const uint64_t c[4] = { 400 * US, 400 * US, 1200 * US, 400 * US };
+	struct job *j = new_job(&s, 4, STEPS_AUTO);
+	int k;
+
+	gpipe4(j, 120, c);
+	/* every stage, steps of the same count and length, though its calls differ in number */
+	for (k = 0; k < 4; k++) {
+		assert_true(s.steps[k] > 90);
+		assert_int_equal(s.steps[k], s.steps[0]);
+		assert_true(s.dur[k] > s.dur[0] - s.dur[0] / 100 &&
+			    s.dur[k] < s.dur[0] + s.dur[0] / 100);
+	}
+	expect_verdicts(&s, V_COMPUTE, 2);
+	job__free(j);
+}
+
+/*
  * The same pipeline with equal stages: the bubble is what the schedule leaves, (S-1)/(M+S-1)
  * = 20%, and there is no verdict. With 1.5 ms between a send and its arrival at the other
  * stage, both stages idle far longer, and no stage is slower: pipeline_bubble, no rank.
@@ -892,6 +976,7 @@ int main(void)
 		cmocka_unit_test(ddp_attached_a_step_apart__starved_rank_named),
 		cmocka_unit_test(pipeline_two_stages__stages_micro_batches_and_slow_stage),
 		cmocka_unit_test(pipeline_equal_stages__bubble_verdict_only_when_over_the_schedule),
+		cmocka_unit_test(pipeline_four_stages__steps_end_together_at_the_shared_all_reduce),
 		cmocka_unit_test(tensor_data_parallel_mid_run__slow_rank_named_healthy_none),
 		cmocka_unit_test(partial_job__aligned_wait__remote_wait_not_communication),
 		cmocka_unit_test(marker_attached_a_step_apart__skew_is_the_extra_compute),

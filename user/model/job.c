@@ -58,6 +58,9 @@ struct job_rank {
 	uint64_t main_comm;	/* its busiest communicator: a TP or DP group's differs by rank */
 	bool have_main;
 	int64_t seq_off;	/* aligned seq = seq + seq_off */
+	int anchored;		/* its steps end at the reference's anchor (a pipeline stage whose
+				 * main collectives a step differ in number): 1 yes, -1 no, 0 not
+				 * known yet */
 	int seq_hint;		/* coll index of find_seq's last hit: where the next search starts */
 	int64_t mark_off;	/* marker steps: step number = marker seq + mark_off */
 	bool aligned;
@@ -423,17 +426,28 @@ static void pick_main_comm(struct job *j)
  * The run is collectives ALIGN_RUN..2 * ALIGN_RUN of the reference (its first ones may come
  * before the other rank's attach). A job that ends sooner (30 steps of one all-reduce) is
  * lined up at its end on what there is: the later two thirds, at least ALIGN_SHORT.
+ *
+ * Pipeline stages past two make different numbers of sends and receives a step, so neither
+ * sequence pairs up; then the collectives that are no messages (the gradient norm's
+ * all-reduce), once a step, a run of ALIGN_SHARED of them. The offset is then that of one
+ * such pair: such a rank's steps end at those (anchor_bounds), not at seqs.
  */
 #define ALIGN_RUN 24
 #define ALIGN_SHORT 6
+#define ALIGN_SHARED 8
 #define ALIGN_NEAR 8	/* collectives either side of the nearest return tried too */
 
-static bool in_align(const struct job_rank *r, const struct tl_coll *c, bool main_only)
+enum align_on { ALIGN_THREAD, ALIGN_MAIN, ALIGN_NO_P2P };
+
+static bool in_align(const struct job_rank *r, const struct tl_coll *c, enum align_on on)
 {
-	return main_only ? is_main(r, c) : c->exit && (!r->main_tid || c->tid == r->main_tid);
+	if (on == ALIGN_MAIN)
+		return is_main(r, c);
+	return c->exit && (!r->main_tid || c->tid == r->main_tid) &&
+	       (on != ALIGN_NO_P2P || !is_p2p(c));
 }
 
-static int align_index(const struct job_rank *r, bool main_only, int *idx, int max)
+static int align_index(const struct job_rank *r, enum align_on main_only, int *idx, int max)
 {
 	int i, n = 0;
 
@@ -443,12 +457,13 @@ static int align_index(const struct job_rank *r, bool main_only, int *idx, int m
 	return n;
 }
 
-/* The reference's run: ri[lo..hi) of its nr collectives; false: too short yet. */
-static bool align_run(int nr, bool final, int *lo, int *hi)
+/* The reference's run: ri[lo..hi) of its nr collectives, runs of `run`; false: too short
+ * yet. */
+static bool align_run(int nr, int run, bool final, int *lo, int *hi)
 {
-	if (nr >= 2 * ALIGN_RUN) {
-		*lo = ALIGN_RUN;
-		*hi = 2 * ALIGN_RUN;
+	if (nr >= 2 * run) {
+		*lo = run;
+		*hi = 2 * run;
 		return true;
 	}
 	*lo = nr / 3;
@@ -516,25 +531,36 @@ static bool best_offset(const struct job_rank *ref, const int *ri, int lo, int h
 }
 
 /* Rank r's seq offset from the reference, pairing on its main thread's collectives (or on
- * the main communicator's alone): the first pair in which both are on their main comm. */
-static bool align_one(const struct job_rank *ref, const struct job_rank *r, bool main_only,
+ * the main communicator's alone, or its collectives that are no messages): the first pair in
+ * which both are on their main comm (else, of the last kind, the first pair). */
+static bool align_one(const struct job_rank *ref, const struct job_rank *r, enum align_on on,
 		      bool final, int *ri, int *ci, int64_t *seq_off)
 {
-	int nr, nc, k, off = 0, lo, hi;
+	int nr, nc, k, off = 0, lo, hi, run = on == ALIGN_NO_P2P ? ALIGN_SHARED : ALIGN_RUN;
 
-	nr = align_index(ref, main_only, ri, 3 * ALIGN_RUN);
-	nc = align_index(r, main_only, ci, JOB_MAX_COLL);
-	if (!align_run(nr, final, &lo, &hi) || nc < hi - lo ||
+	nr = align_index(ref, on, ri, 3 * ALIGN_RUN);
+	nc = align_index(r, on, ci, JOB_MAX_COLL);
+	if (!align_run(nr, run, final, &lo, &hi) || nc < hi - lo ||
 	    !best_offset(ref, ri, lo, hi, r, ci, nc, &off))
 		return false;
 	for (k = lo; k < nr && k + off < nc; k++) {
 		const struct tl_coll *a = &ref->coll[ri[k]], *b = &r->coll[ci[k + off]];
 
-		if (is_main(ref, a) && is_main(r, b)) {
+		if ((is_main(ref, a) && is_main(r, b)) || (on == ALIGN_NO_P2P && a->comm == b->comm)) {
 			*seq_off = (int64_t)a->seq - (int64_t)b->seq;
 			return true;
 		}
 	}
+	return false;
+}
+
+static bool has_p2p(const struct job_rank *r)
+{
+	int i;
+
+	for (i = 0; i < r->ncoll; i++)
+		if (is_p2p(&r->coll[i]))
+			return true;
 	return false;
 }
 
@@ -552,12 +578,14 @@ static void align(struct job *j, bool final)
 		struct job_rank *r = &j->r[c];
 
 		if (!r->aligned && r->have_main &&
-		    (align_one(ref, r, false, final, ri, ci, &r->seq_off) ||
-		     align_one(ref, r, true, final, ri, ci, &r->seq_off)))
+		    (align_one(ref, r, ALIGN_THREAD, final, ri, ci, &r->seq_off) ||
+		     align_one(ref, r, ALIGN_MAIN, final, ri, ci, &r->seq_off) ||
+		     (has_p2p(r) && align_one(ref, r, ALIGN_NO_P2P, final, ri, ci,
+					      &r->seq_off))))
 			r->aligned = true;
 	}
 	/* the reference is aligned once its own run is long enough to pair others against */
-	if (align_run(align_index(ref, true, ri, 3 * ALIGN_RUN), final, &lo, &hi))
+	if (align_run(align_index(ref, ALIGN_MAIN, ri, 3 * ALIGN_RUN), ALIGN_RUN, final, &lo, &hi))
 		j->r[0].aligned = true;
 	free(ci);
 }
@@ -1223,6 +1251,124 @@ static uint64_t bound_end(const struct job *j, const struct job_rank *r, const s
 	return 0;
 }
 
+/*
+ * Pipeline stages make different numbers of main collectives a step (the first stage sends
+ * M activations and receives M gradients, a middle one also passes both on), so the same
+ * aligned seq is not the same step's end on each. Their steps end together at what they
+ * share: the reduction that ends the reference's step (a world all-reduce of the loss or the
+ * gradient norm, after the sends or among them on MPI's world) is one collective on every
+ * rank, its anchor. It returns on every rank at nearly the same instant, so each rank's copy
+ * is its collective of the same communicator, op and size that returned nearest to it.
+ */
+
+/* The anchor of the reference's step ended by boundary collective c: the last reduction on
+ * another communicator it closes with (bound_end's), else c when it is a reduction; NULL:
+ * none, or (*done false) not known yet. */
+static const struct tl_coll *step_anchor(const struct job_rank *r, const struct tl_coll *c,
+					 bool *done)
+{
+	const struct tl_coll *a = NULL;
+	int i;
+
+	*done = false;
+	for (i = (int)(c - r->coll) + 1; i < r->ncoll; i++) {
+		const struct tl_coll *o = &r->coll[i];
+
+		if (o->tid != c->tid)
+			continue;
+		if (o->comm == r->main_comm || coll_role(o->op) != ROLE_REDUCE) {
+			*done = true;
+			break;
+		}
+		a = o;
+	}
+	if (!a && *done && !is_p2p(c) && coll_role(c->op) == ROLE_REDUCE)
+		a = c;
+	return a && a->exit ? a : NULL;
+}
+
+/* Rank r's copy of the reference's anchor a: completed within tol of it (an asynchronous
+ * one's return says nothing; the end of the wait for it does). */
+static const struct tl_coll *anchor_on(const struct job *j, const struct job_rank *r,
+				       const struct tl_coll *a, uint64_t tol)
+{
+	const struct tl_coll *best = NULL;
+	uint64_t d, dn = tol + 1, ta = coll_done(&j->r[0], a), t;
+	int i;
+
+	for (i = r->ncoll - 1; i >= 0; i--) {
+		const struct tl_coll *o = &r->coll[i];
+
+		if (o->exit && o->exit + 4 * tol < ta)
+			break;		/* two steps back: no wait lasts that long */
+		if (o->comm != a->comm || o->op != a->op || o->bytes != a->bytes || !o->exit)
+			continue;
+		t = coll_done(r, o);
+		d = t > ta ? t - ta : ta - t;
+		if (d < dn) {
+			dn = d;
+			best = o;
+		}
+	}
+	return best;
+}
+
+/* Main collectives of rank r from x to y. */
+static int mains_between(const struct job_rank *r, const struct tl_coll *x,
+			 const struct tl_coll *y)
+{
+	int i, n = 0;
+
+	for (i = (int)(x - r->coll); i <= (int)(y - r->coll); i++)
+		n += is_main(r, &r->coll[i]);
+	return n;
+}
+
+/*
+ * Rank r's step by the anchors: 1 (*start, *end set), 0 not known yet, -1 never, -2 not by
+ * the anchors (by the aligned seqs). Whether rank r goes by them is decided once, on the
+ * first step both ends have: when its main collectives between its copies of the anchors
+ * differ in number from the reference's.
+ */
+static int anchor_bounds(const struct job *j, struct job_rank *r, int64_t as_a, int64_t as_b,
+			 bool final, uint64_t *start, uint64_t *end)
+{
+	const struct job_rank *ref = &j->r[0];
+	const struct tl_coll *fa = find_seq(j, ref, as_a), *fb = find_seq(j, ref, as_b);
+	const struct tl_coll *ra, *rb, *a, *b;
+	bool da = false, db = false;
+	uint64_t tol;
+
+	if (r->anchored < 0)
+		return -2;
+	ra = fa ? step_anchor(ref, fa, &da) : NULL;
+	rb = fb ? step_anchor(ref, fb, &db) : NULL;
+	if (!ra || !rb || rb->exit <= ra->exit || ra->comm != rb->comm) {
+		if (r->anchored > 0)
+			return fa && fb && da && db ? -1 : 0;
+		if ((da && db) || !fa || final || r->exited)
+			r->anchored = -1;	/* no shared reduction ends the steps */
+		return r->anchored < 0 ? -2 : 0;
+	}
+	tol = (rb->exit - ra->exit) / 2;
+	a = anchor_on(j, r, ra, tol);
+	b = anchor_on(j, r, rb, tol);
+	if (!r->anchored) {
+		if (a && b)
+			r->anchored = mains_between(r, a, b) != mains_between(ref, ra, rb) ? 1 : -1;
+		else if (r->exited || final || (r->ncoll && r->coll[r->ncoll - 1].enter >
+						 rb->exit + tol))
+			r->anchored = -1;	/* it has no copy: another group's */
+		if (r->anchored < 0)
+			return -2;
+	}
+	if (!a || !b)
+		return r->exited || (a && final) ? -1 : 0;
+	*start = coll_done(r, a);
+	*end = coll_done(r, b);
+	return *end > *start ? 1 : -1;
+}
+
 static int bounds(const struct job *j, const struct job_rank *r, uint64_t k, uint64_t *start,
 		  uint64_t *end, bool final)
 {
@@ -1254,6 +1400,13 @@ static int bounds(const struct job *j, const struct job_rank *r, uint64_t k, uin
 	}
 	if (ia < 0 || ib < 0)
 		return 0;
+	if (r != ref) {
+		int ret = anchor_bounds(j, (struct job_rank *)r, ref->mark[ia].aseq,
+					ref->mark[ib].aseq, final, start, end);
+
+		if (ret != -2)
+			return ret;
+	}
 	a = find_seq(j, r, ref->mark[ia].aseq);
 	b = find_seq(j, r, ref->mark[ib].aseq);
 	if (r == ref && (!a || !b)) {	/* trimmed: what the walk saw */
@@ -1629,6 +1782,61 @@ static uint64_t work_before(const struct job_rank *r, const struct tl_coll *c)
  * entry times: members do not leave a collective together (one side of a two-rank
  * all-reduce returns hundreds of microseconds first), so entries differ without any work.
  */
+/*
+ * A pipeline rank that waits less than its peers is late only if it holds someone back: its
+ * stage's data-parallel replicas run the same schedule, so when it reaches the stage's own
+ * reduction (the data-parallel all-reduce of its gradients) no later than they do, its extra
+ * work filled the pipeline's bubble and cost nothing. Lateness is capped at that arrival's.
+ * A communicator every rank shares (the world's) is no stage's: its arrivals differ by
+ * schedule.
+ */
+static void stage_arrivals(const struct job *j, uint64_t k, struct step_obs *row)
+{
+	uint64_t *comm = NULL, *enter = NULL, *tmp = NULL, s, e;
+	int c, i, p, have = 0;
+
+	if (j->n < 2)
+		return;
+	comm = calloc(j->n, sizeof(*comm));
+	enter = calloc(j->n, sizeof(*enter));
+	tmp = calloc(j->n, sizeof(*tmp));
+	if (!comm || !enter || !tmp)
+		goto out;
+	for (c = 0; c < j->n; c++) {
+		const struct job_rank *r = &j->r[c];
+
+		if (!row[c].present || bounds(j, r, k, &s, &e, true) != 1)
+			continue;
+		for (i = 0; i < r->ncoll && r->coll[i].enter < e; i++) {
+			const struct tl_coll *o = &r->coll[i];
+
+			if (o->enter >= s && o->comm != r->main_comm &&
+			    coll_role(o->op) == ROLE_REDUCE && !is_p2p(o)) {
+				comm[c] = o->comm;
+				enter[c] = o->enter;
+				break;
+			}
+		}
+		have += comm[c] != 0;
+	}
+	for (c = 0; c < j->n; c++) {
+		if (!comm[c])
+			continue;
+		for (p = 0, i = 0; i < j->n; i++)
+			if (i != c && comm[i] == comm[c])
+				tmp[p++] = enter[i];
+		if (!p || p + 1 == have)
+			continue;
+		s = detect__median(tmp, p);
+		if ((int64_t)enter[c] - (int64_t)s < row[c].late_ns)
+			row[c].late_ns = (int64_t)enter[c] - (int64_t)s;
+	}
+out:
+	free(comm);
+	free(enter);
+	free(tmp);
+}
+
 static void step_lateness(struct job *j, uint64_t k, struct step_obs *row)
 {
 	const struct job_rank *ref = &j->r[0];
@@ -1657,7 +1865,9 @@ static void step_lateness(struct job *j, uint64_t k, struct step_obs *row)
 		goto out;
 	for (s = lo; s <= hi; s++) {
 		for (m = 0, c = 0; c < j->n; c++) {
-			at[c] = row[c].present ? find_seq(j, &j->r[c], s) : NULL;
+			/* a stage on the anchors: its seqs are not the others' */
+			at[c] = row[c].present && j->r[c].anchored <= 0 ?
+				find_seq(j, &j->r[c], s) : NULL;
 			p2p |= at[c] && is_p2p(at[c]);
 			if (row[c].present && (!at[c] || is_p2p(at[c])))
 				break;
@@ -1731,6 +1941,7 @@ static void step_lateness(struct job *j, uint64_t k, struct step_obs *row)
 			row[c].wait_ns = steps__inside(&row[c].ph);
 			n++;
 		}
+		stage_arrivals(j, k, row);
 	}
 	for (c = 0; n && c < j->n; c++)
 		row[c].has_late = row[c].present;
@@ -2121,7 +2332,7 @@ static void check_divergence(struct job *j, uint64_t k)
 	}
 	for (s = lo; s <= hi && !j->div_done; s++) {
 		for (c = 0; c < j->n; c++)
-			at[c] = find_seq(j, &j->r[c], s);
+			at[c] = j->r[c].anchored <= 0 ? find_seq(j, &j->r[c], s) : NULL;
 		/* the signature most ranks entered */
 		for (best = -1, same = 0, c = 0; c < j->n; c++) {
 			int n = 0;
