@@ -79,8 +79,10 @@ def expected_calls(w, rank, step):
     elif s["kind"] == "moe":
         coll = 4 * s["moe"] + nb            # dispatch and combine, forward and backward
     elif s["kind"] == "pp":
-        coll = nb if s["dp_size"] > 1 else 0
-        p2p = 2 * s["pp"]
+        S = s.get("stages", 2)
+        # the gradient norm on the world past 2 stages; middle stages pass both ways
+        coll = (nb if s["dp_size"] > 1 else 0) + (1 if S > 2 else 0)
+        p2p = 2 * s["pp"] * (1 if rank % S in (0, S - 1) else 2)
     else:
         coll = nb
     if meas and s["eval_every"] and (step + 1) % s["eval_every"] == 0:
@@ -144,9 +146,10 @@ def validate(path, partial=False, min_frac=0.98, max_outliers=0.02):
             if d["collectives"] != coll:
                 probs.append(f"{where}: {d['collectives']} collectives, want {coll}")
             if s["kind"] == "pp":
-                if d["p2p"] != p2p or d["stage"] != r % 2:
+                S = s.get("stages", 2)
+                if d["p2p"] != p2p or d["stage"] != r % S:
                     probs.append(f"{where}: p2p {d['p2p']} stage {d['stage']}, "
-                                 f"want {p2p} {r % 2}")
+                                 f"want {p2p} {r % S}")
                 if d["busy_ns"] > d["compute_ns"] or d["bubble_ns"] > d["comm_ns"]:
                     probs.append(f"{where}: busy/bubble larger than compute/comm")
             if d["step"] >= 0:

@@ -117,6 +117,12 @@ def cells():
         for r in (1, 2):
             out.append(cell(f"{sname}/compute{r}/np4", np=4, args=sargs,
                             fault=["--fault", f"compute:{r}:4000"], expect=("compute", r)))
+    # four pipeline stages, one rank each: the middle stages make twice the sends and
+    # receives of the ends, and all share only the gradient norm's all-reduce
+    out.append(cell("pp4s4/none/np4", np=4, args=["--pp", "4", "--stages", "4"], steps=300,
+                    expect=("none", None)))
+    out.append(cell("pp4s4/compute2/np4", np=4, args=["--pp", "4", "--stages", "4"],
+                    fault=["--fault", "compute:2:4000"], expect=("compute", 2), check=True))
     # a different rank's long batch each step (sequence lengths): an imbalance, nobody's
     for np_ in (2, 4):
         out.append(cell(f"buckets3/rotate/np{np_}", np=np_, args=["--buckets", "3"],

@@ -34,6 +34,10 @@
  *   --pp M        2 stages: even ranks stage 0, odd ranks stage 1, peer rank^1; GPipe: M
  *                 forward micro-batches (compute/2M; MPI_Send/MPI_Recv of --act-bytes), M
  *                 backward in reverse, then the buckets on the DP communicator (-np >= 4)
+ *   --stages S    with --pp: S stages (2), rank r is stage r mod S and passes activations to
+ *                 r+1 and gradients to r-1, so middle stages make twice the sends and
+ *                 receives of the ends; S > 2 ends each step with the gradient norm, an
+ *                 8-byte MPI_Allreduce on MPI_COMM_WORLD (the one collective all share)
  *   --moe L       mixture of experts: L layers forward, then L backward, each: compute/4L,
  *                 MPI_Alltoall of --act-bytes per peer on MPI_COMM_WORLD (dispatch),
  *                 compute/4L (the experts), MPI_Alltoall (combine); then the buckets on
@@ -259,6 +263,7 @@ static void parse_opts(int argc, char **argv)
 		{ "ckpt-every", 1, NULL, 'K' }, { "ckpt-mb", 1, NULL, 'M' },
 		{ "ckpt-dir", 1, NULL, 'P' }, { "resume", 0, NULL, 'R' },
 		{ "moe", 1, NULL, 'E' }, { "fsdp-interleave", 0, NULL, 'G' },
+		{ "stages", 1, NULL, 'T' },
 		{ NULL, 0, NULL, 0 },
 	};
 	long big = INT_MAX / 4 * 4;
@@ -282,6 +287,7 @@ static void parse_opts(int argc, char **argv)
 		case 'f': z.fsdp = parse_num(optarg, "--fsdp", 1, 4096); break;
 		case 't': z.tp = parse_num(optarg, "--tp", 1, 4096); break;
 		case 'p': z.pp = parse_num(optarg, "--pp", 1, 4096); break;
+		case 'T': z.stages = parse_num(optarg, "--stages", 2, 64); break;
 		case 'E': z.moe = parse_num(optarg, "--moe", 1, 4096); break;
 		case 'G': z.fsdp_interleave = true; break;
 		case 'a': z.act_bytes = parse_num(optarg, "--act-bytes", 4, big); break;
@@ -319,6 +325,10 @@ static void parse_opts(int argc, char **argv)
 		usage_error("--fsdp has no --buckets or --last-bytes (--bucket-bytes sizes a shard)");
 	if (z.pp && z.accum > 1)
 		usage_error("--accum does not combine with --pp (its micro-batches accumulate)");
+	if (z.stages && !z.pp)
+		usage_error("--stages needs --pp M (the micro-batches the stages pass on)");
+	if (!z.stages)
+		z.stages = 2;
 	if (z.moe && z.accum > 1)
 		usage_error("--accum does not combine with --moe (one pass of the layers a step)");
 	if (z.loader && !z.input_kb)
@@ -771,13 +781,14 @@ static void print_workload(void)
 		     "{\"type\":\"workload\",\"world_size\":%d,\"structure\":{\"kind\":\"%s\","
 		     "\"steps\":%ld,\"warmup\":%ld,\"compute_us\":%ld,\"opt_us\":%ld,\"input_kb\":%ld,"
 		     "\"buckets\":%ld,\"bucket_bytes\":%ld,\"last_bytes\":%ld,\"overlap\":%s,"
-		     "\"fsdp\":%ld,\"fsdp_interleave\":%s,\"tp\":%ld,\"pp\":%ld,\"moe\":%ld,"
+		     "\"fsdp\":%ld,\"fsdp_interleave\":%s,\"tp\":%ld,\"pp\":%ld,\"stages\":%ld,\"moe\":%ld,"
 		     "\"act_bytes\":%ld,\"accum\":%ld,"
 		     "\"eval_every\":%ld,\"len_skew\":%s,\"change_at\":%ld,\"loader\":%s,"
 		     "\"loader_us\":%ld,\"dp_size\":%d},\"faults\":[",
 		     z.size, kind, z.steps, z.warmup, z.compute_us, z.opt_us, z.input_kb,
 		     z.buckets, z.bucket_bytes, z.last_bytes, z.overlap ? "true" : "false",
-		     z.fsdp, z.fsdp_interleave ? "true" : "false", z.tp, z.pp, z.moe,
+		     z.fsdp, z.fsdp_interleave ? "true" : "false", z.tp, z.pp,
+		     z.pp ? z.stages : 0, z.moe,
 		     z.act_bytes, z.accum, z.eval_every,
 		     z.len_skew ? "true" : "false", z.change_at, z.loader ? "true" : "false",
 		     z.loader_us, z.dp_size);
@@ -884,9 +895,11 @@ int main(int argc, char **argv)
 		if (z.faults[i].rank >= z.size && !err[0])
 			snprintf(err, sizeof(err), "--fault %s: rank %ld, but the job has %d ranks",
 				 fkinds[z.faults[i].kind].name, z.faults[i].rank, z.size);
-	if ((z.tp || z.pp) && z.size % 2)
-		snprintf(err, sizeof(err), "--tp and --pp need an even number of ranks, not %d",
-			 z.size);
+	if (z.tp && z.size % 2)
+		snprintf(err, sizeof(err), "--tp needs an even number of ranks, not %d", z.size);
+	if (z.pp && z.size % z.stages)
+		snprintf(err, sizeof(err), "--pp with %ld stages needs a multiple of %ld ranks, "
+			 "not %d (-np or --stages)", z.stages, z.stages, z.size);
 	if (err[0]) {
 		if (!z.rank)
 			fprintf(stderr, "zoo_mpi: %s\n", err);
@@ -894,13 +907,14 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
-	z.stage = z.pp ? z.rank % 2 : 0;
+	z.stage = z.pp ? z.rank % (int)z.stages : 0;
 	z.tp_comm = z.dp_comm = MPI_COMM_NULL;
 	z.dp_size = z.size;
 	if (z.tp)
 		MPI_Comm_split(MPI_COMM_WORLD, z.rank / 2, z.rank, &z.tp_comm);
 	if (z.tp || z.pp) {
-		MPI_Comm_split(MPI_COMM_WORLD, z.rank % 2, z.rank, &z.dp_comm);
+		MPI_Comm_split(MPI_COMM_WORLD, z.rank % (z.pp ? (int)z.stages : 2), z.rank,
+			       &z.dp_comm);
 		MPI_Comm_size(z.dp_comm, &z.dp_size);
 	}
 	ret = setup(err, sizeof(err));

@@ -46,6 +46,7 @@ struct zoo {
 	long steps, warmup, compute_us, opt_us, input_kb, buckets, bucket_bytes, last_bytes;
 	long fsdp, tp, pp, moe, act_bytes, accum, eval_every, change_at, loader_us, fault_from;
 	long fault_every;
+	long stages;		/* --pp: pipeline stages */
 	long ckpt_every, ckpt_mb;
 	bool overlap, len_skew, loader, resume, fsdp_interleave;
 	const char *go_file, *init_file, *data_dir, *ckpt_dir;

@@ -139,9 +139,9 @@ static void tp(struct acct *a, int64_t c)
 	}
 }
 
-static void p2p(struct acct *a, bool send, int tag)
+static void p2p(struct acct *a, bool send, int peer, int tag)
 {
-	int peer = z.rank ^ 1, cnt = (int)(z.act_bytes / 4);
+	int cnt = (int)(z.act_bytes / 4);
 	int64_t t;
 
 	if (send)
@@ -154,29 +154,27 @@ static void p2p(struct acct *a, bool send, int tag)
 	a->bubble += a->t - t;
 }
 
-/* GPipe on two stages: all forwards, then all backwards in reverse */
+/* GPipe over --stages: all forwards (activations from r-1 to r+1), then all backwards in
+ * reverse (gradients from r+1 to r-1); more than 2 stages end with the gradient norm */
 static void pp(struct acct *a, int64_t c)
 {
 	int64_t slice = c / (2 * z.pp);
+	bool first = z.stage == 0, last = z.stage == z.stages - 1;
 	long m;
 
 	for (m = 0; m < z.pp; m++) {
-		if (z.stage == 0) {
-			compute(a, slice, true);
-			p2p(a, true, (int)m);
-		} else {
-			p2p(a, false, (int)m);
-			compute(a, slice, true);
-		}
+		if (!first)
+			p2p(a, false, z.rank - 1, (int)m);
+		compute(a, slice, true);
+		if (!last)
+			p2p(a, true, z.rank + 1, (int)m);
 	}
 	for (m = z.pp - 1; m >= 0; m--) {
-		if (z.stage == 1) {
-			compute(a, slice, true);
-			p2p(a, true, (int)(100000 + m));
-		} else {
-			p2p(a, false, (int)(100000 + m));
-			compute(a, slice, true);
-		}
+		if (!last)
+			p2p(a, false, z.rank + 1, (int)(100000 + m));
+		compute(a, slice, true);
+		if (!first)
+			p2p(a, true, z.rank - 1, (int)(100000 + m));
 	}
 }
 
@@ -281,6 +279,8 @@ void step(struct acct *a, long k)
 	}
 	if ((z.tp || z.pp) && z.dp_size > 1)
 		buckets(a, k, 0, z.dp_comm);
+	if (z.pp && z.stages > 2)
+		allreduce(a, 8, MPI_COMM_WORLD);	/* the gradient norm */
 	compute(a, z.opt_us * 1000, false);
 	if (meas && z.ckpt_every && (k + 1) % z.ckpt_every == 0 && !z.rank)
 		checkpoint(k);
