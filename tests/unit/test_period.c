@@ -591,6 +591,34 @@ static void detect__tp_layers_alike_pauses_alike__step_from_the_dp_fold(void **s
 	free(q);
 }
 
+/*
+ * One tensor-parallel layer: its forward all-reduce after a third of the compute, its
+ * backward one after the other two thirds, then the DP all-reduce (folded into the next
+ * forward one). The longest pause is the backward's compute, inside the step: the pauses
+ * alone end steps after the forward all-reduce; the fold ends them after the backward one.
+ */
+static void detect__one_tp_layer_backward_longest__step_ends_at_the_dp_fold(void **state)
+{
+	static bool fold[SEQ_MAX];
+	struct seq *q = new_seq();
+	struct period_result r;
+	int s, k;
+
+	for (s = 0; s < 40; s++)
+		for (k = 0; k < 2; k++) {
+			fold[q->n] = k == 0 && s > 0;
+			push(q, period__sig(OP_AR, 64 << 10, fold[q->n] ? 0xd9 : 2),
+			     jit(k ? 140 * MS : 280 * MS, 0.02, true));
+		}
+	assert_int_equal(period__detect(q->sig, q->gap, q->n, PERIOD_MAX, &r), 0);
+	assert_int_equal(r.period, 2);
+	assert_int_equal(r.phase, 0);	/* the pauses alone: after the forward one */
+	assert_int_equal(period__detect_folded(q->sig, q->gap, fold, q->n, PERIOD_MAX, &r), 0);
+	assert_int_equal(r.period, 2);
+	assert_int_equal(r.phase, 1);
+	free(q);
+}
+
 /* pipeline stage 0 (GPipe): m sends of activations, m receives of gradients, then the DP
  * all-reduce on another communicator (not in this sequence) */
 static void build_pipeline(struct seq *q, int steps, int m)
@@ -751,6 +779,7 @@ int main(void)
 		cmocka_unit_test(detect__fsdp__all_gathers_then_reduce_scatters),
 		cmocka_unit_test(detect__tensor_and_data_parallel__step_ends_after_dp),
 		cmocka_unit_test(detect__tp_layers_alike_pauses_alike__step_from_the_dp_fold),
+		cmocka_unit_test(detect__one_tp_layer_backward_longest__step_ends_at_the_dp_fold),
 		cmocka_unit_test(detect__pipeline_sends_and_receives__micro_batches_in_one_step),
 		cmocka_unit_test(detect__equal_buckets_and_periodic_eval__training_step),
 		cmocka_unit_test(detect__grad_accumulation_equal_buckets_at_the_end__step),

@@ -373,6 +373,14 @@ static int choose(const double *s, int limit, const uint64_t *sig, const uint64_
 		*phase_out = f_phase;
 		return fp;
 	}
+	/* the same step both ways: the other communicator's collectives (a data-parallel
+	 * all-reduce after the backward) place its end, not the longest pause (the backward's
+	 * compute, before the last tensor-parallel all-reduce) */
+	if (fp && gp == fp && s[fp] >= PERIOD_DIVISOR_MIN) {
+		*conf = s[fp];
+		*phase_out = f_phase;
+		return fp;
+	}
 	if (gp && s[gp] >= PERIOD_DIVISOR_MIN) {
 		/* the pauses only confirm the signatures' step, or they made it */
 		*conf = gp == best_p || s[gp] < share ? s[gp] : share;
