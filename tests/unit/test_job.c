@@ -146,6 +146,49 @@ static void mpi_buckets(struct job *j, int n, int steps, int nb, int slow, uint6
 	}
 }
 
+/*
+ * Asynchronous buckets (they return at once): each rank computes (3 ms, + extra on the slow
+ * one), launches 3 buckets 1 ms apart, then waits (marked, off CPU) until the last one
+ * completes on every rank. The slow rank waits least: its peers' longer waits are no work of
+ * theirs, and it is late.
+ */
+static void async_buckets(struct job *j, int steps, int slow, uint64_t extra)
+{
+	uint64_t t = 1000 * MS, at[4], done;
+	int s, b, c;
+	uint64_t seq[4] = {};
+
+	for (s = 0; s < steps; s++) {
+		for (done = 0, c = 0; c < 4; c++) {
+			at[c] = t + 3 * MS + (c == slow ? extra : 0) + c * 7 * US;
+			for (b = 0; b < 3; b++)
+				job__on_coll(j, c, 100 + c, RS_OP_ALLREDUCE, RS_LIB_MPI, 7, ++seq[c],
+					     (1 + b) << 20, at[c] + b * MS, at[c] + b * MS + 10 * US);
+			done = at[c] + 2 * MS + 500 * US > done ? at[c] + 2 * MS + 500 * US : done;
+		}
+		for (c = 0; c < 4; c++) {
+			uint64_t w = at[c] + 2 * MS + 20 * US;
+
+			job__on_coll(j, c, 100 + c, RS_OP_STEP_BACKWARD, RS_LIB_TORCH, 0, 0, 0, w, w);
+			job__on_off(j, c, 100 + c, w, done + c * US, 0, 202);
+		}
+		t = done + 10 * US;
+		job__advance(j, t, false);
+	}
+	job__advance(j, t + 1000 * MS, true);
+}
+
+static void async_buckets__slow_rank_waits_least__compute_on_it(void **state)
+{
+	static struct seen s;
+	struct job *j = new_job(&s, 4, STEPS_AUTO);
+
+	async_buckets(j, 120, 2, 2 * MS);
+	assert_true(s.steps[0] > 100);
+	expect_verdicts(&s, V_COMPUTE, 2);
+	job__free(j);
+}
+
 static void equal_buckets__slow_rank__compute_on_it(void **state)
 {
 	static const int nbs[] = { 3, 8 };
@@ -977,6 +1020,7 @@ int main(void)
 		cmocka_unit_test(pipeline_two_stages__stages_micro_batches_and_slow_stage),
 		cmocka_unit_test(pipeline_equal_stages__bubble_verdict_only_when_over_the_schedule),
 		cmocka_unit_test(pipeline_four_stages__steps_end_together_at_the_shared_all_reduce),
+		cmocka_unit_test(async_buckets__slow_rank_waits_least__compute_on_it),
 		cmocka_unit_test(tensor_data_parallel_mid_run__slow_rank_named_healthy_none),
 		cmocka_unit_test(partial_job__aligned_wait__remote_wait_not_communication),
 		cmocka_unit_test(marker_attached_a_step_apart__skew_is_the_extra_compute),

@@ -1762,26 +1762,38 @@ static void note_groups(struct job *j, const struct tl_coll *const *at, const in
 
 /*
  * How long rank r worked before entering collective c: from the return of its main thread's
- * previous collective. UINT64_MAX: none is known.
+ * previous collective, less its waits for collectives in flight (asynchronous ones return at
+ * once: the rank that came last waits least there, and its peers' longer waits are not work).
+ * UINT64_MAX: none is known.
  */
 static uint64_t work_before(const struct job_rank *r, const struct tl_coll *c)
 {
 	const struct tl_coll *p;
+	uint64_t w, d, from, upto = 0;
+	int i;
 
 	for (p = c - 1; p >= r->coll; p--)
 		if (p->tid == c->tid && p->exit)
-			return p->exit <= c->enter ? c->enter - p->exit : UINT64_MAX;
-	return UINT64_MAX;
+			break;
+	if (p < r->coll || p->exit > c->enter)
+		return UINT64_MAX;
+	w = c->enter - p->exit;
+	/* marks in time order; one wait per bucket makes chains that overlap: count once */
+	for (i = 0; i < r->nbwd; i++) {
+		if (r->bwd[i] < p->exit || r->bwd[i] >= c->enter)
+			continue;
+		d = ddp_done(r, r->bwd[i], UINT64_MAX);
+		d = d < c->enter ? d : c->enter;
+		from = r->bwd[i] > upto ? r->bwd[i] : upto;
+		if (d > from) {
+			w -= d - from < w ? d - from : w;
+			upto = d;
+		}
+	}
+	return w;
 }
 
-/*
- * Lateness over the whole step: at each collective of step k (the reference rank's boundaries,
- * point-to-point ops left out) that every present rank entered and left, each rank's work
- * since its previous collective against its peers' median, and its wait for the last one to
- * enter. Summed, that is the time a rank spent on its own work beyond its peers. Work, not
- * entry times: members do not leave a collective together (one side of a two-rank
- * all-reduce returns hundreds of microseconds first), so entries differ without any work.
- */
+
 /*
  * A pipeline rank that waits less than its peers is late only if it holds someone back: its
  * stage's data-parallel replicas run the same schedule, so when it reaches the stage's own
@@ -1837,6 +1849,14 @@ out:
 	free(tmp);
 }
 
+/*
+ * Lateness over the whole step: at each collective of step k (the reference rank's boundaries,
+ * point-to-point ops left out) that every present rank entered and left, each rank's work
+ * since its previous collective against its peers' median, and its wait for the last one to
+ * enter. Summed, that is the time a rank spent on its own work beyond its peers. Work, not
+ * entry times: members do not leave a collective together (one side of a two-rank
+ * all-reduce returns hundreds of microseconds first), so entries differ without any work.
+ */
 static void step_lateness(struct job *j, uint64_t k, struct step_obs *row)
 {
 	const struct job_rank *ref = &j->r[0];
