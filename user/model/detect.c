@@ -536,8 +536,13 @@ int detect__window(const struct step_obs *obs, int nsteps, int nranks, struct ve
 			if (row[r].arrival_ns > last)
 				last = row[r].arrival_ns;
 		}
+		/* the time inside collectives once all had come: over the step's collectives when
+		 * the row was joined (several buckets a step: the first is a fraction of it),
+		 * else at its first one */
 		for (r = 0; r < nranks; r++)
-			if (row[r].done_ns > last)
+			if (row[r].ph.comm_transfer)
+				posts[np++] = row[r].ph.comm_transfer;
+			else if (row[r].done_ns > last)
 				posts[np++] = row[r].done_ns - last;
 	}
 	if (!nrows) {

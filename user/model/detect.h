@@ -75,7 +75,8 @@ struct verdict {
 	int64_t phase_excess_ns;/* that phase minus the peers' median (median over steps) */
 	uint64_t late_phase_ns;	/* the late rank's median time in it */
 	uint64_t peer_phase_ns;	/* the peers' median time in it */
-	uint64_t post_arrival_ns;/* median time from the last arrival to completion */
+	uint64_t post_arrival_ns;/* median time inside collectives after the last arrival, over
+				  * the step (comm_transfer), else at its first collective */
 	uint64_t step_ns;	/* median step duration */
 	int nsteps;
 	/* intermittent: late by a lot (twice the threshold) in hits of the nsteps only; skew
