@@ -49,7 +49,7 @@ PORT_h=$(free_port)
 HUB=http://127.0.0.1:$PORT_h
 bg hub "$RS" hub --peers "127.0.0.1:$PORT_a,127.0.0.1:$PORT_b" --listen 127.0.0.1:$PORT_h \
 	--interval 0.5 --json --capture-dir "$T/hcap" --gpu-hour-cost 2.9
-wait_lines "$T/hub.out" '"class":"compute","rank":3' 1 30 ||
+wait_lines "$T/hub.out" '"class":"compute","rank":3' 1 60 ||
 	fail "the hub named no compute straggler on rank 3: $(grep -v '^{' "$T/hub.out" | tail -5)"
 sleep 2
 get() {	# url file
@@ -250,7 +250,7 @@ C0=$(grep -c '"class":"compute","rank":3' "$T/hub.out")
 start_daemon b
 wait_lines "$T/hub.out" "node 127.0.0.1:$PORT_b answers again" 1 15 ||
 	fail "the hub did not resume daemon B"
-wait_lines "$T/hub.out" '"class":"compute","rank":3' $((C0 + 2)) 40 ||
+wait_lines "$T/hub.out" '"class":"compute","rank":3' $((C0 + 2)) 60 ||
 	fail "no compute verdict on rank 3 after daemon B came back"
 
 # rank 2 stopped: daemon B sees it stopped while rank 3 waits, a hang; the hub says so too
