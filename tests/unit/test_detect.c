@@ -300,6 +300,31 @@ static void window__aligned_arrivals_long_transfer__communication(void **state)
 	free(x);
 }
 
+/*
+ * Several buckets a step: the first collective's transfer (20 ms) is a fraction of the step's
+ * time inside collectives once all had come (the row's comm_transfer, 250 ms of a 450 ms
+ * step): communication-bound by the step's, not by its first collective's.
+ */
+static void window__buckets_transfer_over_half_step__communication(void **state)
+{
+	struct window *x = healthy();
+	struct verdict v;
+	int s, r;
+
+	build(x);
+	for (s = 0; s < NSTEPS; s++)
+		for (r = 0; r < NRANKS; r++) {
+			x->obs[s * NRANKS + r].dur_ns += 230 * MS;
+			x->obs[s * NRANKS + r].ph.comm_transfer = 250 * MS;
+		}
+	memset(&v, 0xa5, sizeof(v));
+	assert_int_equal(detect__window(x->obs, NSTEPS, NRANKS, &v), 0);
+	assert_int_equal(v.cls, V_COMMUNICATION);
+	assert_int_equal(v.rank, -1);
+	assert_int_equal(v.post_arrival_ns, 250 * MS);
+	free(x);
+}
+
 static void window__transfer_under_half_step__none(void **state)
 {
 	struct window *x = healthy();
@@ -1117,6 +1142,7 @@ int main(void)
 		cmocka_unit_test(window__late_rank_runnable__cpu_contention),
 		cmocka_unit_test(window__aligned_arrivals_long_transfer__communication),
 		cmocka_unit_test(window__transfer_under_half_step__none),
+		cmocka_unit_test(window__buckets_transfer_over_half_step__communication),
 		cmocka_unit_test(window__healthy_small_jitter__none),
 		cmocka_unit_test(window__tiny_steps_skew_under_floor__none),
 		cmocka_unit_test(window__skew_under_step_fraction_quiet_peers__straggler),
