@@ -1336,7 +1336,7 @@ static int anchor_bounds(const struct job *j, struct job_rank *r, int64_t as_a, 
 	const struct job_rank *ref = &j->r[0];
 	const struct tl_coll *fa = find_seq(j, ref, as_a), *fb = find_seq(j, ref, as_b);
 	const struct tl_coll *ra, *rb, *a, *b;
-	bool da = false, db = false;
+	bool da = false, db = false, past;
 	uint64_t tol;
 
 	if (r->anchored < 0)
@@ -1353,17 +1353,21 @@ static int anchor_bounds(const struct job *j, struct job_rank *r, int64_t as_a, 
 	tol = (rb->exit - ra->exit) / 2;
 	a = anchor_on(j, r, ra, tol);
 	b = anchor_on(j, r, rb, tol);
+	past = r->exited || final || (r->ncoll && r->coll[r->ncoll - 1].enter > rb->exit + tol);
 	if (!r->anchored) {
+		/* only messages make the stages' counts differ: without any, a count that
+		 * differs is a rank whose main communicator is not settled yet */
 		if (a && b)
-			r->anchored = mains_between(r, a, b) != mains_between(ref, ra, rb) ? 1 : -1;
-		else if (r->exited || final || (r->ncoll && r->coll[r->ncoll - 1].enter >
-						 rb->exit + tol))
+			r->anchored = mains_between(r, a, b) != mains_between(ref, ra, rb) &&
+				      (has_p2p(r) || has_p2p(ref)) ? 1 : -1;
+		else if (past)
 			r->anchored = -1;	/* it has no copy: another group's */
 		if (r->anchored < 0)
 			return -2;
 	}
+	/* no copy of one anchor, and it went on: that step is lost, not awaited */
 	if (!a || !b)
-		return r->exited || (a && final) ? -1 : 0;
+		return past ? -1 : 0;
 	*start = coll_done(r, a);
 	*end = coll_done(r, b);
 	return *end > *start ? 1 : -1;
