@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
-/* io family: read/write-style syscalls of tracked ranks, by fd kind; streams the long ones. */
+/* io family: read/write/flush syscalls of tracked ranks, by fd kind; streams the long ones. */
 #include "common.bpf.h"
 #include "io.h"
 
@@ -158,6 +158,9 @@ static __always_inline int io_op(long nr)
 	case 20: return RS_IO_WRITEV;
 	case 44: return RS_IO_SENDTO;
 	case 46: return RS_IO_SENDMSG;
+	case 74: return RS_IO_FSYNC;
+	case 75: return RS_IO_FDATASYNC;
+	case 277: return RS_IO_SYNC_FILE_RANGE;
 	default: return -1;
 	}
 }

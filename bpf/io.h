@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
-/* io family wire format: blocking read/write syscalls with the kind of fd they touched. */
+/* io family wire format: blocking read/write/flush syscalls with the kind of fd they touched. */
 #ifndef RS_IO_H
 #define RS_IO_H
 
@@ -25,6 +25,9 @@ enum rs_io_op {
 	RS_IO_WRITEV,
 	RS_IO_SENDTO,
 	RS_IO_SENDMSG,
+	RS_IO_FSYNC,		/* flushes: a checkpoint's time is mostly these */
+	RS_IO_FDATASYNC,
+	RS_IO_SYNC_FILE_RANGE,
 	RS_IO_OP_MAX,
 };
 

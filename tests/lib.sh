@@ -78,6 +78,21 @@ wait_exit() {
 	return 124
 }
 
+# diagnose_job NAME N CMD...: run the job CMD (N ranks that each print "ready rank=R pid=P",
+# held until $T/NAME.go exists: give CMD --go-file "$T/NAME.go") under rankscope diagnose
+# --json until both end: the job's lines in $T/NAME.out, rankscope's in $T/NAMErs.out
+diagnose_job() {
+	local name=$1 n=$2
+	shift 2
+	bg "$name" "$@"
+	wait_lines "$T/$name.out" '^ready rank=' "$n" 60 || fail "$name: the job did not start"
+	bg "${name}rs" "$RS" diagnose -p "$(ready_pids "$T/$name.out")" --json
+	wait_lines "$T/${name}rs.out" '"type":"rank"' "$n" 30 || fail "$name: rankscope did not attach"
+	touch "$T/$name.go"
+	wait_exit "$(eval echo "\$PID_$name")" 120 || fail "$name: the job failed"
+	wait_exit "$(eval echo "\$PID_${name}rs")" 60 || fail "$name: rankscope did not exit"
+}
+
 # rs_attach NAME ARGS...: start rankscope attach in the background, wait until every rank is
 # attached (one rank line per PID given) and the loop runs.
 rs_attach() {

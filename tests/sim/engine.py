@@ -194,7 +194,7 @@ def truth_steps(recs, exits, nsteps):
                     continue
                 d = rec[2] - rec[1]
                 if rec[9] == "L":
-                    acc[rec[0]] += d
+                    acc["io" if rec[0] == "io_write" else rec[0]] += d
                 else:
                     acc["comm"] += d - rec[8]
                     acc["sched_delay"] += rec[8]
@@ -212,7 +212,12 @@ def write_trace(path, recs, exits, offsets, rpn, meta, job, rng):
         lines = []
         for rec in rr:
             name, st, en, comm, nb, peer, asyn = rec[:7]
-            s = '{"type":"op","rank":%d,"op":"%s","start_ns":%d' % (r, name, st + off)
+            wr = name == "io_write"
+            s = '{"type":"op","rank":%d,"op":"%s","start_ns":%d' % (r, "io" if wr else name,
+                                                                   st + off)
+            if wr:
+                s += ',"write":true'
+
             if en is not None:
                 s += ',"dur_ns":%d' % (en - st)
             if comm is not None:

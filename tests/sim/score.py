@@ -3,12 +3,14 @@
 The draw's predicted verdict (the rule, also printed under the table):
   1. if any verdict is rank_exited, divergent or hang, the most serious present
      (rank_exited > divergent > hang), with the rank of its last verdict;
-  2. else, if any verdict that blames someone (a class other than none and pipeline_bubble)
+  2. else, if any verdict that blames someone (a class other than none, pipeline_bubble and
+     checkpoint)
      is persistent, the most frequent class among the persistent ones (ties: the latest),
      with its most frequent rank;
   3. else, if verdicts that blame someone are at least a quarter of all verdicts, the most
      frequent class among them (transient), with its most frequent rank;
-  4. else none.  pipeline_bubble alone counts as none (it blames no rank).
+  4. else none.  pipeline_bubble and checkpoint alone count as none (a schedule, a save the
+     job waits for: no straggler; the simulator's checkpoints are part of the shape).
 It is right when the class equals the truth's and the culprit is right: a named rank (>= 0)
 must be one of the truth's culprits; rank -1 is right only where the truth does not require
 a culprit (communication: nothing in a host trace shows whose link is slow; a hang where
@@ -23,6 +25,9 @@ from collections import Counter
 PHASES = ("compute", "sched_delay", "comm", "gpu_wait", "io", "input_wait", "other")
 TERMINAL = ("rank_exited", "divergent", "hang")
 STRAGGLER = ("input", "storage", "compute", "cpu_contention")
+# verdicts that blame no straggler: a pipeline's schedule, a checkpoint the job waits for
+# (the simulator's checkpoints are part of the shape, not a fault)
+NOBODY = ("none", "pipeline_bubble", "checkpoint")
 CLASSES = ("none", "input", "storage", "compute", "cpu_contention", "communication",
            "divergent", "hang", "rank_exited")
 SHARE_KEYS = ("share", "late_share", "hit_share", "share_late", "fraction_late", "late_fraction")
@@ -55,7 +60,7 @@ def predict(verdicts):
         vs = [v for v in verdicts if v.get("class") == c]
         if vs:
             return c, vs[-1].get("rank", -1), "terminal", vs[-1]
-    blame = [v for v in verdicts if v.get("class") not in ("none", "pipeline_bubble", None)]
+    blame = [v for v in verdicts if v.get("class") not in NOBODY + (None,)]
     pers = [v for v in blame if v.get("persistent")]
     for group, src in ((pers, "persistent"), (blame, "transient")):
         if not group or (src == "transient" and len(blame) * 4 < len(verdicts)):
@@ -128,7 +133,7 @@ def score(t, text):
     if t["class"] == "none":
         res["healthy_blame"] = any(x.get("persistent") and isinstance(x.get("rank"), int) and
                                    x["rank"] >= 0 and
-                                   x.get("class") not in ("none", "pipeline_bubble")
+                                   x.get("class") not in NOBODY
                                    for x in verdicts)
     # a verdict's step is in rankscope's numbering: only mapped when most steps matched
     if t["class"] != "none" and agree * 2 >= max(1, nts):
@@ -249,8 +254,8 @@ def table(agg, title):
               agg["persistence_n"], pct(agg["persistence_right"], 1)),
           "", "Predicted verdict of a draw: rank_exited > divergent > hang if any verdict says "
           "so; else the most frequent class among persistent verdicts; else among transient "
-          "blaming verdicts if they are >= 1/4 of all verdicts; else none (pipeline_bubble "
-          "counts as none). Right = class equal and culprit one of the truth's ranks (rank -1 "
+          "blaming verdicts if they are >= 1/4 of all verdicts; else none (pipeline_bubble and "
+          "checkpoint count as none). Right = class equal and culprit one of the truth's ranks (rank -1 "
           "accepted only where the truth needs no culprit: communication, hang with every rank "
           "inside, sequence-length imbalance). Latency: steps from the fault's start to the "
           "first right verdict (only where most steps matched the truth's). Steps: the truth "

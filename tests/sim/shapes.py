@@ -331,7 +331,8 @@ class Builder:
             self.compute(0.03 * T)                            # optimizer step
         if sh["ckpt_every"] and i > 0 and i % sh["ckpt_every"] == 0:
             if not sh["ckpt_rank0"] or r == 0:
-                self.local("io", sh["ckpt_T"] * self.nr.uniform(0.95, 1.05))
+                # a save: writes and a flush ("write": true in the trace), not reads
+                self.local("io_write", sh["ckpt_T"] * self.nr.uniform(0.95, 1.05))
             if sh["ckpt_rank0"]:
                 self.coll("barrier", "world", 0)
         if sh["eval_every"] and i > 0 and i % sh["eval_every"] == 0:

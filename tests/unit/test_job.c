@@ -236,6 +236,42 @@ static void equal_buckets__healthy__no_verdict(void **state)
 	job__free(j);
 }
 
+/*
+ * Column 2 computes 8 ms more in every 12th step only: a window of 8 steps holds one such step
+ * at most, never twice, so it is judged over every step kept. Intermittent compute on it, in
+ * about 1 of 12 of those steps; the verdicts before a second slow step came say nothing.
+ */
+static void late_every_12th_step__intermittent_from_the_steps_kept(void **state)
+{
+	static const int skip[] = { 0, 0, 0, 0 };
+	static struct seen s;
+	struct job *j = new_job(&s, 4, STEPS_AUTO);
+	struct gen g = { .t = 1000 * MS };
+	int i, named = 0;
+	double share;
+
+	for (i = 0; i < 10; i++) {
+		mpi_buckets(j, 4, 11, 3, -1, 0, skip, &g);
+		mpi_buckets(j, 4, 1, 3, 2, 8 * MS, skip, &g);
+	}
+	job__advance(j, g.t + 1000 * MS, true);
+	assert_true(s.steps[0] > 100);
+	for (i = 0; i < s.nv; i++) {
+		if (s.v[i].cls == V_NONE)
+			continue;
+		assert_int_equal(s.v[i].cls, V_COMPUTE);
+		assert_int_equal(s.v[i].col, 2);
+		assert_true(s.v[i].v.intermittent);
+		share = (double)s.v[i].v.hits / s.v[i].v.nsteps;
+		assert_true(share >= 1.0 / 16 && share < 1.0 / 9);
+		/* the window it names is longer than one of 8 steps */
+		assert_true(s.v[i].last - s.v[i].first + 1 > 8);
+		named++;
+	}
+	assert_true(named > 0);
+	job__free(j);
+}
+
 /* Every rank gone, rank 2 killed first: rank_exited on it, at the step after the last one
  * (no empty steps of nobody counted on), and no step line for a step no rank ran. */
 static void all_ranks_exit__rank_exited_at_the_next_step(void **state)
@@ -310,8 +346,8 @@ static void ddp_attached_a_step_apart__starved_rank_named(void **state)
 		bwd[1] = fwd[1] + 20 * MS;
 		done = (bwd[0] > bwd[1] ? bwd[0] : bwd[1]) + 3 * MS;
 		/* the input: rank 0 reads a ready batch, rank 1 waits in the pipe read */
-		job__on_io(j, 0, 100, false, RS_FD_PIPE, t, t + in0, 4096);
-		job__on_io(j, 1, 101, false, RS_FD_PIPE, t, t + in1, 4096);
+		job__on_io(j, 0, 100, false, RS_FD_PIPE, false, t, t + in0, 4096);
+		job__on_io(j, 1, 101, false, RS_FD_PIPE, false, t, t + in1, 4096);
 		job__on_coll(j, 0, 100, RS_OP_STEP_FORWARD, RS_LIB_TORCH, 9, k + 1, 0, fwd[0], 0);
 		job__on_coll(j, 1, 101, RS_OP_STEP_FORWARD, RS_LIB_TORCH, 9, k + 2, 0, fwd[1], 0);
 		/* gloo's bucket all-reduces, entered from its worker thread during backward */
@@ -1012,6 +1048,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(equal_buckets__slow_rank__compute_on_it),
 		cmocka_unit_test(equal_buckets__healthy__no_verdict),
+		cmocka_unit_test(late_every_12th_step__intermittent_from_the_steps_kept),
 		cmocka_unit_test(pattern_change__relearned_and_reported),
 		cmocka_unit_test(all_ranks_exit__rank_exited_at_the_next_step),
 		cmocka_unit_test(stuck_before_attach__first_look_names_the_stopped_rank),

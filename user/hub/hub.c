@@ -572,6 +572,8 @@ int hub__feed_steps(struct hub *h, int node, const char *text, size_t len, uint6
 			jsonp__uint64(&d, phs, steps__phase_name(ph), &s.ph[ph]);
 		if (jsonp__uint64(&d, v, "comm_sched_ns", &x) && x <= s.ph[PH_SCHED_DELAY])
 			s.comm_sched = x;
+		if (jsonp__uint64(&d, v, "io_write_ns", &x) && x <= s.ph[PH_IO])
+			s.io_write = x;
 		if (jsonp__uint64(&d, v, "collectives", &x) && x < (1u << 30))
 			s.collectives = (uint32_t)x;
 		ops = step_sig(&d, v, &s);
@@ -1022,6 +1024,7 @@ static int build_rows(struct hub *h, struct hjob *j, uint64_t kend, int w, struc
 			row[c].dur_ns = st->dur_ns;
 			memcpy(row[c].ph.ns, st->ph, sizeof(row[c].ph.ns));
 			row[c].ph.comm_sched = st->comm_sched;
+			row[c].ph.io_write = st->io_write;
 			comm = steps__inside(&row[c].ph);	/* the time inside collectives */
 			comm = comm < st->dur_ns ? comm : st->dur_ns;
 			row[c].ph.other_nr = -1;

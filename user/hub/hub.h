@@ -43,6 +43,7 @@ struct hub_step {
 	uint64_t dur_ns;
 	uint64_t ph[PH_MAX];
 	uint64_t comm_sched;	/* of ph[PH_SCHED_DELAY], inside collectives (0: not said) */
+	uint64_t io_write;	/* of ph[PH_IO], in writes and flushes (0: not said) */
 	uint32_t collectives;	/* in the step, as its node counted them (0: not said) */
 	uint64_t sig_comm;	/* the step's first named communicator with collectives (a hash
 				 * of its name; 0: none) */

@@ -9,7 +9,7 @@ const char *detect__class_name(enum vclass c)
 {
 	static const char *const n[V_MAX] = {
 		"none", "input", "storage", "compute", "cpu_contention", "communication",
-		"divergent", "hang", "rank_exited", "remote_wait", "pipeline_bubble",
+		"divergent", "hang", "rank_exited", "remote_wait", "pipeline_bubble", "checkpoint",
 	};
 
 	return c < V_MAX ? n[c] : "unknown";
@@ -55,6 +55,9 @@ const char *detect__experiment(enum vclass c)
 		return "look at the ranks not observed here (rankscope on their nodes, or rankscope "
 		       "hub over every node's daemon): the rank these wait for is among them; only "
 		       "with every rank seen and still aligned is the network to blame";
+	case V_CHECKPOINT:
+		return "save asynchronously (or to a faster target): the other ranks' wait in the "
+		       "steps that save should fall to the time a copy in memory takes";
 	case V_BUBBLE:
 		return "raise the micro-batches a step (or use an interleaved schedule): the idle "
 		       "share should fall toward (S-1)/(M+S-1); if it does not, time the sends "
@@ -301,6 +304,26 @@ void detect__split_comm(struct step_obs *row, int nranks)
 }
 
 /*
+ * Late in its io, and most of that (over the window) in its own writes and flushes, not its
+ * reads: the job waits while the rank saves a checkpoint; it is not short of data.
+ */
+static bool writes_most(const struct step_obs *obs, int nsteps, int nranks, int late)
+{
+	uint64_t io = 0, wr = 0;
+	int s;
+
+	for (s = 0; s < nsteps; s++) {
+		const struct step_obs *o = &obs[s * nranks + late];
+
+		if (!o->present)
+			continue;
+		io += o->ph.ns[PH_IO];
+		wr += o->ph.io_write;
+	}
+	return io && wr * 2 > io;
+}
+
+/*
  * No rank late in most steps: one late by a lot (twice the threshold) in a few of them, and
  * its own time in one phase explains it there, is an intermittent straggler (a long batch
  * every k-th step). It must hit at least DETECT_HITS_MIN steps, and the other ranks' such
@@ -314,6 +337,7 @@ static bool intermittent(const struct step_obs *obs, int nsteps, int nranks, con
 					   PH_GPU_WAIT, PH_OTHER };
 	int64_t skews[DETECT_HITS_MAX], exc[DETECT_HITS_MAX], e, best_e = INT64_MIN;
 	int s, r, c, m = 0, h, late = -1, hits = 0, others = 0, best_ph = PH_COMPUTE;
+	int episodes = 0, prev = -2;
 	uint64_t mine[DETECT_HITS_MAX], peer[DETECT_HITS_MAX];
 
 	for (s = 0; s < nsteps; s++) {	/* each step's latest rank, when it is late by a lot */
@@ -330,12 +354,17 @@ static bool intermittent(const struct step_obs *obs, int nsteps, int nranks, con
 			continue;
 		if (late < 0)
 			late = top;
-		if (top == late)
+		if (top == late) {
 			hits++;
-		else
+			/* steps on time between two hits make them two episodes: one burst of
+			 * contention makes a run of late steps, a straggler comes back */
+			episodes += prev != s - 1;
+			prev = s;
+		} else {
 			others++;
+		}
 	}
-	if (late < 0 || hits < DETECT_HITS_MIN || others * 2 > hits || hits == m)
+	if (late < 0 || episodes < DETECT_HITS_MIN || others * 2 > hits || hits == m)
 		return false;
 	/* the phase that explains it, over the steps it hit */
 	for (c = 0; c < (int)(sizeof(cand) / sizeof(cand[0])); c++) {
@@ -648,7 +677,7 @@ classify:
 	/* off CPU for another reason: what it was blocked in, most often over the window */
 	v->other_nr = -1;
 	for (s = nsteps - 1; s >= 0 && v->phase == PH_OTHER; s--) {
-		const struct step_obs *o = &obs[s * nranks + late];
+		const struct step_obs *o = &obs[s * nranks + (v->rank >= 0 ? v->rank : late)];
 
 		if (o->present && o->ph.other_nr_ns) {
 			v->other_nr = o->ph.other_nr;
@@ -657,7 +686,10 @@ classify:
 	}
 	switch (v->phase) {
 	case PH_INPUT_WAIT: v->cls = V_INPUT; break;
-	case PH_IO: v->cls = V_STORAGE; break;
+	case PH_IO:
+		v->cls = v->rank >= 0 && writes_most(obs, nsteps, nranks, v->rank) ?
+			 V_CHECKPOINT : V_STORAGE;
+		break;
 	case PH_SCHED_DELAY: v->cls = V_CPU_CONTENTION; break;
 	default: v->cls = V_COMPUTE; break;
 	}

@@ -19,6 +19,7 @@ enum vclass {
 	V_RANK_EXITED,
 	V_REMOTE_WAIT,	/* communication-like, but ranks of the job are not observed here */
 	V_BUBBLE,	/* no straggler, but a pipeline stage idles well over its schedule's bubble */
+	V_CHECKPOINT,	/* a rank late in its own writes and flushes: the job waits for a save */
 	V_MAX,
 };
 
@@ -31,8 +32,8 @@ enum vclass {
 #define DETECT_MOSTLY	0.60	/* ... or, late by twice the threshold at the median, late by
 					 * half of it in 3/5 of the steps */
 #define DETECT_EXPLAINED	0.50	/* a late rank's own phase explains half its lateness at least */
-#define DETECT_HITS_MIN	2	/* an intermittent straggler is late by a lot in this many steps of
-				 * a window at least (once is noise) */
+#define DETECT_HITS_MIN	2	/* an intermittent straggler is late by a lot in this many episodes
+				 * (runs of late steps, apart) at least: once is noise */
 #define DETECT_HITS_MAX	64	/* steps of a window looked at for it (a window is at most JOB_ROWS) */
 #define DETECT_COMM_FRAC	0.50	/* post-arrival time over half the step is communication-bound */
 #define DETECT_COMM_MIN_NS	5000000	/* ... and over 5 ms: CPU contention delays completions too */

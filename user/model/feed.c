@@ -19,7 +19,8 @@ void feed__apply(struct job *j, const struct feed_rec *r)
 		job__on_off(j, r->col, r->tid, r->start, r->end, r->runq, r->syscall);
 		break;
 	case FEED_IO:
-		job__on_io(j, r->col, r->tid, r->worker, r->fd_kind, r->start, r->end, r->bytes);
+		job__on_io(j, r->col, r->tid, r->worker, r->fd_kind, r->write, r->start, r->end,
+			   r->bytes);
 		break;
 	case FEED_EXIT:
 		job__on_exit(j, r->col, r->start, r->status);

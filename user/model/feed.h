@@ -15,7 +15,7 @@ struct job;
 enum feed_kind {
 	FEED_COLL,	/* a collective, send/receive or marker returned (or entry-only: end 0) */
 	FEED_OFF,	/* the thread was off CPU over [start, end) */
-	FEED_IO,	/* a read or write syscall */
+	FEED_IO,	/* a read, write or flush syscall */
 	FEED_EXIT,	/* the rank's process ended at start */
 	FEED_GPU,	/* a GPU kernel or copy (CUPTI) */
 };
@@ -35,6 +35,7 @@ struct feed_rec {
 	uint8_t op, lib;	/* COLL: enum rs_coll_op, enum rs_lib */
 	uint8_t fd_kind;	/* IO: enum rs_fd_kind */
 	bool worker;		/* IO: made by a data-loader worker, not the rank's own process */
+	bool write;		/* IO: a write-side call (write, send, fsync...), not a read */
 	bool nccl;		/* GPU: an NCCL kernel (the device-side collective) */
 };
 

@@ -97,6 +97,11 @@ struct job {
 	uint64_t *row_k;
 	int nrows;
 	struct persist persist;
+	/* the longer view's intermittent verdict (judge_long), judged again every half window */
+	struct verdict long_v;
+	int long_m;		/* the rows it judged; 0: it said nothing */
+	uint64_t long_k;	/* the step it was judged at */
+	bool long_tried;
 	enum vclass cand_cls;	/* a new verdict seen, not yet confirmed */
 	int cand_col, cand_n;
 	struct job_verdict last;
@@ -313,7 +318,7 @@ void job__on_off(struct job *j, int col, uint32_t tid, uint64_t start, uint64_t 
 }
 
 void job__on_io(struct job *j, int col, uint32_t tid, bool worker, unsigned int kind,
-		uint64_t start, uint64_t end, uint64_t bytes)
+		bool write, uint64_t start, uint64_t end, uint64_t bytes)
 {
 	struct job_rank *r;
 
@@ -325,7 +330,7 @@ void job__on_io(struct job *j, int col, uint32_t tid, bool worker, unsigned int 
 	MAKE_ROOM(r->io, r->nio, JOB_MAX_IO);
 	r->io[r->nio++] = (struct tl_io){
 		.start = start, .end = end, .bytes = bytes, .tid = tid, .kind = kind,
-		.worker = worker,
+		.worker = worker, .write = write,
 	};
 }
 
@@ -895,6 +900,66 @@ static int longer_exact(const uint64_t *sig, int n, int p)
 	return 0;
 }
 
+static const struct tl_coll *find_seq(const struct job *j, const struct job_rank *r, int64_t s);
+
+/*
+ * The pause after each of the reference's collectives (ref[i], gap[i] before ref[i + 1]) as
+ * the ranks lined up with it make it: the median of theirs and its own, over up to
+ * JOB_GAP_RANKS ranks spread over the job (of two, the shorter). A step ends in a pause on
+ * every rank; a pause of one rank's own (rank 0 saving a checkpoint, or late every k-th step)
+ * is not one, and read on the reference alone it makes steps of k. The median, not the
+ * least: a rank lined up a bucket or two off (equal buckets) pauses elsewhere. Pipeline
+ * stages make other calls between the ones they share, and their pauses are their
+ * schedule's: not looked at.
+ */
+static void common_gaps(const struct job *j, const struct tl_coll *const *ref, uint64_t *gap,
+			int n)
+{
+	int c, i, m, k = 1, step = j->n > JOB_GAP_RANKS ? j->n / JOB_GAP_RANKS : 1;
+	uint64_t *v, *at;
+
+	if (n < 2 || has_p2p(&j->r[0]))
+		return;
+	v = malloc(sizeof(*v) * (size_t)(n - 1) * (JOB_GAP_RANKS + 2));
+	at = malloc(sizeof(*at) * (JOB_GAP_RANKS + 2));
+	if (!v || !at)
+		goto out;
+	for (i = 0; i + 1 < n; i++)
+		v[(size_t)i * (JOB_GAP_RANKS + 2)] = gap[i];
+	for (c = step; c < j->n && k < JOB_GAP_RANKS + 2; c += step) {
+		const struct job_rank *r = &j->r[c];
+
+		if (!r->aligned || r->exited || has_p2p(r))
+			continue;
+		for (i = 0; i + 1 < n; i++) {
+			const struct tl_coll *a = find_seq(j, r, aseq(&j->r[0], ref[i]));
+			const struct tl_coll *b = find_seq(j, r, aseq(&j->r[0], ref[i + 1]));
+			uint64_t g = UINT64_MAX;	/* not seen: no say */
+
+			if (a && b && a->exit && a->op == ref[i]->op && a->bytes == ref[i]->bytes &&
+			    b->op == ref[i + 1]->op && b->bytes == ref[i + 1]->bytes)
+				g = b->enter > a->exit ? b->enter - a->exit : 0;
+			v[(size_t)i * (JOB_GAP_RANKS + 2) + k] = g;
+		}
+		k++;
+	}
+	for (i = 0; k > 1 && i + 1 < n; i++) {
+		const uint64_t *p = &v[(size_t)i * (JOB_GAP_RANKS + 2)];
+		int q;
+
+		for (m = 0, q = 0; q < k; q++)
+			if (p[q] != UINT64_MAX)
+				at[m++] = p[q];
+		if (m == 2)
+			gap[i] = at[0] < at[1] ? at[0] : at[1];
+		else if (m > 2)
+			gap[i] = detect__median(at, m);
+	}
+out:
+	free(v);
+	free(at);
+}
+
 /* The last JOB_PERIOD_SEEN main collectives of the reference rank, learned once there are
  * enough (more while the pauses say steps may be longer than what was seen). */
 static void detect_period(struct job *j, bool final)
@@ -902,6 +967,7 @@ static void detect_period(struct job *j, bool final)
 	const struct job_rank *r = &j->r[0];
 	uint64_t *sig, *gap, prev_exit = 0;
 	int i, n = 0, from = 0, err, old_p = j->per.period;
+	const struct tl_coll **ref;
 	uint8_t *role;
 	bool *fold;
 
@@ -933,7 +999,8 @@ static void detect_period(struct job *j, bool final)
 	gap = calloc(n, sizeof(*gap));
 	fold = calloc(n, sizeof(*fold));
 	role = calloc(n, sizeof(*role));
-	if (!sig || !gap || !fold || !role)
+	ref = calloc(n, sizeof(*ref));
+	if (!sig || !gap || !fold || !role || !ref)
 		goto out;
 	for (n = 0, i = from; i < r->ncoll; i++) {
 		const struct tl_coll *c = &r->coll[i];
@@ -944,9 +1011,11 @@ static void detect_period(struct job *j, bool final)
 			gap[n - 1] = c->enter > prev_exit ? c->enter - prev_exit : 0;
 		sig[n] = main_sig(r, i, &fold[n]);
 		role[n] = coll_role(c->op);
+		ref[n] = c;
 		n++;
 		prev_exit = c->exit;
 	}
+	common_gaps(j, ref, gap, n);
 	err = period__detect_folded(sig, gap, fold, n, PERIOD_MAX, &j->per);
 	if (err == -EAGAIN && final)
 		err = period__detect_folded(sig, NULL, fold, n, PERIOD_MAX, &j->per);
@@ -981,6 +1050,7 @@ out:
 	free(gap);
 	free(fold);
 	free(role);
+	free(ref);
 }
 
 static int64_t aseq(const struct job_rank *r, const struct tl_coll *c)
@@ -2244,11 +2314,58 @@ static void pipeline_bubble(const struct step_obs *win, int m, int n, struct job
 		     pp->bubble[pp->worst] >= pp->theory + 0.05;
 }
 
+/* The newest m rows of the ring, oldest first (the caller frees it). */
+static struct step_obs *newest_rows(const struct job *j, int m)
+{
+	struct step_obs *win;
+	int i, base;
+
+	win = calloc((size_t)m * j->n, sizeof(*win));
+	if (!win)
+		return NULL;
+	for (i = 0; i < m; i++) {
+		base = (j->nrows - m + i) % JOB_ROWS;
+		memcpy(&win[i * j->n], &j->rows[(size_t)base * j->n], sizeof(*win) * j->n);
+	}
+	return win;
+}
+
+/*
+ * A straggler late every k-th step, with k over half the window, is late in one step of a
+ * window: judged over every row kept (JOB_ROWS steps), it is late in several, apart. Only an
+ * intermittent verdict is taken from there; what holds in most steps is the window's to tell.
+ * Returns the rows judged, 0 when the longer view says nothing more. A row in or out of it
+ * changes little, so it is judged again every half window (k, the step judged), not every step.
+ */
+static int judge_long(struct job *j, int w, uint64_t k, struct verdict *v)
+{
+	struct step_obs *rows;
+	struct verdict lv = {};
+	int m = j->nrows < JOB_ROWS ? j->nrows : JOB_ROWS;
+
+	if (j->long_tried && k < j->long_k + (uint64_t)(w + 1) / 2)
+		goto out;
+	j->long_tried = true;
+	j->long_k = k;
+	j->long_m = 0;
+	if (m <= w || !(rows = newest_rows(j, m)))
+		return 0;
+	if (!detect__window(rows, m, j->n, &lv) && lv.intermittent) {
+		j->long_v = lv;
+		j->long_m = m;
+	}
+	free(rows);
+out:
+	if (j->long_m)
+		*v = j->long_v;
+	return j->long_m;
+}
+
 static void judge(struct job *j, uint64_t k)
 {
 	struct step_obs *win;
 	struct job_verdict jv = {};
-	int w = j->cfg.window, m, i, base;
+	int w = j->cfg.window, m, lm;
 	bool weak;
 
 	m = j->nrows < w ? j->nrows : w;
@@ -2256,17 +2373,13 @@ static void judge(struct job *j, uint64_t k)
 		return;
 	if (m < (w < 4 ? w : 4))
 		return;
-	win = calloc((size_t)m * j->n, sizeof(*win));
-	if (!win)
+	if (!(win = newest_rows(j, m)))
 		return;
-	for (i = 0; i < m; i++) {
-		base = (j->nrows - m + i) % JOB_ROWS;
-		memcpy(&win[i * j->n], &j->rows[(size_t)base * j->n], sizeof(*win) * j->n);
-	}
 	if (detect__window(win, m, j->n, &jv.v)) {
 		free(win);
 		return;
 	}
+	lm = jv.v.cls == V_NONE ? judge_long(j, w, k, &jv.v) : 0;
 	pipeline_bubble(win, m, j->n, &jv.pp);
 	free(win);
 	jv.cls = jv.v.cls;
@@ -2295,7 +2408,7 @@ static void judge(struct job *j, uint64_t k)
 			 decode__syscall_name(jv.v.other_nr) : "an unknown call");
 	verdict_group(j, &jv);
 	jv.t_ns = j->now;
-	jv.first = k + 1 - m;
+	jv.first = k + 1 - (lm ? lm : m);
 	jv.last = k;
 	/* a new story told by a lateness near the threshold must hold for JOB_CONFIRM windows in
 	 * a row: one burst of contention on a shared host moves one window's medians just past

@@ -38,6 +38,7 @@ struct job_cfg {
 #define JOB_GROUP_LEARN	32	/* groups from the last this many collectives (bits of a u32) */
 #define JOB_CONFIRM	2	/* windows in a row a new verdict must hold before it is reported */
 #define JOB_PERIOD_SEEN	1024	/* the step period is learned from this many collectives at most */
+#define JOB_GAP_RANKS	32	/* ... and their pauses from this many ranks at most */
 #define JOB_PERIOD_SURE	0.99	/* a period that repeats this well is taken at once; one that
 				 * repeats less well waits for more collectives... */
 #define JOB_PERIOD_WAIT	256	/* ... up to this many (a longer period may need them) */
@@ -184,8 +185,9 @@ void job__on_coll_peer(struct job *j, int col, uint32_t tid, unsigned int op, un
 		       int peer);
 void job__on_off(struct job *j, int col, uint32_t tid, uint64_t start, uint64_t end,
 		 uint64_t runq, int32_t syscall);
+/* write: a write-side call (write, send, fsync and the like), as a checkpoint makes */
 void job__on_io(struct job *j, int col, uint32_t tid, bool worker, unsigned int kind,
-		uint64_t start, uint64_t end, uint64_t bytes);
+		bool write, uint64_t start, uint64_t end, uint64_t bytes);
 void job__on_exit(struct job *j, int col, uint64_t t, int status);
 /* A GPU kernel or copy of column col, on CLOCK_MONOTONIC (from CUPTI). nccl: an NCCL kernel,
  * whose start is the rank's device-side arrival at the collective and its end the completion. */

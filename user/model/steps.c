@@ -45,6 +45,7 @@ bool steps__input_syscall(int32_t nr)
 
 /* classify's syscall for sched_delay inside a collective (no syscall is negative but -1) */
 #define NR_IN_COLL	INT32_MIN
+#define NR_IO_WRITE	(INT32_MIN + 1)	/* io: in a write-side call */
 
 uint64_t steps__inside(const struct phases *ph)
 {
@@ -89,8 +90,10 @@ static enum phase classify(uint64_t t, const struct tl_coll *c, int nc, const st
 	for (i = 0; i < nio; i++) {
 		if (io[i].worker || t < io[i].start || t >= io[i].end)
 			continue;
-		if (io[i].kind == RS_FD_REG)
+		if (io[i].kind == RS_FD_REG) {
+			*nr = io[i].write ? NR_IO_WRITE : -1;
 			return PH_IO;
+		}
 		if (io[i].kind == RS_FD_PIPE || io[i].kind == RS_FD_SOCK)
 			input = true;
 	}
@@ -232,6 +235,8 @@ void steps__partition_cb(uint64_t start, uint64_t end, const struct tl_coll *c, 
 		out->ns[ph] += pts[i + 1] - pts[i];
 		if (ph == PH_SCHED_DELAY && nr == NR_IN_COLL)
 			out->comm_sched += pts[i + 1] - pts[i];
+		if (ph == PH_IO && nr == NR_IO_WRITE)
+			out->io_write += pts[i + 1] - pts[i];
 		if (ph == PH_OTHER)
 			add_other(other, &nother, nr, pts[i + 1] - pts[i]);
 		if (run && ph != cur) {	/* a run of one phase ends where another begins */

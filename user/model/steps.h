@@ -24,6 +24,7 @@ struct phases {
 				 * time inside the step's collectives (steps__inside) */
 	uint64_t comm_wait;	/* comm = comm_wait + comm_transfer, once ranks are joined */
 	uint64_t comm_transfer;
+	uint64_t io_write;	/* of io, the part in write-side calls (a checkpoint's) */
 	int32_t other_nr;	/* the syscall most of `other` was blocked in; -1 unknown */
 	uint64_t other_nr_ns;	/* and how long */
 };
@@ -55,6 +56,7 @@ struct tl_io {
 	uint32_t tid;
 	uint8_t kind;		/* enum rs_fd_kind */
 	bool worker;		/* made by a data-loader worker, not the main thread */
+	bool write;		/* a write-side call (write, fsync...): what a checkpoint makes */
 };
 
 const char *steps__phase_name(enum phase ph);

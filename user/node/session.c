@@ -1019,6 +1019,7 @@ static int handle_event(void *ctx, void *data, size_t len)
 		feed__apply(job_of(s, rs)->model, &(struct feed_rec){
 			.kind = FEED_IO, .col = rs->col, .tid = ev.h.tid,
 			.worker = (pid_t)ev.h.tgid != rs->pid, .fd_kind = ev.io.fd_kind,
+			.write = ev.io.op >= RS_IO_FIRST_WRITE,
 			.start = ev.io.start_ns, .end = ev.io.end_ns,
 			.bytes = ev.io.ret > 0 ? ev.io.ret : 0,
 		});

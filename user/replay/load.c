@@ -183,6 +183,7 @@ static int op_line(struct replay *rp, struct rp_file *f, const struct rline *l)
 		r.f.kind = FEED_IO;
 		r.f.fd_kind = kind == OT_IO ? RS_FD_REG : RS_FD_PIPE;
 		r.f.bytes = bytes;
+		rline__bool(l, "write", &r.f.write);	/* a checkpoint's writes and flushes */
 		break;
 	case OT_SCHED:	/* runnable all along, not running */
 		r.f.kind = FEED_OFF;
@@ -287,6 +288,8 @@ static int rec_line(struct replay *rp, struct rp_file *f, const char *type, cons
 		    (v = decode__by_name(decode__fd_kind_name, RS_FD_MAX, s)) >= 0)
 			r->f.fd_kind = v;
 		r->f.worker = rline__i64(l, "worker", &v) && v;
+		r->f.write = rline__str(l, "syscall", s, sizeof(s)) >= 0 &&
+			     decode__by_name(decode__io_op_name, RS_IO_OP_MAX, s) >= RS_IO_FIRST_WRITE;
 		return 0;
 	}
 	if (!strcmp(type, "rank_exit")) {

@@ -53,6 +53,8 @@ void report__step(struct json *j, const char *job, int rank, pid_t pid, const st
 	phases_obj(j, &st->ph);
 	/* of sched_delay, the part inside collectives: with comm, the time inside them */
 	json__kuint(j, "comm_sched_ns", st->ph.comm_sched);
+	/* of io, the part in writes and flushes (a checkpoint's) */
+	json__kuint(j, "io_write_ns", st->ph.io_write);
 	json__kuint(j, "worker_io_ns", st->worker_io_ns);
 	json__kuint(j, "worker_io_bytes", st->worker_io_bytes);
 	json__kuint(j, "collectives", st->collectives);
@@ -231,7 +233,8 @@ void report__verdict(struct json *j, const struct job_verdict *v, const char *jo
 	json__key(j, "imbalance");
 	json__bool(j, v->v.imbalance);
 	json__kint(j, "skew_ns", v->v.skew_ns);
-	json__kstr(j, "phase", (v->col >= 0 || v->v.imbalance) && v->cls <= V_CPU_CONTENTION ?
+	json__kstr(j, "phase", (v->col >= 0 || v->v.imbalance) &&
+				(v->cls <= V_CPU_CONTENTION || v->cls == V_CHECKPOINT) ?
 				steps__phase_name(v->v.phase) : NULL);
 	json__kint(j, "phase_excess_ns", v->v.phase_excess_ns);
 	json__kuint(j, "post_arrival_ns", v->v.post_arrival_ns);

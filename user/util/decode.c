@@ -111,7 +111,8 @@ const char *decode__io_op_name(unsigned int op)
 {
 	static const char *const n[RS_IO_OP_MAX] = {
 		"read", "pread64", "readv", "preadv", "recvfrom", "recvmsg",
-		"write", "pwrite64", "writev", "sendto", "sendmsg",
+		"write", "pwrite64", "writev", "sendto", "sendmsg", "fsync", "fdatasync",
+		"sync_file_range",
 	};
 
 	return op < RS_IO_OP_MAX ? n[op] : "unknown";
