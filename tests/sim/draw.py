@@ -25,6 +25,11 @@ def make(seed, outdir, keep_truth=True):
         ends = [b2[-1] for b2, _ in ts]
         med = statistics.median(b2[-1] - b2[-2] for b2, _ in ts)
         cut = max(ends) + int(rng.uniform(0.2, 0.8) * med)
+        # ... and before that step's end on every rank: a step complete in the trace is one
+        # the truth must count, and it counts steps up to the last one only
+        tail = engine.step_ends(recs, sh["steps"])
+        if tail:
+            cut = max(min(cut, min(tail) - 1), max(ends) + 1)
         for rr in recs:
             j = next((j for j, rec in enumerate(rr) if rec[2] is None or rec[2] > cut), None)
             if j is not None:

@@ -165,6 +165,17 @@ def simulate(progs, comms, seed):
     return recs, exits
 
 
+def step_ends(recs, i):
+    """Where step i ends (its last collective returns) on each rank that ran all of it."""
+    out = []
+    for rr in recs:
+        e = [rec[2] for rec in rr if rec[7] == i and rec[9] in COMMOPS and
+             not (rec[9] == "C" and rec[6])]
+        if e and None not in e:
+            out.append(max(e))
+    return out
+
+
 def truth_steps(recs, exits, nsteps):
     """Per rank: boundaries b[i] = end of step i's last collective (global clock), for the
     steps complete on that rank, and the phases of steps 1.. as dicts."""

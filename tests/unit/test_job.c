@@ -152,11 +152,11 @@ static void mpi_buckets(struct job *j, int n, int steps, int nb, int slow, uint6
  * completes on every rank. The slow rank waits least: its peers' longer waits are no work of
  * theirs, and it is late.
  */
-static void async_buckets(struct job *j, int steps, int slow, uint64_t extra)
+static void async_steps_slow(struct job *j, int steps, int slow, uint64_t extra, uint64_t *seq,
+			     uint64_t *tp)
 {
 	uint64_t t = 1000 * MS, at[4], done;
 	int s, b, c;
-	uint64_t seq[4] = {};
 
 	for (s = 0; s < steps; s++) {
 		for (done = 0, c = 0; c < 4; c++) {
@@ -175,7 +175,70 @@ static void async_buckets(struct job *j, int steps, int slow, uint64_t extra)
 		t = done + 10 * US;
 		job__advance(j, t, false);
 	}
+	*tp = t;
+}
+
+static void async_steps(struct job *j, int steps, uint64_t *seq, uint64_t *tp)
+{
+	async_steps_slow(j, steps, -1, 0, seq, tp);
+}
+
+static void async_buckets(struct job *j, int steps, int slow, uint64_t extra)
+{
+	uint64_t seq[4] = {}, t;
+
+	async_steps_slow(j, steps, slow, extra, seq, &t);
 	job__advance(j, t + 1000 * MS, true);
+}
+
+/*
+ * 30 steps of asynchronous buckets, then a 31st whose buckets are launched and whose wait
+ * began but never ends in what was recorded (odd: rank 1's last bucket is another size, so
+ * it never completes). The 31st is no step: its wait is not over. With odd, the launch of
+ * the other size is there to see: divergent on rank 1, though no step ends after it.
+ */
+static void async_cut_in_wait(struct job *j, bool odd)
+{
+	uint64_t seq[4] = {}, t;
+	int c, b;
+
+	async_steps(j, 30, seq, &t);
+	for (c = 0; c < 4; c++) {
+		uint64_t at = t + 3 * MS, w = at + 2 * MS + 20 * US;
+
+		for (b = 0; b < 3; b++)
+			job__on_coll(j, c, 100 + c, RS_OP_ALLREDUCE, RS_LIB_MPI, 7, ++seq[c],
+				     (uint64_t)(odd && c == 1 && b == 2 ? 5 : 1 + b) << 20,
+				     at + b * MS, at + b * MS + 10 * US);
+		job__on_coll(j, c, 100 + c, RS_OP_STEP_BACKWARD, RS_LIB_TORCH, 0, 0, 0, w, w);
+		job__on_off(j, c, 100 + c, w, w + 300 * US, 0, 202);	/* the first of the waits */
+	}
+	job__advance(j, t + 10 * MS, false);
+	job__advance(j, t + 10 * MS, true);
+}
+
+static void async_recording_cut_in_a_wait__no_step_and_the_odd_launch_named(void **state)
+{
+	static struct seen s;
+	struct job *j;
+	int i, div;
+
+	for (i = 0; i < 2; i++) {
+		j = new_job(&s, 4, STEPS_AUTO);
+		async_cut_in_wait(j, i);
+		/* step 0 has no start: 29 steps of the 30, and not the cut one */
+		assert_int_equal(s.steps[0], 29);
+		assert_int_equal(s.steps[3], 29);
+		for (div = 0; div < s.nv && s.v[div].cls != V_DIVERGENT; div++)
+			;
+		if (i) {
+			assert_true(div < s.nv);
+			assert_int_equal(s.v[div].col, 1);
+		} else {
+			assert_int_equal(div, s.nv);
+		}
+		job__free(j);
+	}
 }
 
 static void async_buckets__slow_rank_waits_least__compute_on_it(void **state)
@@ -1058,6 +1121,7 @@ int main(void)
 		cmocka_unit_test(pipeline_equal_stages__bubble_verdict_only_when_over_the_schedule),
 		cmocka_unit_test(pipeline_four_stages__steps_end_together_at_the_shared_all_reduce),
 		cmocka_unit_test(async_buckets__slow_rank_waits_least__compute_on_it),
+		cmocka_unit_test(async_recording_cut_in_a_wait__no_step_and_the_odd_launch_named),
 		cmocka_unit_test(tensor_data_parallel_mid_run__slow_rank_named_healthy_none),
 		cmocka_unit_test(partial_job__aligned_wait__remote_wait_not_communication),
 		cmocka_unit_test(marker_attached_a_step_apart__skew_is_the_extra_compute),

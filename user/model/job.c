@@ -62,6 +62,7 @@ struct job_rank {
 				 * main collectives a step differ in number): 1 yes, -1 no, 0 not
 				 * known yet */
 	int seq_hint;		/* coll index of find_seq's last hit: where the next search starts */
+	uint64_t seen_ns;	/* the latest start (or entry) of its records */
 	int64_t mark_off;	/* marker steps: step number = marker seq + mark_off */
 	bool aligned;
 	bool exited;
@@ -265,6 +266,8 @@ void job__on_coll_peer(struct job *j, int col, uint32_t tid, unsigned int op, un
 	if (!j || col < 0 || col >= j->n)
 		return;
 	r = &j->r[col];
+	if (enter > r->seen_ns)
+		r->seen_ns = enter;
 	if (op == RS_OP_STEP_FORWARD) {
 		MAKE_ROOM(r->mark, r->nmark, JOB_MAX_MARK);
 		r->mark[r->nmark++] = (struct job_mark){ .t = enter, .seq = seq };
@@ -311,6 +314,8 @@ void job__on_off(struct job *j, int col, uint32_t tid, uint64_t start, uint64_t 
 	r = &j->r[col];
 	if (r->main_tid && tid != r->main_tid)
 		return;		/* phases are the main thread's */
+	if (start > r->seen_ns)
+		r->seen_ns = start;
 	MAKE_ROOM(r->off, r->noff, JOB_MAX_OFF);
 	r->off[r->noff++] = (struct tl_off){
 		.start = start, .end = end, .runq = runq, .tid = tid, .syscall = syscall,
@@ -327,6 +332,8 @@ void job__on_io(struct job *j, int col, uint32_t tid, bool worker, unsigned int 
 	r = &j->r[col];
 	if (!worker && r->main_tid && tid != r->main_tid)
 		return;		/* other threads of the rank: neither main nor worker I/O */
+	if (!worker && start > r->seen_ns)
+		r->seen_ns = start;
 	MAKE_ROOM(r->io, r->nio, JOB_MAX_IO);
 	r->io[r->nio++] = (struct tl_io){
 		.start = start, .end = end, .bytes = bytes, .tid = tid, .kind = kind,
@@ -1289,6 +1296,26 @@ static int64_t reached(const struct job *j, const struct job_rank *r)
 	return INT64_MIN;
 }
 
+/*
+ * Whether the wait chain that ends at `end` after rank r's asynchronous collective c is over:
+ * the rank was seen doing anything after it, or some rank entered a main collective after c
+ * (c completed everywhere, so no wait for it goes on). A recording cut in the chain, or a wait
+ * still going on, is neither: the step is not over yet.
+ */
+static bool chain_over(const struct job *j, const struct job_rank *r, const struct tl_coll *c,
+		       uint64_t end)
+{
+	int64_t s = aseq(r, c);
+	int i;
+
+	if (r->seen_ns > end || r->exited)
+		return true;
+	for (i = 0; i < j->n; i++)
+		if (j->r[i].aligned && reached(j, &j->r[i]) > s)
+			return true;
+	return false;
+}
+
 /* Boundaries of step k of rank r: [*start, *end). Returns 1, 0 if not known yet, -1 if it
  * never will be (the rank went past a boundary collective it has no record of: a drop). */
 /*
@@ -1304,6 +1331,9 @@ static uint64_t bound_end(const struct job *j, const struct job_rank *r, const s
 	uint64_t end = coll_done(r, c), d;
 	int i;
 
+	/* ended by a wait for its asynchronous collectives: not before that wait is over */
+	if (end > c->exit && !chain_over(j, r, c, end))
+		return 0;
 	for (i = (int)(c - r->coll) + 1; i < r->ncoll; i++) {
 		const struct tl_coll *o = &r->coll[i];
 
@@ -2947,6 +2977,10 @@ void job__advance(struct job *j, uint64_t now, bool final)
 				goto checks;
 	}
 	assemble(j, now, final);
+	/* the step not built yet, as far as its collectives came: one that never completes (a
+	 * mismatch leaves its wait hanging) is never built, and its odd call is there */
+	if (j->have_next)
+		check_divergence(j, j->next_k);
 checks:
 	check_hang(j, now);
 	check_exits(j, now);

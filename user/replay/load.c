@@ -171,6 +171,17 @@ static int op_line(struct replay *rp, struct rp_file *f, const struct rline *l)
 		r.open = has_dur ? OPEN_NONE : OPEN_COLL;
 		return keep(rp, &r);
 	}
+	/* a wait is marked where it begins, as DDP's finalize_backward marks its wait live:
+	 * also one that never ends (its collectives never complete) */
+	if (kind == OT_WAIT) {
+		err = keep(rp, &(struct rp_rec){
+			.f = { .kind = FEED_COLL, .op = RS_OP_STEP_BACKWARD, .start = start,
+			       .seq = RS_SEQ_NONE, .peer = -1, .syscall = -1 },
+			.job = r.job, .key = r.key, .trace = true, .comm_idx = -1,
+		});
+		if (err)
+			return err;
+	}
 	if (!has_dur) {
 		r.open = kind == OT_COMPUTE ? OPEN_RUNNING : OPEN_BLOCKED;
 		return keep(rp, &r);
@@ -194,14 +205,6 @@ static int op_line(struct replay *rp, struct rp_file *f, const struct rline *l)
 		r.f.syscall = 202;
 		r.wait = true;
 		r.comm_idx = RP_WAIT_COMM;
-		/* marked where it begins, as DDP's finalize_backward marks its wait live */
-		err = keep(rp, &(struct rp_rec){
-			.f = { .kind = FEED_COLL, .op = RS_OP_STEP_BACKWARD, .start = start,
-			       .seq = RS_SEQ_NONE, .peer = -1, .syscall = -1 },
-			.job = r.job, .key = r.key, .trace = true, .comm_idx = -1,
-		});
-		if (err)
-			return err;
 		break;
 	}
 	return keep(rp, &r);
