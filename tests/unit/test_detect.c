@@ -495,6 +495,58 @@ static void window__late_by_a_lot_in_few_steps__intermittent(void **state)
 	assert_int_equal(v.hits, 2);
 }
 
+/* Rank 2 is runnable but not running for 60 ms inside the collective of each step marked in
+ * `in` (busy-polling on a throttled CPU): the collective completes that much later for all. */
+static void starved_in(const bool *in, struct verdict *v)
+{
+	struct window *x = healthy();
+	int s;
+
+	for (s = 0; s < NSTEPS; s++)
+		x->transfer[s] += in[s] ? 60 * MS : 0;
+	add_jitter(x);
+	build(x);
+	for (s = 0; s < NSTEPS; s++) {
+		struct step_obs *o = &x->obs[s * NRANKS + 2];
+		int r;
+
+		/* after the last arrival: the transfer, and the time rank 2 held it back */
+		for (r = 0; r < NRANKS; r++)
+			x->obs[s * NRANKS + r].ph.comm_transfer = x->transfer[s];
+		if (!in[s])
+			continue;
+		o->ph.comm_sched = 60 * MS;
+		o->ph.ns[PH_SCHED_DELAY] += 60 * MS;
+		o->ph.ns[PH_COMM] -= 60 * MS;
+	}
+	memset(v, 0xa5, sizeof(*v));
+	assert_int_equal(detect__window(x->obs, NSTEPS, NRANKS, v), 0);
+	free(x);
+}
+
+static void window__starved_inside_the_collectives__cpu_contention(void **state)
+{
+	bool in[NSTEPS];
+	struct verdict v;
+	int s;
+
+	/* nobody arrives late, but every collective waits for rank 2's CPU: its contention */
+	for (s = 0; s < NSTEPS; s++)
+		in[s] = true;
+	starved_in(in, &v);
+	assert_int_equal(v.cls, V_CPU_CONTENTION);
+	assert_int_equal(v.rank, 2);
+	assert_int_equal(v.phase, PH_SCHED_DELAY);
+	assert_int_equal(v.skew_ns, 60 * MS);
+	assert_false(v.intermittent);
+
+	/* in half the steps only: no steady story (3/4 of them needed) */
+	for (s = 0; s < NSTEPS; s++)
+		in[s] = s % 2;
+	starved_in(in, &v);
+	assert_int_not_equal(v.cls, V_CPU_CONTENTION);
+}
+
 static void window__a_different_rank_late_each_step__imbalance_no_rank(void **state)
 {
 	struct window *x = healthy();
@@ -1164,6 +1216,7 @@ int main(void)
 		cmocka_unit_test(window__two_ranks_under_step_fraction__none),
 		cmocka_unit_test(window__within_the_peers_noise__none),
 		cmocka_unit_test(window__late_by_a_lot_in_few_steps__intermittent),
+		cmocka_unit_test(window__starved_inside_the_collectives__cpu_contention),
 		cmocka_unit_test(window__a_different_rank_late_each_step__imbalance_no_rank),
 		cmocka_unit_test(window__a_different_rank_late_in_few_steps__none),
 		cmocka_unit_test(window__throttled_in_bursts__cpu_contention),

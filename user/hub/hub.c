@@ -1410,7 +1410,8 @@ static void judge_job(struct hub *h, struct hjob *j, uint64_t now_ns, verdict_fn
 		goto out;
 	j->judged_k = k;
 	account_cost(j, obs, w, k, cols, ncols, now_ns);
-	if (detect__window(obs, w, ncols, &jv.v))
+	jv.world_size = j->world > j->nr ? j->world : j->nr;
+	if (detect__window_seen(obs, w, ncols, !unseen && jv.world_size <= ncols, &jv.v))
 		goto out;
 	jv.cls = jv.v.cls;
 	jv.col = jv.v.rank;
@@ -1419,7 +1420,6 @@ static void judge_job(struct hub *h, struct hjob *j, uint64_t now_ns, verdict_fn
 	jv.last = k;
 	jv.t_ns = now_ns;
 	jv.ranks_seen = ncols;
-	jv.world_size = j->world > j->nr ? j->world : j->nr;
 	if (jv.col >= 0 && jv.v.phase == PH_OTHER)
 		snprintf(jv.detail, sizeof(jv.detail), "off CPU, not waiting for input, storage, a "
 			 "collective or a CPU (the node's step lines say what it was blocked in)");

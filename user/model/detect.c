@@ -405,6 +405,92 @@ static bool intermittent(const struct step_obs *obs, int nsteps, int nranks, con
 	return true;
 }
 
+static uint64_t threshold_of(const int64_t *lat, const bool *ok, int nsteps, int nranks,
+			     int late, uint64_t step_ns);
+
+/*
+ * No rank late: one starved of CPU inside the collectives (runnable, not running, while
+ * busy-polling) holds each of them back for everyone, after they all came. The rank whose
+ * time so (comm_sched) exceeds its peers' median the most, by the lateness threshold at the
+ * median and by half of it in 3/4 of the steps, is CPU contention: its excess is what the
+ * others wait. Fills v and returns true; false leaves it alone.
+ */
+static bool starved_inside(const struct step_obs *obs, int nsteps, int nranks, const bool *ok,
+			   uint64_t step_ns, uint64_t *tmp, struct verdict *v)
+{
+	int64_t *ex, *col, e, best = INT64_MIN;
+	int s, r, m, late = -1, c, n = 0;
+	uint64_t threshold, *mine, *peer;
+	bool found = false;
+
+	ex = calloc((size_t)nsteps * nranks, sizeof(*ex));
+	col = calloc(nsteps, sizeof(*col));
+	mine = calloc(nsteps, sizeof(*mine));
+	peer = calloc(nsteps, sizeof(*peer));
+	if (!ex || !col || !mine || !peer)
+		goto out;
+	for (s = 0; s < nsteps; s++) {
+		const struct step_obs *row = &obs[s * nranks];
+		uint64_t after;
+
+		if (!ok[s])
+			continue;
+		/* a pipeline's stages wait in their sends and receives by their schedule */
+		if (row[0].stages > 1)
+			goto out;
+		/* what the collectives took once all had come: starved before that, it waited
+		 * anyway, so that is the most it can hold them back */
+		for (m = 0, r = 0; r < nranks; r++)
+			tmp[m++] = row[r].ph.comm_transfer;
+		after = detect__median(tmp, m);
+		for (m = 0, r = 0; r < nranks; r++)
+			tmp[m++] = row[r].ph.comm_sched;
+		detect__sort_u64(tmp, m);
+		for (r = 0; r < nranks; r++) {
+			e = (int64_t)row[r].ph.comm_sched -
+			    (int64_t)detect__median_without(tmp, m, row[r].ph.comm_sched);
+			ex[s * nranks + r] = e < (int64_t)after ? e : (int64_t)after;
+		}
+		n++;
+	}
+	for (r = 0; n && r < nranks; r++) {
+		for (m = 0, s = 0; s < nsteps; s++)
+			if (ok[s])
+				col[m++] = ex[s * nranks + r];
+		e = median_i64(col, m);
+		if (e > best) {
+			best = e;
+			late = r;
+		}
+	}
+	if (late < 0 || best <= 0)
+		goto out;
+	threshold = threshold_of(ex, ok, nsteps, nranks, late, step_ns);
+	for (m = 0, c = 0, s = 0; s < nsteps; s++) {
+		if (!ok[s])
+			continue;
+		c += ex[s * nranks + late] >= (int64_t)threshold / 2;
+		mine[m] = obs[s * nranks + late].ph.comm_sched;
+		peer[m++] = obs[s * nranks + late].ph.comm_sched - ex[s * nranks + late];
+	}
+	if (best < (int64_t)threshold || c < m * DETECT_CONSISTENT)
+		goto out;
+	v->rank = late;
+	v->skew_ns = best;
+	v->phase = PH_SCHED_DELAY;
+	v->phase_excess_ns = best;
+	v->late_phase_ns = detect__median(mine, m);
+	v->peer_phase_ns = detect__median(peer, m);
+	v->threshold_ns = threshold;
+	found = true;
+out:
+	free(ex);
+	free(col);
+	free(mine);
+	free(peer);
+	return found;
+}
+
 /*
  * No rank late in most steps, nor one late in a few: in 3/4 of the window's steps its latest
  * rank is late by the threshold and its own time in one phase explains half of that, but no
@@ -526,6 +612,12 @@ static uint64_t threshold_of(const int64_t *lat, const bool *ok, int nsteps, int
 
 int detect__window(const struct step_obs *obs, int nsteps, int nranks, struct verdict *v)
 {
+	return detect__window_seen(obs, nsteps, nranks, true, v);
+}
+
+int detect__window_seen(const struct step_obs *obs, int nsteps, int nranks, bool all_seen,
+			struct verdict *v)
+{
 	static const enum phase cand[] = { PH_INPUT_WAIT, PH_IO, PH_COMPUTE, PH_SCHED_DELAY,
 					   PH_GPU_WAIT, PH_OTHER };
 	uint64_t *tmp = NULL, *durs = NULL, *posts = NULL, *mine = NULL, *peer = NULL, last;
@@ -628,7 +720,8 @@ int detect__window(const struct step_obs *obs, int nsteps, int nranks, struct ve
 	    /* the latest of many ranks reaches the tail of their noise every step: an imbalance
 	     * is judged against the quarter of the step, not the noise of one rank */
 	    (imbalance(obs, nsteps, nranks, ok, lat, detect__threshold(v->step_ns), tmp, v) ||
-	     intermittent(obs, nsteps, nranks, ok, lat, threshold, tmp, v)))
+	     intermittent(obs, nsteps, nranks, ok, lat, threshold, tmp, v) ||
+	     (all_seen && starved_inside(obs, nsteps, nranks, ok, v->step_ns, tmp, v))))
 		goto classify;
 	if (best_skew < (int64_t)threshold || !consistent) {
 		v->skew_ns = best_skew;

@@ -93,6 +93,11 @@ struct verdict {
 /* Judge a window: obs holds nsteps rows of nranks columns (row-major). Needs 2 ranks and one
  * step present on all of them. Returns 0, or -EINVAL when there is nothing to judge. */
 int detect__window(const struct step_obs *obs, int nsteps, int nranks, struct verdict *v);
+/* The same, told whether every rank of the job is among the columns. With ranks unseen, a
+ * rank starved of CPU inside the collectives is no verdict: the ranks seen may all be
+ * waiting for one unseen, and time starved while waiting costs nothing. */
+int detect__window_seen(const struct step_obs *obs, int nsteps, int nranks, bool all_seen,
+			struct verdict *v);
 
 /* Fill the comm_wait/comm_transfer split of one step row: arrival is entry, the last arrival
  * the largest; wait = last arrival - own arrival, clamped to the time inside. When every rank

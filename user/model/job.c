@@ -2380,7 +2380,7 @@ static int judge_long(struct job *j, int w, uint64_t k, struct verdict *v)
 	j->long_m = 0;
 	if (m <= w || !(rows = newest_rows(j, m)))
 		return 0;
-	if (!detect__window(rows, m, j->n, &lv) && lv.intermittent) {
+	if (!detect__window_seen(rows, m, j->n, !partial(j), &lv) && lv.intermittent) {
 		j->long_v = lv;
 		j->long_m = m;
 	}
@@ -2405,7 +2405,7 @@ static void judge(struct job *j, uint64_t k)
 		return;
 	if (!(win = newest_rows(j, m)))
 		return;
-	if (detect__window(win, m, j->n, &jv.v)) {
+	if (detect__window_seen(win, m, j->n, !partial(j), &jv.v)) {
 		free(win);
 		return;
 	}
@@ -2498,8 +2498,10 @@ static void check_divergence(struct job *j, uint64_t k)
 		return;
 	}
 	for (s = lo; s <= hi && !j->div_done; s++) {
+		/* ranks whose steps end at the same aligned seq as the reference's (the others,
+		 * pipeline stages anchored or not decided yet, make other calls in between) */
 		for (c = 0; c < j->n; c++)
-			at[c] = j->r[c].anchored <= 0 ? find_seq(j, &j->r[c], s) : NULL;
+			at[c] = !c || j->r[c].anchored < 0 ? find_seq(j, &j->r[c], s) : NULL;
 		/* the signature most ranks entered */
 		for (best = -1, same = 0, c = 0; c < j->n; c++) {
 			int n = 0;
