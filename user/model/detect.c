@@ -303,6 +303,19 @@ void detect__split_comm(struct step_obs *row, int nranks)
 	}
 }
 
+/* v names rank r, late by skew, in phase ph by excess over its peers; mine and peer: its and
+ * their time in it over the n steps judged (medians taken). */
+static void name_rank(struct verdict *v, int r, int64_t skew, enum phase ph, int64_t excess,
+		      uint64_t *mine, uint64_t *peer, int n)
+{
+	v->rank = r;
+	v->skew_ns = skew;
+	v->phase = ph;
+	v->phase_excess_ns = excess;
+	v->late_phase_ns = detect__median(mine, n);
+	v->peer_phase_ns = detect__median(peer, n);
+}
+
 /*
  * Late in its io, and most of that (over the window) in its own writes and flushes, not its
  * reads: the job waits while the rank saves a checkpoint; it is not short of data.
@@ -394,12 +407,7 @@ static bool intermittent(const struct step_obs *obs, int nsteps, int nranks, con
 	e = median_i64(skews, h);
 	if (best_e < (int64_t)(e * DETECT_EXPLAINED))
 		return false;
-	v->rank = late;
-	v->skew_ns = e;
-	v->phase = best_ph;
-	v->phase_excess_ns = best_e;
-	v->late_phase_ns = detect__median(mine, h);
-	v->peer_phase_ns = detect__median(peer, h);
+	name_rank(v, late, e, best_ph, best_e, mine, peer, h);
 	v->intermittent = true;
 	v->hits = hits;
 	return true;
@@ -475,12 +483,7 @@ static bool starved_inside(const struct step_obs *obs, int nsteps, int nranks, c
 	}
 	if (best < (int64_t)threshold || c < m * DETECT_CONSISTENT)
 		goto out;
-	v->rank = late;
-	v->skew_ns = best;
-	v->phase = PH_SCHED_DELAY;
-	v->phase_excess_ns = best;
-	v->late_phase_ns = detect__median(mine, m);
-	v->peer_phase_ns = detect__median(peer, m);
+	name_rank(v, late, best, PH_SCHED_DELAY, best, mine, peer, m);
 	v->threshold_ns = threshold;
 	found = true;
 out:
