@@ -832,10 +832,9 @@ static void partial_job__aligned_wait__remote_wait_not_communication(void **stat
 static uint64_t inflight_since;
 
 /* Both columns inside collective seq 41 since inflight_since. */
-static bool all_inflight(void *ctx, int col, uint64_t *enter_ns, uint64_t *seq)
+static bool all_inflight(void *ctx, int col, struct job_inflight *in)
 {
-	*enter_ns = inflight_since;
-	*seq = 41;
+	*in = (struct job_inflight){ .enter_ns = inflight_since, .seq = 41 };
 	return true;
 }
 
@@ -844,7 +843,7 @@ static void running(void *ctx, int col, char *buf, size_t n)
 	snprintf(buf, n, "running");
 }
 
-static void partial_job__every_seen_rank_stuck__remote_hang(void **state)
+static void every_seen_rank_stuck__remote_hang_or_a_hang_on_none(void **state)
 {
 	static struct seen s;
 	struct job_cfg cfg = { .mode = STEPS_AUTO, .hang_timeout_ns = 2000 * MS, .window = 8 };
@@ -864,8 +863,11 @@ static void partial_job__every_seen_rank_stuck__remote_hang(void **state)
 		job__set_world(j, world);
 		inflight_since = 1000 * MS;
 		job__advance(j, 1000 * MS + 3000 * MS, false);
-		if (world == 2) {	/* all seen, none stopped: nothing to blame yet */
-			assert_int_equal(s.nv, 0);
+		if (world == 2) {	/* all seen, none stopped, none outside: it never ends */
+			assert_int_equal(s.nv, 1);
+			assert_int_equal(s.v[0].cls, V_HANG);
+			assert_int_equal(s.v[0].col, -1);
+			assert_non_null(strstr(s.v[0].detail, "none is outside one"));
 		} else {
 			assert_int_equal(s.nv, 1);
 			assert_int_equal(s.v[0].cls, V_REMOTE_WAIT);
@@ -878,10 +880,10 @@ static void partial_job__every_seen_rank_stuck__remote_hang(void **state)
 
 /* Column 0 already in collective seq 42, the others still in 41: the shape a stopped peer
  * leaves when it stopped inside 41 after sending column 0 its share. */
-static bool split_inflight(void *ctx, int col, uint64_t *enter_ns, uint64_t *seq)
+static bool split_inflight(void *ctx, int col, struct job_inflight *in)
 {
-	*enter_ns = inflight_since + (col == 0 ? 5 * MS : 0);
-	*seq = col == 0 ? 42 : 41;
+	*in = (struct job_inflight){ .enter_ns = inflight_since + (col == 0 ? 5 * MS : 0),
+				     .seq = col == 0 ? 42 : 41 };
 	return true;
 }
 
@@ -936,6 +938,76 @@ static void stuck_split_across_seqs__the_stopped_rank_or_remote(void **state)
 	job__free(j);
 }
 
+/* Every column inside its next collective on communicator 7 since stuck_enter: an all-reduce
+ * of the bucket size, stuck_odd's a barrier (-1: none); stuck_enter 0: in none. */
+static int stuck_odd;
+static uint64_t stuck_enter, stuck_seq[4];
+
+static bool stuck_inflight(void *ctx, int col, struct job_inflight *in)
+{
+	bool odd = col == stuck_odd;
+
+	if (!stuck_enter)
+		return false;	/* not stuck yet */
+	*in = (struct job_inflight){ .enter_ns = stuck_enter, .seq = stuck_seq[col] + 1, .comm = 7,
+				     .bytes = odd ? 0 : 256 << 10,
+				     .op = odd ? RS_OP_BARRIER : RS_OP_ALLREDUCE };
+	return true;
+}
+
+/*
+ * 80 steps of 3 buckets, then every rank waits in a collective past the hang timeout, none
+ * outside one, none stopped. Of 4, one in a barrier where the others are in the all-reduce
+ * at the same seq: divergent on it. Of 2 (no majority), the one whose call is not the one it
+ * made there the step before: divergent on it. The same call everywhere: a hang on no rank.
+ */
+static void all_inside__the_odd_call_diverges_else_a_hang_on_none(void **state)
+{
+	static const struct { int n, odd; enum vclass cls; const char *says; } t[] = {
+		{ 4, 2, V_DIVERGENT, "waits in barrier of 0 bytes where most" },
+		{ 2, 1, V_DIVERGENT, "not the one it made there the step before" },
+		{ 2, 0, V_DIVERGENT, "not the one it made there the step before" },
+		{ 3, -1, V_HANG, "none is outside one or behind" },
+	};
+	static struct seen s;
+	struct job_cfg cfg = { .mode = STEPS_AUTO, .hang_timeout_ns = 2000 * MS, .window = 8 };
+	struct job_probe_ops ops = {
+		.on_step = on_step, .on_verdict = on_verdict, .on_rule = on_rule, .ctx = &s,
+		.inflight = stuck_inflight, .state = running,
+	};
+	static const int skip[4] = {};
+	struct job *j;
+	int i, c, v;
+
+	for (i = 0; i < (int)(sizeof(t) / sizeof(t[0])); i++) {
+		struct gen g = { .t = 1000 * MS };
+
+		memset(&s, 0, sizeof(s));
+		stuck_enter = 0;
+		j = job__new(&cfg, t[i].n, &ops);
+		assert_non_null(j);
+		for (c = 0; c < t[i].n; c++)
+			job__set_rank(j, c, c, 100 + c);
+		mpi_buckets(j, t[i].n, 80, 3, -1, 0, skip, &g);
+		memcpy(stuck_seq, g.seq, sizeof(stuck_seq));
+		stuck_odd = t[i].odd;
+		stuck_enter = g.t + 2400 * US;
+		job__advance(j, stuck_enter + 1000 * MS, false);
+		assert_true(s.steps[0] > 70);
+		job__advance(j, stuck_enter + 2500 * MS, false);
+		for (v = 0; v < s.nv && s.v[v].cls == V_NONE; v++)
+			;
+		assert_true(v < s.nv);
+		if (s.v[v].cls != t[i].cls || !strstr(s.v[v].detail, t[i].says))
+			print_error("case %d: class %d col %d: %s\n", i, s.v[v].cls, s.v[v].col,
+				    s.v[v].detail);
+		assert_int_equal(s.v[v].cls, t[i].cls);
+		assert_int_equal(s.v[v].col, t[i].odd);
+		assert_non_null(strstr(s.v[v].detail, t[i].says));
+		job__free(j);
+	}
+}
+
 /* What each rank's process is doing, for the first-look tests: rank 1 as first_state says. */
 static const char *first_state;
 
@@ -944,7 +1016,7 @@ static void stuck_states(void *ctx, int col, char *buf, size_t n)
 	snprintf(buf, n, "%s", col == 1 ? first_state : "blocked in syscall 7 (poll)");
 }
 
-static bool none_inflight(void *ctx, int col, uint64_t *enter_ns, uint64_t *seq)
+static bool none_inflight(void *ctx, int col, struct job_inflight *in)
 {
 	return false;
 }
@@ -1125,8 +1197,9 @@ int main(void)
 		cmocka_unit_test(tensor_data_parallel_mid_run__slow_rank_named_healthy_none),
 		cmocka_unit_test(partial_job__aligned_wait__remote_wait_not_communication),
 		cmocka_unit_test(marker_attached_a_step_apart__skew_is_the_extra_compute),
-		cmocka_unit_test(partial_job__every_seen_rank_stuck__remote_hang),
+		cmocka_unit_test(every_seen_rank_stuck__remote_hang_or_a_hang_on_none),
 		cmocka_unit_test(stuck_split_across_seqs__the_stopped_rank_or_remote),
+		cmocka_unit_test(all_inside__the_odd_call_diverges_else_a_hang_on_none),
 		cmocka_unit_test(no_step_yet_but_collectives_return__not_stuck),
 	};
 

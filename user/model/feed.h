@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "job.h"
 
 struct job;
 
@@ -42,7 +43,7 @@ struct feed_rec {
 /* The model's questions about a rank (struct job_probe_ops) and one answer, as a recording
  * keeps it: a replay gives the model the recorded answers in the order it asked. */
 enum job_q {
-	JOB_Q_INFLIGHT,	/* in: inside a collective since enter_ns, its seq */
+	JOB_Q_INFLIGHT,	/* in: inside the collective call */
 	JOB_Q_STATE,	/* text: what it is doing */
 	JOB_Q_WHERE,	/* in: inside the collective coll; text: its stack */
 };
@@ -51,7 +52,7 @@ struct job_answer {
 	enum job_q q;
 	int col;
 	bool in;
-	uint64_t enter_ns, seq;
+	struct job_inflight call;
 	const char *coll, *text;
 };
 

@@ -63,6 +63,7 @@ struct job_rank {
 				 * known yet */
 	int seq_hint;		/* coll index of find_seq's last hit: where the next search starts */
 	uint64_t seen_ns;	/* the latest start (or entry) of its records */
+	uint64_t built_start, built_end;	/* its last step built (0: none yet) */
 	int64_t mark_off;	/* marker steps: step number = marker seq + mark_off */
 	bool aligned;
 	bool exited;
@@ -2645,45 +2646,206 @@ static void assemble(struct job *j, uint64_t now, bool final)
 			cost__charge(&j->cost, j->r[j->last.col].rank, now);
 		j->next_k++;
 		/* the next step starts where this one ended: older events are done with */
-		for (c = 0; c < j->n; c++)
-			if (row[c].present)
-				trim(&j->r[c], st[c].start_ns);
+		for (c = 0; c < j->n; c++) {
+			if (!row[c].present)
+				continue;
+			j->r[c].built_start = st[c].start_ns;
+			j->r[c].built_end = st[c].start_ns + st[c].dur_ns;
+			trim(&j->r[c], st[c].start_ns);
+		}
 	}
 done:
 	free(st);
 }
 
+static uint64_t call_sig(unsigned int op, uint64_t bytes, uint64_t comm)
+{
+	return (comm * 0x9e3779b97f4a7c15ULL) ^ (bytes * 0xff51afd7ed558ccdULL) ^ op;
+}
+
 /*
- * Every rank seen here has waited past the hang timeout inside a collective (the same one, or
- * some still in the one before: their peers here got their share first), none of them
- * stopped: with ranks of the job elsewhere, the one that holds it is among those.
+ * Whether column c's calls since its last step built stray from the ones it made in that
+ * step, call for call (each against the one a step's worth of calls before it), the call it
+ * waits in (in) last: 1 yes (*pos: the place in the step of the first that does), 0 no, -1
+ * not known (no step built on it, or no call since). A skipped, reordered or mismatched
+ * collective is one the rank did not make there the step before.
  */
-static void remote_hang(struct job *j, uint64_t now, uint64_t wait_since, int64_t wait_seq)
+static int strays(const struct job *j, int c, const struct job_inflight *in, int *pos)
+{
+	const struct job_rank *r = &j->r[c];
+	uint64_t *sig;
+	int i, n = 0, len = -1, ret = 0;
+	bool open = in->op != 0;
+
+	if (!r->built_end)
+		return -1;
+	sig = malloc(sizeof(*sig) * (size_t)(r->ncoll + 1));
+	if (!sig)
+		return -1;
+	for (i = 0; i < r->ncoll; i++) {
+		const struct tl_coll *x = &r->coll[i];
+
+		if (x->enter < r->built_start || (r->main_tid && x->tid != r->main_tid))
+			continue;
+		if (!x->exit && x->seq == in->seq && x->comm == in->comm)
+			open = false;	/* an entry-only probe has it already */
+		if (len < 0 && x->enter >= r->built_end)
+			len = n;
+		sig[n++] = call_sig(x->op, x->bytes, x->comm);
+	}
+	if (open) {
+		if (len < 0)
+			len = n;
+		sig[n++] = call_sig(in->op, in->bytes, in->comm);
+	}
+	if (len <= 0)
+		ret = -1;
+	for (i = len; ret == 0 && i < n; i++) {
+		if (sig[i] != sig[i - len]) {
+			*pos = (i - len) % len;
+			ret = 1;
+		}
+	}
+	free(sig);
+	return ret;
+}
+
+/*
+ * The odd one among calls in flight on the same communicator at the same seq, against a
+ * strict majority of the others in one (op, bytes): its column (*major: one of the majority),
+ * or -1.
+ */
+static int odd_in_flight(const struct job *j, const struct job_inflight *in, const bool *inside,
+			 int *major)
+{
+	int c, d, same, best = -1, nbest = 0, group;
+
+	for (c = 0; c < j->n; c++) {
+		if (!inside[c])
+			continue;
+		for (same = group = 0, d = 0; d < j->n; d++) {
+			if (!inside[d] || in[d].comm != in[c].comm || in[d].seq != in[c].seq)
+				continue;
+			group++;
+			same += in[d].op == in[c].op && in[d].bytes == in[c].bytes;
+		}
+		if (same * 2 > group && same < group && same > nbest) {
+			nbest = same;
+			best = c;
+		}
+	}
+	for (c = 0; best >= 0 && c < j->n; c++)
+		if (inside[c] && in[c].comm == in[best].comm && in[c].seq == in[best].seq &&
+		    (in[c].op != in[best].op || in[c].bytes != in[best].bytes)) {
+			*major = best;
+			return c;
+		}
+	return -1;
+}
+
+/*
+ * Every rank of the job is seen here and waits in a collective, none outside one. One whose
+ * call differs from a strict majority's in the same one (communicator, seq) is divergent.
+ * Else, when some (at most half of those that tell) made calls since their last step that the
+ * step before did not make there, while the others made the same ones, the first of them to
+ * stray is: the others wait for a call it skipped, reordered or changed. Said, or not.
+ */
+static bool waits_diverge(struct job *j, uint64_t now, uint64_t wait_since)
 {
 	struct job_verdict jv = {};
-	uint64_t enter, seq;
-	int c, behind = 0;
+	struct job_inflight *in = calloc(j->n, sizeof(*in));
+	bool *inside = calloc(j->n, sizeof(*inside));
+	int c, known = 0, nodd = 0, odd = -1, at = 0, pos = 0, y, m = 0;
 
-	if (!partial(j))
-		return;
-	for (c = 0; c < j->n; c++) {
-		if (j->r[c].exited)
-			continue;
-		if (!j->ops.inflight(j->ops.ctx, c, &enter, &seq))
-			return;
-		if ((int64_t)seq + j->r[c].seq_off < wait_seq)
-			behind++;
+	if (!in || !inside)
+		goto out;
+	for (c = 0; c < j->n; c++)
+		if (!j->r[c].exited && !(inside[c] = j->ops.inflight(j->ops.ctx, c, &in[c])))
+			goto out;
+	odd = odd_in_flight(j, in, inside, &m);
+	if (odd >= 0) {
+		snprintf(jv.detail, sizeof(jv.detail), "every rank has waited %.1f s in a "
+			 "collective; this rank waits in %s of %" PRIu64 " bytes where most of its "
+			 "communicator wait in %s of %" PRIu64 " bytes at the same seq",
+			 (now - wait_since) / 1e9, decode__op_name(in[odd].op), in[odd].bytes,
+			 decode__op_name(in[m].op), in[m].bytes);
+		goto found;
 	}
-	jv.cls = jv.v.cls = V_REMOTE_WAIT;
-	jv.col = jv.v.rank = -1;
+	for (c = 0; c < j->n; c++) {
+		if (!inside[c] || (y = strays(j, c, &in[c], &pos)) < 0)
+			continue;
+		known++;
+		if (!y)
+			continue;
+		if (odd < 0 || pos < at) {
+			odd = c;
+			at = pos;
+		}
+		nodd++;
+	}
+	if (odd < 0 || nodd * 2 > known) {
+		odd = -1;
+		goto out;
+	}
+	snprintf(jv.detail, sizeof(jv.detail), "every rank has waited %.1f s in a collective; "
+		 "this rank's call %d of its step is not the one it made there the step before, "
+		 "while %d of the %d others made theirs: they wait for a call it skipped, "
+		 "reordered or changed", (now - wait_since) / 1e9, at + 1, known - nodd,
+		 j->n - 1);
+found:
+	jv.cls = jv.v.cls = V_DIVERGENT;
+	jv.col = jv.v.rank = odd;
 	jv.t_ns = now;
 	jv.since_ns = wait_since;
 	jv.step = jv.first = jv.last = j->next_k;
-	snprintf(jv.detail, sizeof(jv.detail), "every rank seen here (%d of %d) has waited "
-		 "%.1f s in collective seq %" PRId64 "%s, none of them stopped: the rank that "
-		 "holds it is not observed here (a hang or a dead rank on another node)", j->n,
-		 j->world, (now - wait_since) / 1e9, wait_seq,
-		 behind ? " (some still in the one before)" : "");
+	j->hang_done = true;
+	jv.stuck = true;
+	emit_verdict(j, &jv);
+out:
+	free(in);
+	free(inside);
+	return odd >= 0;
+}
+
+/*
+ * Every rank seen here has waited past the hang timeout inside a collective (the same one, or
+ * some still in the one before: their peers here got their share first), none of them
+ * stopped, none behind. With ranks of the job elsewhere, the one that holds it is among
+ * those; with every rank here, the collective itself never completes (a transport, network
+ * or device fault): a hang, on no rank.
+ */
+static void all_waiting(struct job *j, uint64_t now, uint64_t wait_since, int64_t wait_seq)
+{
+	struct job_verdict jv = {};
+	struct job_inflight in;
+	int c, behind = 0;
+
+	for (c = 0; c < j->n; c++) {
+		if (j->r[c].exited)
+			continue;
+		if (!j->ops.inflight(j->ops.ctx, c, &in))
+			return;
+		if ((int64_t)in.seq + j->r[c].seq_off < wait_seq)
+			behind++;
+	}
+	jv.t_ns = now;
+	jv.since_ns = wait_since;
+	jv.step = jv.first = jv.last = j->next_k;
+	jv.col = jv.v.rank = -1;
+	if (partial(j)) {
+		jv.cls = jv.v.cls = V_REMOTE_WAIT;
+		snprintf(jv.detail, sizeof(jv.detail), "every rank seen here (%d of %d) has waited "
+			 "%.1f s in collective seq %" PRId64 "%s, none of them stopped: the rank "
+			 "that holds it is not observed here (a hang or a dead rank on another node)",
+			 j->n, j->world, (now - wait_since) / 1e9, wait_seq,
+			 behind ? " (some still in the one before)" : "");
+	} else {
+		jv.cls = jv.v.cls = V_HANG;
+		snprintf(jv.detail, sizeof(jv.detail), "every rank (%d) has waited %.1f s inside "
+			 "collective seq %" PRId64 " and none is outside one or behind: the collective "
+			 "never completes (a transport, network or device fault)", j->n,
+			 (now - wait_since) / 1e9, wait_seq);
+	}
 	j->hang_done = true;
 	jv.stuck = true;
 	emit_verdict(j, &jv);
@@ -2830,10 +2992,10 @@ static void first_look_hang(struct job *j, uint64_t now)
 static void check_hang(struct job *j, uint64_t now)
 {
 	struct job_verdict jv = {};
-	uint64_t enter, seq, wait_since = 0;
+	struct job_inflight in;
+	uint64_t wait_since = 0;
 	int64_t wait_seq = INT64_MIN, s;
-	int c, waiter = -1, lag = -1;
-	bool in;
+	int c, waiter = -1, lag = -1, pass;
 
 	if (j->hang_done || !j->ops.inflight)
 		return;
@@ -2843,14 +3005,14 @@ static void check_hang(struct job *j, uint64_t now)
 		if (j->r[c].exited || (j->r[c].main_ret_ns &&
 				       now < j->r[c].main_ret_ns + j->cfg.hang_timeout_ns))
 			continue;
-		if (!j->ops.inflight(j->ops.ctx, c, &enter, &seq))
+		if (!j->ops.inflight(j->ops.ctx, c, &in))
 			continue;
-		if (now > enter && now - enter >= j->cfg.hang_timeout_ns) {
-			s = (int64_t)seq + j->r[c].seq_off;
+		if (now > in.enter_ns && now - in.enter_ns >= j->cfg.hang_timeout_ns) {
+			s = (int64_t)in.seq + j->r[c].seq_off;
 			if (s > wait_seq) {
 				wait_seq = s;
 				waiter = c;
-				wait_since = enter;
+				wait_since = in.enter_ns;
 			}
 		}
 	}
@@ -2869,26 +3031,33 @@ static void check_hang(struct job *j, uint64_t now)
 		if (!strncmp(st, "stopped", 7) || !strncmp(st, "a zombie", 8))
 			lag = c;
 	}
-	/* then one outside every collective while the waiter is in one; one inside an older
-	 * collective is behind only when every rank is seen here: with ranks elsewhere, it
-	 * may wait on one of those (its peers here got their data first) */
-	for (c = 0; c < j->n && lag < 0; c++) {
-		if (c == waiter || j->r[c].exited)
-			continue;
-		in = j->ops.inflight(j->ops.ctx, c, &enter, &seq);
-		if (!in || (!partial(j) && (int64_t)seq + j->r[c].seq_off < wait_seq))
-			lag = c;
+	/* then one outside every collective while the waiter is in one; else (none diverged)
+	 * one inside an older collective, only when every rank is seen here (with ranks
+	 * elsewhere, it may wait on one of those: its peers here got their data first). Outside
+	 * first: on two communicators, or in a pipeline, one in an older call may wait on it */
+	for (pass = 0; pass < 2 && lag < 0; pass++) {
+		/* every rank here inside one: calls unlike the step before's first */
+		if (pass && !partial(j) && waits_diverge(j, now, wait_since))
+			return;
+		for (c = 0; c < j->n && lag < 0; c++) {
+			bool inside;
+
+			if (c == waiter || j->r[c].exited || (pass && partial(j)))
+				continue;
+			inside = j->ops.inflight(j->ops.ctx, c, &in);
+			if (pass ? inside && (int64_t)in.seq + j->r[c].seq_off < wait_seq : !inside)
+				lag = c;
+		}
 	}
 	if (lag < 0) {
-		remote_hang(j, now, wait_since, wait_seq);
+		all_waiting(j, now, wait_since, wait_seq);
 		return;
 	}
 	if (lag == waiter) {	/* report the wait as seen by another rank */
 		for (c = 0; c < j->n; c++) {
-			if (c != lag && !j->r[c].exited &&
-			    j->ops.inflight(j->ops.ctx, c, &enter, &seq)) {
+			if (c != lag && !j->r[c].exited && j->ops.inflight(j->ops.ctx, c, &in)) {
 				waiter = c;
-				wait_since = enter;
+				wait_since = in.enter_ns;
 				break;
 			}
 		}

@@ -146,10 +146,19 @@ struct job_verdict {
 	struct cost_sum cost;
 };
 
+/* The collective a rank's main thread is inside (job_probe_ops.inflight). */
+struct job_inflight {
+	uint64_t enter_ns;
+	uint64_t seq;		/* per (process, communicator), unaligned */
+	uint64_t comm;		/* the communicator's name hash, as its records carry it */
+	uint64_t bytes;
+	unsigned int op;	/* enum rs_coll_op; 0: not known */
+};
+
 /* What the caller can tell about a rank right now (hang detection). */
 struct job_probe_ops {
-	/* Is column col's main thread inside a collective? Set *enter_ns and *seq (unaligned). */
-	bool (*inflight)(void *ctx, int col, uint64_t *enter_ns, uint64_t *seq);
+	/* Is column col's main thread inside a collective? Then *in says which. */
+	bool (*inflight)(void *ctx, int col, struct job_inflight *in);
 	/* What column col is doing: "running", "blocked in read", "stopped", "zombie"... */
 	void (*state)(void *ctx, int col, char *buf, size_t n);
 	/* Where column col's main thread is, from its stack (a stuck job's first look): true

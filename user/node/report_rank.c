@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "cpuacct.h"
+#include "decode.h"
 #include "gpu.h"
 #include "gpu_wire.h"
 #include "report_rank.h"
@@ -327,8 +328,13 @@ void report__answer(struct json *j, const char *job, const struct job_answer *a)
 		json__bool(j, a->in);
 	}
 	if (a->q == JOB_Q_INFLIGHT) {
-		json__kuint(j, "enter_ns", a->in ? a->enter_ns : 0);
-		json__kuint(j, "seq", a->in ? a->seq : 0);
+		json__kuint(j, "enter_ns", a->in ? a->call.enter_ns : 0);
+		json__kuint(j, "seq", a->in ? a->call.seq : 0);
+		if (a->in && a->call.op) {
+			json__kstr(j, "op", decode__op_name(a->call.op));
+			json__kuint(j, "bytes", a->call.bytes);
+			json__kuint(j, "comm_hash", a->call.comm);
+		}
 	}
 	if (a->q == JOB_Q_WHERE)
 		json__kstr(j, "coll", a->coll);

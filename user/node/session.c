@@ -252,29 +252,6 @@ static struct comm_use *comm_use(struct rank_state *rs, const char *name, uint64
 	return u;
 }
 
-/* The collective the rank's main thread is inside now, for /api/v1/ranks (the hub compares
- * what ranks on different nodes wait in). */
-static void inflight_now(struct session *s, struct rank_state *rs)
-{
-	struct coll_inflight in;
-	uint64_t esize = 0;
-
-	rs->in_coll = false;
-	if (rs->exited || probe_collectives__inflight(&s->probes, rs->pid, &in) ||
-	    in.enter_ns < rs->join_ns || in.op >= RS_OP_GROUP_START)
-		return;
-	if (in.lib == RS_LIB_NCCL)
-		esize = decode__nccl_dtype_size(in.dtype);
-	else if (in.lib == RS_LIB_MPI)
-		esize = comms__dtype_size(&s->comms, rs->pid, in.dtype);
-	comms__name(&s->comms, rs->pid, in.lib, in.comm, rs->in_comm, sizeof(rs->in_comm));
-	rs->in_coll = true;
-	rs->in_op = in.op;
-	rs->in_bytes = esize * in.count;
-	rs->in_enter_ns = in.enter_ns;
-	rs->in_for_ns = session__now() - in.enter_ns;
-}
-
 /* The name, its hash and the element size of a collective's communicator and datatype: made
  * once per (communicator, datatype) while the table of names stays the same, not per call. */
 static const struct coll_name *coll_name(struct session *s, struct rank_state *rs,
@@ -297,6 +274,27 @@ static const struct coll_name *coll_name(struct session *s, struct rank_state *r
 	comms__name(&s->comms, rs->pid, e->lib, e->comm, cn->name, sizeof(cn->name));
 	cn->hash = comms__fnv1a((const uint8_t *)cn->name, strlen(cn->name));
 	return cn;
+}
+
+/* The collective the rank's main thread is inside now, for /api/v1/ranks (the hub compares
+ * what ranks on different nodes wait in). */
+static void inflight_now(struct session *s, struct rank_state *rs)
+{
+	struct coll_inflight in;
+	const struct coll_name *cn;
+
+	rs->in_coll = false;
+	if (rs->exited || probe_collectives__inflight(&s->probes, rs->pid, &in) ||
+	    in.enter_ns < rs->join_ns || in.op >= RS_OP_GROUP_START)
+		return;
+	cn = coll_name(s, rs, &(struct rs_ev_coll){ .comm = in.comm, .dtype = in.dtype,
+						   .lib = in.lib });
+	snprintf(rs->in_comm, sizeof(rs->in_comm), "%s", cn->name);
+	rs->in_coll = true;
+	rs->in_op = in.op;
+	rs->in_bytes = cn->esize * in.count;
+	rs->in_enter_ns = in.enter_ns;
+	rs->in_for_ns = session__now() - in.enter_ns;
 }
 
 static void on_coll(struct session *s, struct rank_state *rs, const struct rs_ev_coll *e)
@@ -1735,18 +1733,24 @@ static void job_on_verdict(void *ctx, const struct job_verdict *v)
 	emit(s);
 }
 
-static bool col_inflight_now(void *ctx, int col, uint64_t *enter_ns, uint64_t *seq)
+static bool col_inflight_now(void *ctx, int col, struct job_inflight *call)
 {
 	struct sjob *j = ctx;
 	struct rank_state *rs = col_rank(j, col);
 	struct coll_inflight in;
+	const struct coll_name *cn;
 
 	/* only calls entered while we watched: older frames may be left by a dead thread */
 	if (!rs || rs->exited || probe_collectives__inflight(&j->s->probes, rs->pid, &in) ||
 	    in.enter_ns < rs->join_ns)
 		return false;
-	*enter_ns = in.enter_ns;
-	*seq = in.seq;
+	/* its communicator and payload as the call's record will carry them */
+	cn = coll_name(j->s, rs, &(struct rs_ev_coll){ .comm = in.comm, .dtype = in.dtype,
+						      .lib = in.lib });
+	*call = (struct job_inflight){
+		.enter_ns = in.enter_ns, .seq = in.seq, .comm = cn->hash,
+		.bytes = cn->esize * in.count, .op = in.op,
+	};
 	return true;
 }
 
@@ -1830,19 +1834,18 @@ static void model_line(struct session *s, struct sjob *j, uint64_t t)
 
 /* The model's questions about a rank, answered now; with --events each answer is written
  * too (a recording replays the same answers in the same order). */
-static bool job_inflight(void *ctx, int col, uint64_t *enter_ns, uint64_t *seq)
+static bool job_inflight(void *ctx, int col, struct job_inflight *in)
 {
 	struct sjob *j = ctx;
 	struct session *s = j->s;
 	struct job_answer a = { .q = JOB_Q_INFLIGHT, .col = col };
 
-	a.in = col_inflight_now(ctx, col, &a.enter_ns, &a.seq);
+	a.in = col_inflight_now(ctx, col, &a.call);
 	if (s->o.events) {
 		report__answer(&s->j, j->id, &a);
 		emit(s);
 	}
-	*enter_ns = a.enter_ns;
-	*seq = a.seq;
+	*in = a.call;
 	return a.in;
 }
 

@@ -378,7 +378,7 @@ static int answer_line(struct replay *rp, struct rp_file *f, const struct rline 
 	struct rp_answer *a;
 	struct rp_job *j;
 	int64_t col;
-	int q;
+	int q, v;
 
 	if (rline__str(l, "job", id, sizeof(id)) < 0 || !(j = rp__job(rp, id)) ||
 	    !rline__i64(l, "col", &col))
@@ -405,8 +405,14 @@ static int answer_line(struct replay *rp, struct rp_file *f, const struct rline 
 	a->col = (int)col;
 	a->in = false;
 	rline__bool(l, "in", &a->in);
-	rline__u64(l, "enter_ns", &a->enter_ns);
-	rline__u64(l, "seq", &a->seq);
+	a->call = (struct job_inflight){};
+	rline__u64(l, "enter_ns", &a->call.enter_ns);
+	rline__u64(l, "seq", &a->call.seq);
+	rline__u64(l, "comm_hash", &a->call.comm);
+	rline__u64(l, "bytes", &a->call.bytes);
+	if (rline__str(l, "op", buf, sizeof(buf)) > 0 &&
+	    (v = decode__by_name(decode__op_name, RS_OP_MAX, buf)) > 0)
+		a->call.op = (unsigned int)v;
 	a->coll = strdup(rline__str(l, "coll", buf, sizeof(buf)) >= 0 ? buf : "");
 	a->text = strdup(rline__str(l, "text", buf, sizeof(buf)) >= 0 ? buf : "");
 	return a->coll && a->text ? 0 : -ENOMEM;

@@ -275,8 +275,10 @@ static int sequence(struct replay *rp, const uint32_t *ord)
 		if (r->open && !c->open) {
 			c->open = true;
 			c->open_running = r->open == 2;
-			c->open_enter = r->f.start;
-			c->open_seq = r->f.seq;
+			c->open_call = (struct job_inflight){
+				.enter_ns = r->f.start, .seq = r->f.seq, .comm = r->f.comm,
+				.bytes = r->f.bytes, .op = r->f.op,
+			};
 		}
 	}
 	free(cn);
@@ -391,8 +393,8 @@ static int clocks(struct replay *rp, struct rp_job *j, const uint32_t *ord, size
 	}
 	for (c = 0; c < j->ncols; c++)
 		if (j->cols[c].open)
-			j->cols[c].open_enter = (uint64_t)((int64_t)j->cols[c].open_enter -
-							   j->cols[c].off_ns);
+			j->cols[c].open_call.enter_ns = (uint64_t)
+				((int64_t)j->cols[c].open_call.enter_ns - j->cols[c].off_ns);
 out:
 	for (c = 0; ret && c < j->ncols; c++)
 		free(ret[c]);
@@ -441,8 +443,8 @@ int rp__run_merged(struct replay *rp)
 			j->world = j->ncols;
 		err = rp__build(rp, j);
 		for (c = 0; c < j->ncols; c++)
-			if (j->cols[c].open && j->cols[c].open_enter > hang_from)
-				hang_from = j->cols[c].open_enter;
+			if (j->cols[c].open && j->cols[c].open_call.enter_ns > hang_from)
+				hang_from = j->cols[c].open_call.enter_ns;
 	}
 	if (err)
 		goto out;

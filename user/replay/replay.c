@@ -17,7 +17,7 @@
 
 /* What the model asks, answered: recorded answers in order (a recording), else what the op
  * trace says (a collective a rank never returned from). */
-static bool rp_inflight(void *ctx, int col, uint64_t *enter_ns, uint64_t *seq)
+static bool rp_inflight(void *ctx, int col, struct job_inflight *in)
 {
 	struct rp_job *j = ctx;
 	const struct rp_answer *a = rp__answer(j, JOB_Q_INFLIGHT, col);
@@ -26,14 +26,12 @@ static bool rp_inflight(void *ctx, int col, uint64_t *enter_ns, uint64_t *seq)
 	if (j->rp->exact) {
 		if (!a)
 			return false;
-		*enter_ns = a->enter_ns;
-		*seq = a->seq;
+		*in = a->call;
 		return a->in;
 	}
-	if (!c->open || c->exited || c->open_enter > j->now || c->open_running)
+	if (!c->open || c->exited || c->open_call.enter_ns > j->now || c->open_running)
 		return false;
-	*enter_ns = c->open_enter;
-	*seq = c->open_seq;
+	*in = c->open_call;
 	return true;
 }
 

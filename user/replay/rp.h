@@ -27,7 +27,7 @@ struct rp_col {
 	/* op trace: the first collective it entered and never returned from (a hang), or an
 	 * op it never ended outside one (open_running: it computes on) */
 	bool open, open_running;
-	uint64_t open_enter, open_seq;
+	struct job_inflight open_call;	/* its enter_ns on the rank's own clock until built */
 	struct job_step last;	/* its last step, for the report */
 };
 
@@ -35,7 +35,7 @@ struct rp_answer {
 	enum job_q q;
 	int col;
 	bool in;
-	uint64_t enter_ns, seq;
+	struct job_inflight call;
 	char *coll, *text;
 };
 
