@@ -613,6 +613,54 @@ static uint64_t threshold_of(const int64_t *lat, const bool *ok, int nsteps, int
 	return t;
 }
 
+/* The time inside collectives once all had come (last: the row's last arrival): over the
+ * step's collectives when the row was joined (several buckets a step: the first is a fraction
+ * of it), else at its first one; 0: none. */
+static uint64_t transfer_of(const struct step_obs *o, uint64_t last)
+{
+	if (o->ph.comm_transfer)
+		return o->ph.comm_transfer;
+	return o->done_ns > last ? o->done_ns - last : 0;
+}
+
+uint64_t detect__row_transfer(const struct step_obs *row, int nranks, uint64_t *tmp)
+{
+	uint64_t last = 0;
+	int r, n = 0;
+
+	for (r = 0; r < nranks; r++) {
+		if (!row[r].present || !row[r].arrival_ns)
+			return 0;
+		if (row[r].arrival_ns > last)
+			last = row[r].arrival_ns;
+	}
+	for (r = 0; r < nranks; r++)
+		if (transfer_of(&row[r], last))
+			tmp[n++] = transfer_of(&row[r], last);
+	return detect__median(tmp, n);
+}
+
+bool detect__comm_slower(const uint64_t *ref, int nref, uint64_t ref_step, const uint64_t *cur,
+			 int ncur, uint64_t cur_step, uint64_t *rise)
+{
+	uint64_t top = 0, a, b;
+	int i, above = 0;
+
+	if (nref < 1 || ncur < 1)
+		return false;
+	for (i = 0; i < nref; i++)
+		top = ref[i] > top ? ref[i] : top;
+	for (i = 0; i < ncur; i++)
+		above += cur[i] > top;
+	a = detect__median(ref, nref);
+	b = detect__median(cur, ncur);
+	if (b < a + DETECT_COMM_MIN_NS || above < ncur * DETECT_CONSISTENT ||
+	    cur_step < ref_step + (b - a) / 2)
+		return false;
+	*rise = b - a;
+	return true;
+}
+
 int detect__window(const struct step_obs *obs, int nsteps, int nranks, struct verdict *v)
 {
 	return detect__window_seen(obs, nsteps, nranks, true, v);
@@ -660,14 +708,9 @@ int detect__window_seen(const struct step_obs *obs, int nsteps, int nranks, bool
 			if (row[r].arrival_ns > last)
 				last = row[r].arrival_ns;
 		}
-		/* the time inside collectives once all had come: over the step's collectives when
-		 * the row was joined (several buckets a step: the first is a fraction of it),
-		 * else at its first one */
 		for (r = 0; r < nranks; r++)
-			if (row[r].ph.comm_transfer)
-				posts[np++] = row[r].ph.comm_transfer;
-			else if (row[r].done_ns > last)
-				posts[np++] = row[r].done_ns - last;
+			if (transfer_of(&row[r], last))
+				posts[np++] = transfer_of(&row[r], last);
 	}
 	if (!nrows) {
 		err = -EINVAL;

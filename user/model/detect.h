@@ -104,6 +104,18 @@ int detect__window_seen(const struct step_obs *obs, int nsteps, int nranks, bool
  * of the row has an NCCL kernel from CUPTI, arrival and completion are the kernel's start and
  * end instead (host entry is only the enqueue), and the split is of the kernel's time. */
 void detect__split_comm(struct step_obs *row, int nranks);
+/* A joined row's transfer time: the median over its ranks of the time inside collectives
+ * once all had come (tmp: nranks scratch); 0 when a rank is missing or none has any. */
+uint64_t detect__row_transfer(const struct step_obs *row, int nranks, uint64_t *tmp);
+/*
+ * Whether the collectives got slower than in a reference window of the same job and
+ * pattern (ref: its steps' detect__row_transfer, ref_step its median step): most of this
+ * window's steps (DETECT_CONSISTENT) above the reference's highest, the median up by
+ * DETECT_COMM_MIN_NS at least, and the step by at least half of that. With no rank late, a
+ * slow link or a congested network. *rise: the median's rise.
+ */
+bool detect__comm_slower(const uint64_t *ref, int nref, uint64_t ref_step, const uint64_t *cur,
+			 int ncur, uint64_t cur_step, uint64_t *rise);
 
 /* Track the late ranks of recent windows; returns whether rank is late in at least
  * DETECT_PERSIST_MIN of the last DETECT_PERSIST_OF. */
