@@ -206,6 +206,39 @@ cleanup_cgroups() {
 	done
 }
 
+# test_netns A B: two "nodes", network namespaces NS_A and NS_B joined by a veth pair (rsn0 at
+# both ends, addresses ADDR_A and ADDR_B), removed at exit; after test_cgroups when both are
+# used. Skips where namespaces or veth pairs cannot be made.
+test_netns() {
+	local X=$(($$ % 200)) n ns addr
+	command -v ip >/dev/null || skip "iproute2 (ip) not installed"
+	NS_a=rs-a-$$ NS_b=rs-b-$$
+	ADDR_a=10.213.$X.1 ADDR_b=10.213.$X.2
+	trap 'cleanup; cleanup_cgroups; cleanup_netns' EXIT
+	ip netns add "$NS_a" && ip netns add "$NS_b" ||
+		skip "cannot make network namespaces (ip netns add)"
+	ip link add "rsa$$" type veth peer name "rsb$$" || skip "cannot make a veth pair"
+	for n in a b; do
+		ns=NS_$n addr=ADDR_$n
+		ip link set "rs$n$$" netns "${!ns}" &&
+			ip -n "${!ns}" link set "rs$n$$" name rsn0 &&
+			ip -n "${!ns}" addr add "${!addr}/24" dev rsn0 &&
+			ip -n "${!ns}" link set rsn0 up &&
+			ip -n "${!ns}" link set lo up || fail "cannot set up node $n's namespace"
+	done
+	# a port nobody listens on: refused (not timed out) means B answered across the veth
+	ip netns exec "$NS_a" $PY -c '
+import socket, sys
+socket.create_connection((sys.argv[1], 22), timeout=2)' "$ADDR_b" 2>&1 |
+		grep -q "refused" || fail "node A cannot reach node B across the veth"
+}
+
+cleanup_netns() {
+	[ -n "${NS_a:-}" ] && ip netns del "$NS_a" 2>/dev/null
+	[ -n "${NS_b:-}" ] && ip netns del "$NS_b" 2>/dev/null
+	ip link del "rsa$$" 2>/dev/null	# only if it never moved into its namespace
+}
+
 # run_fuzz BIN WHAT [libFuzzer options...]: BIN over the seeds in $T/corpus for FUZZ_SECONDS
 # (20); passes saying WHAT was fuzzed, or fails with the crash's log.
 run_fuzz() {

@@ -24,32 +24,7 @@ $PY -c 'import torch' 2>/dev/null || skip "python3-torch not installed (make dep
 command -v ip >/dev/null && command -v tc >/dev/null || skip "iproute2 (ip, tc) not installed"
 test_cgroups a b
 
-X=$(($$ % 200))
-NS_a=rs-a-$$ NS_b=rs-b-$$
-ADDR_a=10.213.$X.1 ADDR_b=10.213.$X.2
-cleanup_netns() {
-	ip netns del "$NS_a" 2>/dev/null
-	ip netns del "$NS_b" 2>/dev/null
-	ip link del "rsa$$" 2>/dev/null	# only if it never moved into its namespace
-}
-trap 'cleanup; cleanup_cgroups; cleanup_netns' EXIT
-ip netns add "$NS_a" && ip netns add "$NS_b" ||
-	skip "cannot make network namespaces (ip netns add)"
-ip link add "rsa$$" type veth peer name "rsb$$" || skip "cannot make a veth pair"
-for n in a b; do
-	ns=NS_$n addr=ADDR_$n
-	ip link set "rs$n$$" netns "${!ns}" &&
-		ip -n "${!ns}" link set "rs$n$$" name rsn0 &&
-		ip -n "${!ns}" addr add "${!addr}/24" dev rsn0 &&
-		ip -n "${!ns}" link set rsn0 up &&
-		ip -n "${!ns}" link set lo up || fail "cannot set up node $n's namespace"
-done
-# a port nobody listens on: refused (not timed out) means B answered across the veth
-ip netns exec "$NS_a" $PY -c '
-import socket, sys
-socket.create_connection((sys.argv[1], 22), timeout=2)' "$ADDR_b" 2>&1 |
-	grep -q "refused" || fail "node A cannot reach node B across the veth"
-
+test_netns a b
 TOKEN=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
 (umask 077 && echo "$TOKEN" >"$T/token")
 PORT_a=$(free_port)

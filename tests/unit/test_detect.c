@@ -345,6 +345,57 @@ static void window__transfer_under_half_step__none(void **state)
 	free(x);
 }
 
+/*
+ * The same job's windows against its reference (the least transfer of a full window): 20 ms
+ * a step after the last arrival, a few tens of microseconds apart. Later, 35 ms in every step
+ * and the step 15 ms longer: communication, 15 ms more, on no rank. A rise under
+ * DETECT_COMM_MIN_NS, one in few steps, or one the step does not show (it overlaps other
+ * work): none, and another pattern (gen) starts a new reference.
+ */
+static void window__collectives_slower_than_the_reference__communication(void **state)
+{
+	static const struct { uint64_t add, step_add; int steps; int gen; enum vclass cls; } t[] = {
+		{ 15 * MS, 15 * MS, NSTEPS, 0, V_COMMUNICATION },
+		{ 4 * MS, 4 * MS, NSTEPS, 0, V_NONE },		/* under the floor */
+		{ 15 * MS, 15 * MS, 6, 0, V_NONE },		/* in 6 of 10 steps only */
+		{ 15 * MS, 0, NSTEPS, 0, V_NONE },		/* the step does not show it */
+		{ 15 * MS, 15 * MS, NSTEPS, 1, V_NONE },	/* another pattern */
+	};
+	struct comm_ref ref = {};
+	struct window *x;
+	struct verdict v;
+	char why[256];
+	int i, s, r;
+
+	for (i = 0; i < (int)(sizeof(t) / sizeof(t[0])); i++) {
+		memset(&ref, 0, sizeof(ref));
+		x = healthy();
+		for (s = 0; s < NSTEPS; s++)
+			x->transfer[s] = 20 * MS + jitter(s, 0);
+		judge(x, &v);
+		assert_int_equal(v.cls, V_NONE);
+		assert_false(detect__comm_change(&ref, x->obs, NSTEPS, NRANKS, NSTEPS, 0, 10, &v,
+						 why, sizeof(why)));
+		assert_int_equal(ref.n, NSTEPS);
+		for (s = 0; s < t[i].steps; s++) {
+			x->transfer[s] += t[i].add;
+			for (r = 0; r < NRANKS && t[i].step_add < t[i].add; r++)
+				x->w[s][r].compute -= t[i].add - t[i].step_add;
+		}
+		judge(x, &v);
+		why[0] = 0;
+		detect__comm_change(&ref, x->obs, NSTEPS, NRANKS, NSTEPS, t[i].gen, 20, &v, why,
+				    sizeof(why));
+		if (v.cls != t[i].cls)
+			print_error("case %d: class %d: %s\n", i, v.cls, why);
+		assert_int_equal(v.cls, t[i].cls);
+		assert_int_equal(v.rank, -1);
+		if (t[i].cls == V_COMMUNICATION)
+			assert_non_null(strstr(why, "15.0 ms more than in steps 1-10"));
+		free(x);
+	}
+}
+
 static void window__healthy_small_jitter__none(void **state)
 {
 	struct window *x = healthy();
@@ -1209,6 +1260,7 @@ int main(void)
 		cmocka_unit_test(window__late_rank_runnable__cpu_contention),
 		cmocka_unit_test(window__aligned_arrivals_long_transfer__communication),
 		cmocka_unit_test(window__transfer_under_half_step__none),
+		cmocka_unit_test(window__collectives_slower_than_the_reference__communication),
 		cmocka_unit_test(window__buckets_transfer_over_half_step__communication),
 		cmocka_unit_test(window__healthy_small_jitter__none),
 		cmocka_unit_test(window__tiny_steps_skew_under_floor__none),

@@ -87,6 +87,7 @@ struct hjob {
 	enum vclass cand_cls;
 	int cand_rank, cand_n;
 	struct persist persist;
+	struct comm_ref cref;	/* for collectives that got slower (detect__comm_change) */
 	/* a node's own verdict of a kind only it can see (a hang, a divergence, an exit) */
 	struct job_verdict node_v;
 	int node_v_rank;
@@ -1423,6 +1424,11 @@ static void judge_job(struct hub *h, struct hjob *j, uint64_t now_ns, verdict_fn
 	if (jv.col >= 0 && jv.v.phase == PH_OTHER)
 		snprintf(jv.detail, sizeof(jv.detail), "off CPU, not waiting for input, storage, a "
 			 "collective or a CPU (the node's step lines say what it was blocked in)");
+	/* no rank late, every rank of the job judged: the collectives against its earlier ones */
+	if (jv.cls == V_NONE && !unseen && jv.world_size <= ncols &&
+	    detect__comm_change(&j->cref, obs, w, ncols, w, 0, k, &jv.v, jv.detail,
+				sizeof(jv.detail)))
+		jv.cls = jv.v.cls;
 	/* aligned and waiting, with ranks of the job not observed: one of those is what the
 	 * others wait for, not the network */
 	if (jv.cls == V_COMMUNICATION && (unseen || jv.world_size > ncols)) {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /* Verdicts from aligned per-rank steps: medians, never means, so one rank cannot hide. */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "detect.h"
@@ -640,25 +642,45 @@ uint64_t detect__row_transfer(const struct step_obs *row, int nranks, uint64_t *
 	return detect__median(tmp, n);
 }
 
-bool detect__comm_slower(const uint64_t *ref, int nref, uint64_t ref_step, const uint64_t *cur,
-			 int ncur, uint64_t cur_step, uint64_t *rise)
+bool detect__comm_change(struct comm_ref *ref, const struct step_obs *win, int m, int nranks,
+			 int window, int gen, uint64_t k, struct verdict *v, char *detail,
+			 size_t ndetail)
 {
-	uint64_t top = 0, a, b;
-	int i, above = 0;
+	uint64_t cur[DETECT_REF_MAX], *tmp, top = 0, med;
+	int s, i, n = 0, above = 0;
 
-	if (nref < 1 || ncur < 1)
+	if (m > DETECT_REF_MAX || !(tmp = calloc(nranks, sizeof(*tmp))))
 		return false;
-	for (i = 0; i < nref; i++)
-		top = ref[i] > top ? ref[i] : top;
-	for (i = 0; i < ncur; i++)
+	for (s = 0; s < m; s++)
+		if ((cur[n] = detect__row_transfer(&win[(size_t)s * nranks], nranks, tmp)))
+			n++;
+	free(tmp);
+	if (ref->gen != gen) {	/* another pattern: another reference */
+		ref->n = 0;
+		ref->gen = gen;
+	}
+	med = detect__median(cur, n);
+	for (i = 0; i < ref->n; i++)
+		top = ref->xfer[i] > top ? ref->xfer[i] : top;
+	for (i = 0; i < n; i++)
 		above += cur[i] > top;
-	a = detect__median(ref, nref);
-	b = detect__median(cur, ncur);
-	if (b < a + DETECT_COMM_MIN_NS || above < ncur * DETECT_CONSISTENT ||
-	    cur_step < ref_step + (b - a) / 2)
-		return false;
-	*rise = b - a;
-	return true;
+	if (ref->n && n && med >= ref->med + DETECT_COMM_MIN_NS && above >= n * DETECT_CONSISTENT &&
+	    v->step_ns >= ref->step_ns + (med - ref->med) / 2) {
+		v->cls = V_COMMUNICATION;
+		snprintf(detail, ndetail, "no rank is late, and the collectives take %.1f ms a step "
+			 "once all ranks came, %.1f ms more than in steps %" PRIu64 "-%" PRIu64
+			 " with the same calls: a slower link or network", med / 1e6,
+			 (med - ref->med) / 1e6, ref->k + 1 - ref->n, ref->k);
+		return true;
+	}
+	if (n == window && (!ref->n || med < ref->med)) {
+		memcpy(ref->xfer, cur, sizeof(*cur) * n);
+		ref->n = n;
+		ref->med = med;
+		ref->step_ns = v->step_ns;
+		ref->k = k;
+	}
+	return false;
 }
 
 int detect__window(const struct step_obs *obs, int nsteps, int nranks, struct verdict *v)

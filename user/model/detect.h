@@ -107,15 +107,25 @@ void detect__split_comm(struct step_obs *row, int nranks);
 /* A joined row's transfer time: the median over its ranks of the time inside collectives
  * once all had come (tmp: nranks scratch); 0 when a rank is missing or none has any. */
 uint64_t detect__row_transfer(const struct step_obs *row, int nranks, uint64_t *tmp);
+/* A job's reference for collectives that got slower (detect__comm_change): the window whose
+ * collectives' transfer was the least since the pattern (gen) was learned. */
+#define DETECT_REF_MAX	64
+struct comm_ref {
+	uint64_t xfer[DETECT_REF_MAX];	/* its steps' detect__row_transfer */
+	int n, gen;
+	uint64_t step_ns, med, k;	/* its median step and transfer, its last step */
+};
 /*
- * Whether the collectives got slower than in a reference window of the same job and
- * pattern (ref: its steps' detect__row_transfer, ref_step its median step): most of this
- * window's steps (DETECT_CONSISTENT) above the reference's highest, the median up by
- * DETECT_COMM_MIN_NS at least, and the step by at least half of that. With no rank late, a
- * slow link or a congested network. *rise: the median's rise.
+ * A window of m rows (of nranks) ending at step k that says none (v), every rank of the job
+ * in it, against the reference at pattern gen: most of its steps' transfers
+ * (DETECT_CONSISTENT) above the reference's highest, the median up by DETECT_COMM_MIN_NS at
+ * least, and the step by at least half of that: communication (a slower link or network),
+ * v->cls set and why in detail; true. Else false, and a full window (window rows) with less
+ * transfer becomes the reference.
  */
-bool detect__comm_slower(const uint64_t *ref, int nref, uint64_t ref_step, const uint64_t *cur,
-			 int ncur, uint64_t cur_step, uint64_t *rise);
+bool detect__comm_change(struct comm_ref *ref, const struct step_obs *win, int m, int nranks,
+			 int window, int gen, uint64_t k, struct verdict *v, char *detail,
+			 size_t ndetail);
 
 /* Track the late ranks of recent windows; returns whether rank is late in at least
  * DETECT_PERSIST_MIN of the last DETECT_PERSIST_OF. */

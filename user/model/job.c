@@ -104,11 +104,7 @@ struct job {
 	int long_m;		/* the rows it judged; 0: it said nothing */
 	uint64_t long_k;	/* the step it was judged at */
 	bool long_tried;
-	/* the window whose collectives' transfer was the least, at the current pattern: its
-	 * steps' transfer times (cfg.window of them), for communication that got slower */
-	uint64_t *ref_xfer;
-	int ref_n, ref_relearns;
-	uint64_t ref_step, ref_med, ref_k;
+	struct comm_ref cref;	/* for collectives that got slower (detect__comm_change) */
 	enum vclass cand_cls;	/* a new verdict seen, not yet confirmed */
 	int cand_col, cand_n;
 	struct job_verdict last;
@@ -157,9 +153,7 @@ struct job *job__new(const struct job_cfg *cfg, int nranks, const struct job_pro
 	j->grp = calloc(nranks, sizeof(*j->grp));
 	j->vg = calloc((size_t)nranks * JOB_VGROUPS, sizeof(*j->vg));
 	j->nvg = calloc(nranks, sizeof(*j->nvg));
-	j->ref_xfer = calloc(j->cfg.window, sizeof(*j->ref_xfer));
-	if (!j->r || !j->rows || !j->row_k || !j->co || !j->grp || !j->vg || !j->nvg ||
-	    !j->ref_xfer)
+	if (!j->r || !j->rows || !j->row_k || !j->co || !j->grp || !j->vg || !j->nvg)
 		goto fail;
 	for (i = 0; i < nranks; i++) {
 		struct job_rank *r = &j->r[i];
@@ -215,7 +209,6 @@ void job__free(struct job *j)
 	free(j->grp);
 	free(j->vg);
 	free(j->nvg);
-	free(j->ref_xfer);
 	free(j);
 }
 
@@ -2400,49 +2393,6 @@ out:
 	return j->long_m;
 }
 
-/*
- * No rank is late and the window says none: its collectives against the reference window's
- * (the least transfer a full window had since the pattern was learned). Slower in most steps,
- * by DETECT_COMM_MIN_NS at the median, the step with them: communication (a slow link, a
- * congested network). Else a window with less transfer becomes the reference.
- */
-static void comm_change(struct job *j, const struct step_obs *win, int m, uint64_t k,
-			struct job_verdict *jv)
-{
-	uint64_t *cur = calloc(m, sizeof(*cur)), *tmp = calloc(j->n, sizeof(*tmp)), rise, med;
-	int s, n = 0;
-
-	if (!cur || !tmp)
-		goto out;
-	for (s = 0; s < m; s++)
-		if ((cur[n] = detect__row_transfer(&win[(size_t)s * j->n], j->n, tmp)))
-			n++;
-	if (j->relearns != j->ref_relearns) {	/* another pattern: another reference */
-		j->ref_n = 0;
-		j->ref_relearns = j->relearns;
-	}
-	if (j->ref_n && detect__comm_slower(j->ref_xfer, j->ref_n, j->ref_step, cur, n,
-					    jv->v.step_ns, &rise)) {
-		jv->v.cls = V_COMMUNICATION;
-		snprintf(jv->detail, sizeof(jv->detail), "no rank is late, and the collectives "
-			 "take %.1f ms a step once all ranks came, %.1f ms more than in steps "
-			 "%" PRIu64 "-%" PRIu64 " with the same calls: a slower link or network",
-			 (j->ref_med + rise) / 1e6, rise / 1e6, j->ref_k + 1 - j->ref_n, j->ref_k);
-		goto out;
-	}
-	med = detect__median(cur, n);
-	if (n == j->cfg.window && (!j->ref_n || med < j->ref_med)) {
-		memcpy(j->ref_xfer, cur, sizeof(*cur) * n);
-		j->ref_n = n;
-		j->ref_med = med;
-		j->ref_step = jv->v.step_ns;
-		j->ref_k = k;
-	}
-out:
-	free(cur);
-	free(tmp);
-}
-
 static void judge(struct job *j, uint64_t k)
 {
 	struct step_obs *win;
@@ -2462,8 +2412,10 @@ static void judge(struct job *j, uint64_t k)
 		return;
 	}
 	lm = jv.v.cls == V_NONE ? judge_long(j, w, k, &jv.v) : 0;
+	/* no rank late, none intermittent: the collectives against the job's own earlier ones */
 	if (jv.v.cls == V_NONE && !partial(j))
-		comm_change(j, win, m, k, &jv);
+		detect__comm_change(&j->cref, win, m, j->n, w, j->relearns, k, &jv.v, jv.detail,
+				    sizeof(jv.detail));
 	pipeline_bubble(win, m, j->n, &jv.pp);
 	free(win);
 	jv.cls = jv.v.cls;
