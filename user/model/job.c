@@ -2749,11 +2749,12 @@ static int odd_in_flight(const struct job *j, const struct job_inflight *in, con
 }
 
 /*
- * Every rank of the job is seen here and waits in a collective, none outside one. One whose
+ * Every rank of the job is seen here, none stopped, and some wait in a collective. One whose
  * call differs from a strict majority's in the same one (communicator, seq) is divergent.
  * Else, when one rank made calls since its last step that the step before did not make
  * there, while the others (one at least) made the same ones, it is: the others wait for a call
- * it skipped, reordered or changed. Said, or not.
+ * it skipped, reordered or changed (a rank outside every collective, stuck in its step, made
+ * the first of them only). Said, or not.
  */
 static bool waits_diverge(struct job *j, uint64_t now, uint64_t wait_since)
 {
@@ -2765,8 +2766,8 @@ static bool waits_diverge(struct job *j, uint64_t now, uint64_t wait_since)
 	if (!in || !inside)
 		goto out;
 	for (c = 0; c < j->n; c++)
-		if (!j->r[c].exited && !(inside[c] = j->ops.inflight(j->ops.ctx, c, &in[c])))
-			goto out;
+		if (!j->r[c].exited)
+			inside[c] = j->ops.inflight(j->ops.ctx, c, &in[c]);
 	odd = odd_in_flight(j, in, inside, &m);
 	if (odd >= 0) {
 		snprintf(jv.detail, sizeof(jv.detail), "every rank has waited %.1f s in a "
@@ -2777,7 +2778,9 @@ static bool waits_diverge(struct job *j, uint64_t now, uint64_t wait_since)
 		goto found;
 	}
 	for (c = 0; c < j->n; c++) {
-		if (!inside[c] || (y = strays(j, c, &in[c], &pos)) < 0)
+		if (!inside[c])
+			in[c] = (struct job_inflight){};	/* its calls so far: none open */
+		if (j->r[c].exited || (y = strays(j, c, &in[c], &pos)) < 0)
 			continue;
 		known++;
 		if (y && !nodd++) {
@@ -2995,7 +2998,7 @@ static void check_hang(struct job *j, uint64_t now)
 {
 	struct job_verdict jv = {};
 	struct job_inflight in;
-	uint64_t wait_since = 0;
+	uint64_t wait_since = 0, wait_comm = 0;
 	int64_t wait_seq = INT64_MIN, s;
 	int c, waiter = -1, lag = -1, pass;
 
@@ -3015,6 +3018,7 @@ static void check_hang(struct job *j, uint64_t now)
 				wait_seq = s;
 				waiter = c;
 				wait_since = in.enter_ns;
+				wait_comm = in.comm;
 			}
 		}
 	}
@@ -3033,21 +3037,23 @@ static void check_hang(struct job *j, uint64_t now)
 		if (!strncmp(st, "stopped", 7) || !strncmp(st, "a zombie", 8))
 			lag = c;
 	}
-	/* then one outside every collective while the waiter is in one; else (none diverged)
-	 * one inside an older collective, only when every rank is seen here (with ranks
-	 * elsewhere, it may wait on one of those: its peers here got their data first). Outside
-	 * first: on two communicators, or in a pipeline, one in an older call may wait on it */
+	/* every rank here, none stopped: an odd call first */
+	if (lag < 0 && !partial(j) && waits_diverge(j, now, wait_since))
+		return;
+	/* then one outside every collective while the waiter is in one; else one inside an
+	 * older collective on the waiter's communicator (seqs on others say nothing of it), only
+	 * when every rank is seen here (with ranks elsewhere, it may wait on one of those: its
+	 * peers here got their data first). Outside first: on two communicators, or in a
+	 * pipeline, one in an older call may wait on it */
 	for (pass = 0; pass < 2 && lag < 0; pass++) {
-		/* every rank here inside one: calls unlike the step before's first */
-		if (pass && !partial(j) && waits_diverge(j, now, wait_since))
-			return;
 		for (c = 0; c < j->n && lag < 0; c++) {
 			bool inside;
 
 			if (c == waiter || j->r[c].exited || (pass && partial(j)))
 				continue;
 			inside = j->ops.inflight(j->ops.ctx, c, &in);
-			if (pass ? inside && (int64_t)in.seq + j->r[c].seq_off < wait_seq : !inside)
+			if (pass ? inside && in.comm == wait_comm &&
+				   (int64_t)in.seq + j->r[c].seq_off < wait_seq : !inside)
 				lag = c;
 		}
 	}
