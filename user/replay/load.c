@@ -19,7 +19,6 @@
 /* Op trace ops that are not collectives; what the main thread does in them. */
 enum { OT_COMPUTE = 1, OT_IO, OT_INPUT, OT_SCHED, OT_WAIT };
 
-enum { OPEN_NONE, OPEN_COLL, OPEN_RUNNING, OPEN_BLOCKED };
 
 struct rp_file {
 	const char *name;
@@ -168,7 +167,7 @@ static int op_line(struct replay *rp, struct rp_file *f, const struct rline *l)
 		if (rline__i64(l, "peer", &peer) && peer >= 0 && peer < INT16_MAX)
 			r.f.peer = (int32_t)peer;
 		r.sync = !async && r.f.op != RS_OP_SEND && r.f.op != RS_OP_RECV;
-		r.open = has_dur ? OPEN_NONE : OPEN_COLL;
+		r.open = has_dur ? RP_OPEN_NONE : RP_OPEN_COLL;
 		return keep(rp, &r);
 	}
 	/* a wait is marked where it begins, as DDP's finalize_backward marks its wait live:
@@ -183,7 +182,8 @@ static int op_line(struct replay *rp, struct rp_file *f, const struct rline *l)
 			return err;
 	}
 	if (!has_dur) {
-		r.open = kind == OT_COMPUTE ? OPEN_RUNNING : OPEN_BLOCKED;
+		r.open = kind == OT_COMPUTE ? RP_OPEN_RUNNING :
+			 kind == OT_WAIT ? RP_OPEN_WAIT : RP_OPEN_BLOCKED;
 		return keep(rp, &r);
 	}
 	switch (kind) {

@@ -273,8 +273,7 @@ static int sequence(struct replay *rp, const uint32_t *ord)
 			r->f.seq = cn[k].next++;
 		}
 		if (r->open && !c->open) {
-			c->open = true;
-			c->open_running = r->open == 2;
+			c->open = r->open;
 			c->open_call = (struct job_inflight){
 				.enter_ns = r->f.start, .seq = r->f.seq, .comm = r->f.comm,
 				.bytes = r->f.bytes, .op = r->f.op,

@@ -29,7 +29,8 @@ static bool rp_inflight(void *ctx, int col, struct job_inflight *in)
 		*in = a->call;
 		return a->in;
 	}
-	if (!c->open || c->exited || c->open_call.enter_ns > j->now || c->open_running)
+	if ((c->open != RP_OPEN_COLL && c->open != RP_OPEN_WAIT) || c->exited ||
+	    c->open_call.enter_ns > j->now)
 		return false;
 	*in = c->open_call;
 	return true;
@@ -46,7 +47,8 @@ static void rp_state(void *ctx, int col, char *buf, size_t n)
 	else if (c->exited)
 		snprintf(buf, n, "gone");
 	else
-		snprintf(buf, n, "%s (rank %d)", c->open && c->open_running ? "running" : "sleeping",
+		snprintf(buf, n, "%s (rank %d)", c->open == RP_OPEN_RUNNING ? "running" :
+			 c->open == RP_OPEN_BLOCKED ? "blocked in input or I/O" : "sleeping",
 			 c->rank);
 }
 

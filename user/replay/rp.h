@@ -18,15 +18,20 @@
 #define RP_WAIT_COMM	0x7fff	/* the clock key of an op trace's waits */
 #define RP_PIDS		16384	/* recording: pids a replay follows (open addressing) */
 
+/* An op a rank never ended, in an op trace. */
+enum rp_open { RP_OPEN_NONE, RP_OPEN_COLL, RP_OPEN_RUNNING, RP_OPEN_BLOCKED, RP_OPEN_WAIT };
+
 struct rp_col {
 	int rank;
 	pid_t pid;		/* 0 in an op trace */
 	int domain;		/* its clock: a file of a recording, a rank of an op trace */
 	int64_t off_ns;		/* its clock minus the job's reference clock */
 	bool exited;
-	/* op trace: the first collective it entered and never returned from (a hang), or an
-	 * op it never ended outside one (open_running: it computes on) */
-	bool open, open_running;
+	/* op trace: the first op it never ended: a collective it entered and never returned
+	 * from (a hang), a wait for asynchronous ones (RP_OPEN_WAIT: inside them too), or one
+	 * outside any (RP_OPEN_RUNNING: it computes on; RP_OPEN_BLOCKED: blocked in input or
+	 * I/O); RP_OPEN_NONE: none */
+	uint8_t open;
 	struct job_inflight open_call;	/* its enter_ns on the rank's own clock until built */
 	struct job_step last;	/* its last step, for the report */
 };
@@ -66,7 +71,7 @@ struct rp_rec {
 	bool sync;		/* a blocking collective: its return is a clock reference */
 	bool trace;		/* from an op trace: each rank has a clock of its own */
 	bool wait;		/* an op trace's wait for asynchronous collectives */
-	uint8_t open;		/* an op never ended: 1 a collective, 2 on CPU, 3 blocked */
+	uint8_t open;		/* an op never ended (enum rp_open) */
 	int domain;		/* the file it came from */
 	int16_t comm_idx;	/* COLL: its communicator's number (rp__comm), -1 none;
 				 * RP_WAIT_COMM: a wait */
