@@ -2,6 +2,7 @@
 /* Verdicts from aligned per-rank steps: medians, never means, so one rank cannot hide. */
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -642,11 +643,22 @@ uint64_t detect__row_transfer(const struct step_obs *row, int nranks, uint64_t *
 	return detect__median(tmp, n);
 }
 
+/* The median over the reference's windows of one field of theirs. */
+static uint64_t ref_median(const struct comm_ref *ref, size_t off)
+{
+	uint64_t v[DETECT_REF_WINDOWS];
+	int i;
+
+	for (i = 0; i < ref->n; i++)
+		v[i] = *(const uint64_t *)((const char *)&ref->w[i] + off);
+	return detect__median(v, ref->n);
+}
+
 bool detect__comm_change(struct comm_ref *ref, const struct step_obs *win, int m, int nranks,
 			 int window, int gen, uint64_t k, struct verdict *v, char *detail,
 			 size_t ndetail)
 {
-	uint64_t cur[DETECT_REF_MAX], *tmp, top = 0, med;
+	uint64_t cur[DETECT_REF_MAX] = {}, *tmp, top = 0, med, rmed, rtop, first, last;
 	int s, i, n = 0, above = 0;
 
 	if (m > DETECT_REF_MAX || !(tmp = calloc(nranks, sizeof(*tmp))))
@@ -656,30 +668,43 @@ bool detect__comm_change(struct comm_ref *ref, const struct step_obs *win, int m
 			n++;
 	free(tmp);
 	if (ref->gen != gen) {	/* another pattern: another reference */
-		ref->n = 0;
+		ref->n = ref->pos = ref->npend = 0;
 		ref->gen = gen;
 	}
 	med = detect__median(cur, n);
-	for (i = 0; i < ref->n; i++)
-		top = ref->xfer[i] > top ? ref->xfer[i] : top;
 	for (i = 0; i < n; i++)
-		above += cur[i] > top;
-	if (ref->n && n && med >= ref->med + DETECT_COMM_MIN_NS && above >= n * DETECT_CONSISTENT &&
-	    v->step_ns >= ref->step_ns + (med - ref->med) / 2) {
-		v->cls = V_COMMUNICATION;
-		snprintf(detail, ndetail, "no rank is late, and the collectives take %.1f ms a step "
-			 "once all ranks came, %.1f ms more than in steps %" PRIu64 "-%" PRIu64
-			 " with the same calls: a slower link or network", med / 1e6,
-			 (med - ref->med) / 1e6, ref->k + 1 - ref->n, ref->k);
-		return true;
+		top = cur[i] > top ? cur[i] : top;
+	if (ref->n && n) {
+		rmed = ref_median(ref, offsetof(struct comm_win, med));
+		rtop = ref_median(ref, offsetof(struct comm_win, top));
+		for (i = 0; i < n; i++)
+			above += cur[i] > rtop;
+		if (med >= rmed + DETECT_COMM_MIN_NS && above >= n * DETECT_CONSISTENT &&
+		    v->step_ns >= ref_median(ref, offsetof(struct comm_win, step)) +
+				  (med - rmed) / 2) {
+			for (first = last = ref->w[0].k, i = 1; i < ref->n; i++) {
+				first = ref->w[i].k < first ? ref->w[i].k : first;
+				last = ref->w[i].k > last ? ref->w[i].k : last;
+			}
+			ref->npend = 0;		/* those overlap the change */
+			v->cls = V_COMMUNICATION;
+			snprintf(detail, ndetail, "no rank is late, and the collectives take %.1f ms a "
+				 "step once all ranks came, %.1f ms more than in steps %" PRIu64 "-%"
+				 PRIu64 " with the same calls: a slower link or network", med / 1e6,
+				 (med - rmed) / 1e6, first + 1 - window, last);
+			return true;
+		}
 	}
-	if (n == window && (!ref->n || med < ref->med)) {
-		memcpy(ref->xfer, cur, sizeof(*cur) * n);
-		ref->n = n;
-		ref->med = med;
-		ref->step_ns = v->step_ns;
-		ref->k = k;
+	if (n == window && ref->npend < DETECT_REF_MAX)
+		ref->pend[ref->npend++] = (struct comm_win){ med, top, v->step_ns, k };
+	/* pending windows a window's worth of judgements old join the reference */
+	for (i = 0; i < ref->npend && ref->pend[i].k + window <= k; i++) {
+		ref->w[ref->pos] = ref->pend[i];
+		ref->pos = (ref->pos + 1) % DETECT_REF_WINDOWS;
+		ref->n += ref->n < DETECT_REF_WINDOWS;
 	}
+	memmove(ref->pend, ref->pend + i, sizeof(*ref->pend) * (ref->npend - i));
+	ref->npend -= i;
 	return false;
 }
 

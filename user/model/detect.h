@@ -107,21 +107,29 @@ void detect__split_comm(struct step_obs *row, int nranks);
 /* A joined row's transfer time: the median over its ranks of the time inside collectives
  * once all had come (tmp: nranks scratch); 0 when a rank is missing or none has any. */
 uint64_t detect__row_transfer(const struct step_obs *row, int nranks, uint64_t *tmp);
-/* A job's reference for collectives that got slower (detect__comm_change): the window whose
- * collectives' transfer was the least since the pattern (gen) was learned. */
-#define DETECT_REF_MAX	64
+/* A job's reference for collectives that got slower (detect__comm_change): its latest full
+ * windows that said none, since the pattern (gen) was learned, each by the median and the
+ * highest of its steps' transfers and its median step. A window joins once a window's worth
+ * of later ones said none too (one that overlaps a change is not the job's own), pending
+ * until then. */
+#define DETECT_REF_WINDOWS	16
+#define DETECT_REF_MAX	64	/* rows of a window detect__comm_change reads */
+struct comm_win {
+	uint64_t med, top, step, k;	/* k: its last step */
+};
 struct comm_ref {
-	uint64_t xfer[DETECT_REF_MAX];	/* its steps' detect__row_transfer */
-	int n, gen;
-	uint64_t step_ns, med, k;	/* its median step and transfer, its last step */
+	struct comm_win w[DETECT_REF_WINDOWS];
+	int n, pos, gen;
+	struct comm_win pend[DETECT_REF_MAX];
+	int npend;
 };
 /*
  * A window of m rows (of nranks) ending at step k that says none (v), every rank of the job
- * in it, against the reference at pattern gen: most of its steps' transfers
- * (DETECT_CONSISTENT) above the reference's highest, the median up by DETECT_COMM_MIN_NS at
- * least, and the step by at least half of that: communication (a slower link or network),
- * v->cls set and why in detail; true. Else false, and a full window (window rows) with less
- * transfer becomes the reference.
+ * in it, against the reference at pattern gen (the median over its windows of each one's
+ * median, highest and step): most of this window's steps' transfers (DETECT_CONSISTENT)
+ * above the highest, the median up by DETECT_COMM_MIN_NS at least, and the step by at least
+ * half of that: communication (a slower link or network), v->cls set and why in detail; true.
+ * Else false, and a full window (window rows, at most DETECT_REF_MAX) is pending.
  */
 bool detect__comm_change(struct comm_ref *ref, const struct step_obs *win, int m, int nranks,
 			 int window, int gen, uint64_t k, struct verdict *v, char *detail,
