@@ -626,7 +626,9 @@ static uint64_t transfer_of(const struct step_obs *o, uint64_t last)
 	return o->done_ns > last ? o->done_ns - last : 0;
 }
 
-uint64_t detect__row_transfer(const struct step_obs *row, int nranks, uint64_t *tmp)
+/* A joined row's transfer time: the median over its ranks of transfer_of (tmp: nranks
+ * scratch); 0 when a rank is missing or none has any. */
+static uint64_t row_transfer(const struct step_obs *row, int nranks, uint64_t *tmp)
 {
 	uint64_t last = 0;
 	int r, n = 0;
@@ -664,7 +666,7 @@ bool detect__comm_change(struct comm_ref *ref, const struct step_obs *win, int m
 	if (m > DETECT_REF_MAX || !(tmp = calloc(nranks, sizeof(*tmp))))
 		return false;
 	for (s = 0; s < m; s++)
-		if ((cur[n] = detect__row_transfer(&win[(size_t)s * nranks], nranks, tmp)))
+		if ((cur[n] = row_transfer(&win[(size_t)s * nranks], nranks, tmp)))
 			n++;
 	free(tmp);
 	if (ref->gen != gen) {	/* another pattern: another reference */

@@ -104,9 +104,6 @@ int detect__window_seen(const struct step_obs *obs, int nsteps, int nranks, bool
  * of the row has an NCCL kernel from CUPTI, arrival and completion are the kernel's start and
  * end instead (host entry is only the enqueue), and the split is of the kernel's time. */
 void detect__split_comm(struct step_obs *row, int nranks);
-/* A joined row's transfer time: the median over its ranks of the time inside collectives
- * once all had come (tmp: nranks scratch); 0 when a rank is missing or none has any. */
-uint64_t detect__row_transfer(const struct step_obs *row, int nranks, uint64_t *tmp);
 /* A job's reference for collectives that got slower (detect__comm_change): its latest full
  * windows that said none, since the pattern (gen) was learned, each by the median and the
  * highest of its steps' transfers and its median step. A window joins once a window's worth
