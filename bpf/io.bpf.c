@@ -125,6 +125,8 @@ static __always_inline int io_exit(long ret)
 			__sync_fetch_and_add(&st->bytes, ret);
 		else if (ret < 0)
 			__sync_fetch_and_add(&st->errors, 1);
+		if (ret >= 0)
+			st->last_ns = now;
 	}
 	if (dur >= io_min_ns) {
 		e = rs_reserve(RS_FAM_IO, sizeof(*e), RS_EV_IO, tr, tgid, tid);

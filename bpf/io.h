@@ -51,8 +51,9 @@ struct rs_io_stat {
 	struct rs_hist lat;
 	__u64 bytes;
 	__u64 errors;
+	__u64 last_ns;	/* when the latest call that did not fail returned (a burst's true end) */
 };
-_Static_assert(sizeof(struct rs_io_stat) == sizeof(struct rs_hist) + 16, "rs_io_stat wire size");
+_Static_assert(sizeof(struct rs_io_stat) == sizeof(struct rs_hist) + 24, "rs_io_stat wire size");
 
 #define RS_IO_STATS_MAX (RS_MAX_SLOTS * RS_FD_MAX * 2)
 

@@ -15,18 +15,24 @@ static const struct ckpt_cfg cfg = {
 	.active_bytes = CKPT_ACTIVE_BYTES, .gap_ns = CKPT_GAP_NS, .min_bytes = CKPT_MIN_BYTES,
 };
 
-/* Feed per-tick deltas, 100 ms apart from t=0; return how many checkpoints ended, the last in
- * *out. */
-static int feed(struct ckpt *c, const uint64_t *delta, int n, struct ckpt_done *out)
+/* Feed per-tick deltas, 100 ms apart from t=0, with when the latest write or flush returned
+ * as of each tick (last, NULL: unknown); return how many checkpoints ended, the last in *out. */
+static int feed_at(struct ckpt *c, const uint64_t *delta, const uint64_t *last, int n,
+		   struct ckpt_done *out)
 {
 	uint64_t cum = 0;
 	int i, done = 0;
 
 	for (i = 0; i < n; i++) {
 		cum += delta[i];
-		done += ckpt__sample(c, &cfg, (uint64_t)i * 100 * MS, cum, out);
+		done += ckpt__sample(c, &cfg, (uint64_t)i * 100 * MS, cum, last ? last[i] : 0, out);
 	}
 	return done;
+}
+
+static int feed(struct ckpt *c, const uint64_t *delta, int n, struct ckpt_done *out)
+{
+	return feed_at(c, delta, NULL, n, out);
 }
 
 static void burst__big_then_quiet__one_checkpoint(void **state)
@@ -56,6 +62,32 @@ static void burst__two_close__one_burst_with_the_last_run_start(void **state)
 	assert_int_equal(out.last_start_ns, 700 * MS);
 	assert_int_equal(out.end_ns, 1000 * MS);
 	assert_int_equal(out.bytes, 40 * MIB);
+}
+
+/* The probe says when the writes returned: the burst ends at its last write, or at the flush
+ * that returned in the tick after it; a log line later than that does not move it. */
+static void burst__end__the_last_write_or_the_flush_after_it(void **state)
+{
+	uint64_t d[20] = { 0, 8 * MIB, 8 * MIB, 8 * MIB, 8 * MIB };
+	uint64_t last[20] = { 0, 95 * MS, 199 * MS, 298 * MS, 330 * MS, 330 * MS };
+	struct ckpt c = {};
+	struct ckpt_done out = {};
+	int i;
+
+	assert_int_equal(feed_at(&c, d, last, 20, &out), 1);
+	assert_int_equal(out.end_ns, 330 * MS);		/* no flush: the last write */
+	assert_int_equal(out.start_ns, 0);
+
+	memset(&c, 0, sizeof(c));
+	last[5] = 460 * MS;				/* its fsync */
+	for (i = 6; i < 20; i++)
+		last[i] = 460 * MS;
+	last[9] = last[10] = 880 * MS;			/* a log line, two ticks later */
+	for (i = 11; i < 20; i++)
+		last[i] = 880 * MS;
+	assert_int_equal(feed_at(&c, d, last, 20, &out), 1);
+	assert_int_equal(out.end_ns, 460 * MS);
+	assert_int_equal(out.bytes, 32 * MIB);
 }
 
 static void burst__small_writes__not_a_checkpoint(void **state)
@@ -109,11 +141,11 @@ static void counter__goes_backwards__restarts_quietly(void **state)
 	struct ckpt c = {};
 	struct ckpt_done out = {};
 
-	assert_false(ckpt__sample(&c, &cfg, 0, 100 * MIB, &out));
-	assert_false(ckpt__sample(&c, &cfg, 100 * MS, 200 * MIB, &out));	/* burst */
+	assert_false(ckpt__sample(&c, &cfg, 0, 100 * MIB, 0, &out));
+	assert_false(ckpt__sample(&c, &cfg, 100 * MS, 200 * MIB, 0, &out));	/* burst */
 	/* the slot was reused: the counter restarts from 0, no checkpoint from the jump */
-	assert_false(ckpt__sample(&c, &cfg, 200 * MS, 0, &out));
-	assert_false(ckpt__sample(&c, &cfg, 5000 * MS, 0, &out));
+	assert_false(ckpt__sample(&c, &cfg, 200 * MS, 0, 0, &out));
+	assert_false(ckpt__sample(&c, &cfg, 5000 * MS, 0, 0, &out));
 }
 
 int main(void)
@@ -121,6 +153,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(burst__two_close__one_burst_with_the_last_run_start),
 		cmocka_unit_test(burst__big_then_quiet__one_checkpoint),
+		cmocka_unit_test(burst__end__the_last_write_or_the_flush_after_it),
 		cmocka_unit_test(burst__small_writes__not_a_checkpoint),
 		cmocka_unit_test(burst__big_but_short__under_minimum),
 		cmocka_unit_test(burst__pause_shorter_than_gap__one_checkpoint),

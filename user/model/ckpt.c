@@ -4,8 +4,9 @@
 #include "ckpt.h"
 
 bool ckpt__sample(struct ckpt *c, const struct ckpt_cfg *cfg, uint64_t t, uint64_t cum_bytes,
-		  struct ckpt_done *out)
+		  uint64_t last_ns, struct ckpt_done *out)
 {
+	bool within = last_ns > c->last_t && last_ns <= t;	/* returned in this tick */
 	uint64_t delta, prev_t = c->last_t;
 	bool done = false;
 
@@ -29,17 +30,22 @@ bool ckpt__sample(struct ckpt *c, const struct ckpt_cfg *cfg, uint64_t t, uint64
 			c->run_start_ns = prev_t;	/* a run of active ticks begins */
 		c->bytes += delta;
 		c->active_end_ns = t;
+		c->end_ns = within ? last_ns : t;
+		c->tail = true;
 		return false;
 	}
 	if (!c->in_burst)
 		return false;
+	if (c->tail && within)
+		c->end_ns = last_ns;	/* the flush after the writes */
+	c->tail = false;
 	c->bytes += delta;
 	if (t - c->active_end_ns < cfg->gap_ns)
 		return false;
 	if (c->bytes >= cfg->min_bytes) {
 		out->start_ns = c->start_ns;
 		out->last_start_ns = c->run_start_ns;
-		out->end_ns = c->active_end_ns;
+		out->end_ns = c->end_ns;
 		out->bytes = c->bytes;
 		done = true;
 	}

@@ -6,7 +6,9 @@
  *   - a tick that adds at least active_bytes starts a burst, or extends the one in progress;
  *   - a burst ends once gap_ns pass with no such tick; smaller writes inside it still count;
  *   - a burst that wrote at least min_bytes in all was a checkpoint, from the start of its first
- *     active tick to the end of its last. Smaller ones (logs, metrics files) are not.
+ *     active tick to its end. Smaller ones (logs, metrics files) are not.
+ * Its end: when the last write or flush returned, in its last active tick or the tick after
+ * (the fsync that follows the writes), where the probe says; else the last active tick's end.
  * Defaults: active 1 MiB per tick (10 MiB/s), gap 1 s, min 16 MiB (--ckpt-min-mb).
  */
 #ifndef RS_CKPT_H
@@ -33,6 +35,8 @@ struct ckpt {
 	uint64_t last_t;
 	bool in_burst;
 	uint64_t start_ns, active_end_ns, bytes;
+	uint64_t end_ns;	/* the burst's end: active_end_ns, or the last write's return */
+	bool tail;		/* the tick after an active one: a flush may end the burst */
 	uint64_t run_start_ns;	/* the latest run of consecutive active ticks began */
 };
 
@@ -45,9 +49,10 @@ struct ckpt_done {
 	uint64_t bytes;
 };
 
-/* Feed the cumulative bytes at time t (CLOCK_MONOTONIC). Returns true when a checkpoint just
- * ended, with *out filled. A counter that goes backwards (a reused slot) restarts the state. */
+/* Feed the cumulative bytes at time t (CLOCK_MONOTONIC), and when the latest write or flush
+ * returned (last_ns, 0: unknown). Returns true when a checkpoint just ended, with *out
+ * filled. A counter that goes backwards (a reused slot) restarts the state. */
 bool ckpt__sample(struct ckpt *c, const struct ckpt_cfg *cfg, uint64_t t, uint64_t cum_bytes,
-		  struct ckpt_done *out);
+		  uint64_t last_ns, struct ckpt_done *out);
 
 #endif /* RS_CKPT_H */

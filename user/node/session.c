@@ -445,7 +445,7 @@ events:
  * now (it wrote its checkpoint, then exited: the common last act of a job). */
 static void ckpt_sample(struct session *s, struct rank_state *rs, uint64_t t, bool last)
 {
-	uint64_t bytes = probe_io__write_bytes(&s->probes, rs->slot, RS_FD_REG);
+	uint64_t last_ns, bytes = probe_io__write_bytes(&s->probes, rs->slot, RS_FD_REG, &last_ns);
 	struct ckpt_done d;
 	struct timespec rt;
 
@@ -453,9 +453,9 @@ static void ckpt_sample(struct session *s, struct rank_state *rs, uint64_t t, bo
 		return;
 	if (t < rs->ck.last_t)
 		t = rs->ck.last_t;	/* an exit record stamped before the last tick's sample */
-	if (!ckpt__sample(&rs->ck, &s->o.ckpt, t, bytes, &d) &&
+	if (!ckpt__sample(&rs->ck, &s->o.ckpt, t, bytes, last_ns, &d) &&
 	    !(last && rs->ck.in_burst &&
-	      ckpt__sample(&rs->ck, &s->o.ckpt, t + s->o.ckpt.gap_ns + 1, bytes, &d)))
+	      ckpt__sample(&rs->ck, &s->o.ckpt, t + s->o.ckpt.gap_ns + 1, bytes, last_ns, &d)))
 		return;
 	if (s->life) {
 		struct joblife_job *e = joblife__get(s->life, job_of(s, rs)->id, true);

@@ -65,13 +65,16 @@ int probe_io__read(struct probes *p, uint32_t slot, struct slot_snapshot *snap)
 	return 0;
 }
 
-uint64_t probe_io__write_bytes(struct probes *p, uint32_t slot, unsigned int kind)
+uint64_t probe_io__write_bytes(struct probes *p, uint32_t slot, unsigned int kind,
+			       uint64_t *last_ns)
 {
 	struct rs_io_stat st;
 	__u32 key = rs_io_index(slot, kind, 1);
 
+	*last_ns = 0;
 	if (!p->io || slot >= RS_MAX_SLOTS || kind >= RS_FD_MAX ||
 	    bpf_map__lookup_elem(p->io->maps.rs_io_stats, &key, sizeof(key), &st, sizeof(st), 0))
 		return 0;
+	*last_ns = st.last_ns;
 	return st.bytes;
 }

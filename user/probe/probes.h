@@ -220,8 +220,10 @@ void probe_sched__forget(struct probes *p, pid_t tid);
 int probe_sched__read(struct probes *p, uint32_t slot, pid_t main_tid, uint64_t now_ns,
 		      struct slot_snapshot *s);
 int probe_io__read(struct probes *p, uint32_t slot, struct slot_snapshot *s);
-/* Bytes written so far by slot's family to fds of kind (0 when io is not running). */
-uint64_t probe_io__write_bytes(struct probes *p, uint32_t slot, unsigned int kind);
+/* Bytes written so far by slot's family to fds of kind (0 when io is not running), and in
+ * *last_ns when its latest write or flush returned (0: none). */
+uint64_t probe_io__write_bytes(struct probes *p, uint32_t slot, unsigned int kind,
+			       uint64_t *last_ns);
 int probe_net__read(struct probes *p, uint32_t slot, struct slot_snapshot *s);
 
 /* Helpers for the family owners. */
