@@ -49,8 +49,14 @@ PORT_h=$(free_port)
 HUB=http://127.0.0.1:$PORT_h
 bg hub "$RS" hub --peers "127.0.0.1:$PORT_a,127.0.0.1:$PORT_b" --listen 127.0.0.1:$PORT_h \
 	--interval 0.5 --json --capture-dir "$T/hcap" --gpu-hour-cost 2.9
-wait_lines "$T/hub.out" '"class":"compute","rank":3' 1 60 ||
-	fail "the hub named no compute straggler on rank 3: $(grep -v '^{' "$T/hub.out" | tail -5)"
+wait_lines "$T/hub.out" '"class":"compute","rank":3' 1 60 || {
+	for n in a b; do	# what the hub lines up, kept with RS_TEST_KEEP
+		port=PORT_$n
+		http_get "http://127.0.0.1:${!port}/api/v1/steps?last=64" >"$T/${n}_steps.json"
+	done
+	fail "the hub named no compute straggler on rank 3: $(grep -v '^{' "$T/hub.out" | tail -5)
+its nodes: $(http_get "$HUB/api/v1/nodes" | tail -n +2)"
+}
 sleep 2
 get() {	# url file
 	http_get "$1" >"$T/get" || fail "GET $1"
@@ -108,8 +114,15 @@ hits = [x for x in v if x["class"] != "none"]
 wrong = [(x["class"], x["rank"]) for x in hits if (x["class"], x["rank"]) != ("compute", 3)]
 assert len(wrong) <= 1, wrong
 PY
-grep -q '^rankscope_straggler_verdict{job_id="[^"]*",class="compute",rank="3"' "$T/h_metrics.txt" ||
-	fail "no job verdict series on the hub's /metrics"
+# the series of the hub's latest verdict: a window of real contention on this 2-vCPU machine
+# can say none for a second between the diagnosis above and this read
+for i in $(seq 10); do
+	grep -q '^rankscope_straggler_verdict{job_id="[^"]*",class="compute",rank="3"' \
+		"$T/h_metrics.txt" && break
+	[ "$i" = 10 ] && fail "no job verdict series on the hub's /metrics in 5 s"
+	sleep 0.5
+	get "$HUB/metrics" "$T/h_metrics.txt"
+done
 # what the straggler costs, across the nodes: charged to rank 3 by the hub, at the rate its
 # own clock says (3 peers x rank 3's lead over their median work, of 4 ranks' steps), and
 # never to rank 3 by daemon A, which sees only ranks that wait (remote_wait)
@@ -148,16 +161,21 @@ truth = 3 * lead / (4 * step)
 frac = w3 / rank_s
 assert abs(frac - truth) <= 0.25 * truth, f"hub charges {frac:.1%} of the rank-time, truth {truth:.1%}"
 a = series(f"{t}/a_metrics.txt", "rankscope_straggler_wait_seconds_total")
-# A sees ranks 0 and 1 only: it never charges rank 3. A short real run-queue delay here can
-# earn rank 0 a true transient cpu_contention verdict on A (see above), and its small charge
+# A sees ranks 0 and 1 only: it never charges rank 3. A real run-queue delay here (2 vCPUs,
+# more so under ASan) can make rank 0 or 1 later than rank 3 for some steps, a true
+# cpu_contention on A and a true charge: what is charged beyond a tenth of rank 3's is bound
+# by the time the workload's own clock saw ranks 0 and 1 off CPU in their compute
 assert not any('culprit_rank="3"' in k or 'culprit_rank="2"' in k for k in a), \
     f"daemon A charged a rank it cannot see: {a}"
-assert sum(a.values()) <= 0.10 * w3, f"daemon A charged {sum(a.values()):.3f} rank-s: {a}"
+off = sum(json.loads(l)["preempt_ns"] for l in open(f"{t}/job.out")
+          if l.startswith('{"type":"truth"') and json.loads(l)["rank"] in (0, 1)) / 1e9
+assert sum(a.values()) <= 0.10 * w3 + off, \
+    f"daemon A charged {sum(a.values()):.3f} rank-s, its ranks off CPU {off:.3f} s: {a}"
 v = json.load(open(f"{t}/h_diag2.json"))[0]
 assert v["cost"]["culprit_rank"] == 3 and v["cost"]["text"].startswith("rank 3 "), v["cost"]
 print(f"hub cost: rank 3 charged {w3:.2f} rank-s, {frac:.1%} of the rank-time (truth "
       f"{truth:.1%}: lead {lead/1e6:.2f} ms on {step/1e6:.2f} ms steps), ${d3:.6f}; daemon A "
-      f"{sum(a.values()):.3f} rank-s, none to ranks 2 and 3")
+      f"{sum(a.values()):.3f} rank-s (its ranks off CPU {off:.3f} s), none to ranks 2 and 3")
 print("  words:", v["cost"]["text"])
 PY
 
@@ -271,5 +289,6 @@ sys.exit(0 if r[2] == "stopped" and r[0] in ("running", "sleeping") else 1)' "$T
 done
 kill -CONT "${PIDS[2]}"
 [ -n "$stopped" ] || fail "the hub does not show rank 2 stopped: $(cat "$T/h_ranks3.json")"
-grep -q '"class":"communication"' "$T/hub.out" && fail "the hub blamed the network"
+grep -q '"class":"communication"' "$T/hub.out" &&
+	fail "the hub blamed the network: $(grep -m1 '"class":"communication"' "$T/hub.out")"
 pass "hub: straggler named across 2 nodes, node loss and return, hang from a node"

@@ -783,23 +783,29 @@ static void tensor_data_parallel_mid_run__slow_rank_named_healthy_none(void **st
 
 /*
  * Two ranks of a 4-rank job seen on this node (the others run elsewhere): each step they
- * compute alike, arrive together, and wait 6 ms in the all-reduce for a rank not seen here.
+ * compute alike (column 1 late more), arrive, and wait remote_wait in the all-reduce after
+ * the last of them for a rank not seen here.
  */
-static void two_ranks_seen(struct job *j, int steps, uint64_t remote_wait)
+static void two_ranks_seen_late(struct job *j, int steps, uint64_t remote_wait, uint64_t late)
 {
 	uint64_t t = 1000 * MS, arrive, done;
 	int k, c;
 
 	for (k = 0; k < steps; k++) {
 		arrive = t + 2400 * US;
-		done = arrive + 60 * US + remote_wait;
+		done = arrive + late + 60 * US + remote_wait;
 		for (c = 0; c < 2; c++)
 			job__on_coll(j, c, 100 + c, RS_OP_ALLREDUCE, RS_LIB_MPI, 7, k + 1, 64 << 10,
-				     arrive + c * 10 * US, done + c * US);
+				     arrive + c * (10 * US + late), done + c * US);
 		t = done + 300 * US;
 		job__advance(j, t, false);
 	}
 	job__advance(j, t + 1000 * MS, true);
+}
+
+static void two_ranks_seen(struct job *j, int steps, uint64_t remote_wait)
+{
+	two_ranks_seen_late(j, steps, remote_wait, 0);
 }
 
 static void partial_job__aligned_wait__remote_wait_not_communication(void **state)
@@ -826,6 +832,35 @@ static void partial_job__aligned_wait__remote_wait_not_communication(void **stat
 	job__set_world(j, 2);
 	two_ranks_seen(j, 80, 6 * MS);
 	expect_verdicts(&s, V_COMMUNICATION, -1);
+	job__free(j);
+}
+
+/*
+ * Rank 1 of the two seen here computes 4 ms more a step. When both then wait 6 ms more for a
+ * rank elsewhere, it holds nobody (the collectives would end no sooner were it on time):
+ * remote_wait, never a blame. When the all-reduce ends as it arrives, it is the straggler.
+ */
+static void partial_job__late_rank_then_waits_for_another__remote_wait(void **state)
+{
+	static struct seen s;
+	struct job *j;
+	int i, remote = 0;
+
+	j = new_job(&s, 2, STEPS_AUTO);
+	job__set_world(j, 4);
+	two_ranks_seen_late(j, 80, 6 * MS, 4 * MS);
+	for (i = 0; i < s.nv; i++) {
+		assert_int_equal(s.v[i].col, -1);
+		remote += s.v[i].cls == V_REMOTE_WAIT;
+	}
+	assert_true(remote > 0);
+	assert_non_null(strstr(s.v[s.nv - 1].detail, "rank 1 is late by 4.0 ms"));
+	job__free(j);
+
+	j = new_job(&s, 2, STEPS_AUTO);
+	job__set_world(j, 4);
+	two_ranks_seen_late(j, 80, 0, 4 * MS);
+	expect_verdicts(&s, V_COMPUTE, 1);
 	job__free(j);
 }
 
@@ -1196,6 +1231,7 @@ int main(void)
 		cmocka_unit_test(async_recording_cut_in_a_wait__no_step_and_the_odd_launch_named),
 		cmocka_unit_test(tensor_data_parallel_mid_run__slow_rank_named_healthy_none),
 		cmocka_unit_test(partial_job__aligned_wait__remote_wait_not_communication),
+		cmocka_unit_test(partial_job__late_rank_then_waits_for_another__remote_wait),
 		cmocka_unit_test(marker_attached_a_step_apart__skew_is_the_extra_compute),
 		cmocka_unit_test(every_seen_rank_stuck__remote_hang_or_a_hang_on_none),
 		cmocka_unit_test(stuck_split_across_seqs__the_stopped_rank_or_remote),

@@ -626,23 +626,28 @@ static uint64_t transfer_of(const struct step_obs *o, uint64_t last)
 	return o->done_ns > last ? o->done_ns - last : 0;
 }
 
-/* A joined row's transfer time: the median over its ranks of transfer_of (tmp: nranks
- * scratch); 0 when a rank is missing or none has any. */
-static uint64_t row_transfer(const struct step_obs *row, int nranks, uint64_t *tmp)
+/* A joined row's transfer time: the median over its ranks of transfer_of, less each rank's
+ * time runnable and not running inside its collectives (a host short of CPUs slows the
+ * collectives of ranks that poll; the link has nothing to do with it) (tmp: nranks scratch).
+ * False when a rank is missing or none has any. */
+static bool row_transfer(const struct step_obs *row, int nranks, uint64_t *tmp, uint64_t *out)
 {
-	uint64_t last = 0;
+	uint64_t last = 0, x;
 	int r, n = 0;
 
 	for (r = 0; r < nranks; r++) {
 		if (!row[r].present || !row[r].arrival_ns)
-			return 0;
+			return false;
 		if (row[r].arrival_ns > last)
 			last = row[r].arrival_ns;
 	}
-	for (r = 0; r < nranks; r++)
-		if (transfer_of(&row[r], last))
-			tmp[n++] = transfer_of(&row[r], last);
-	return detect__median(tmp, n);
+	for (r = 0; r < nranks; r++) {
+		x = transfer_of(&row[r], last);
+		if (x)
+			tmp[n++] = x - (row[r].ph.comm_sched < x ? row[r].ph.comm_sched : x);
+	}
+	*out = detect__median(tmp, n);
+	return n > 0;
 }
 
 /* The median over the reference's windows of one field of theirs. */
@@ -666,8 +671,7 @@ bool detect__comm_change(struct comm_ref *ref, const struct step_obs *win, int m
 	if (m > DETECT_REF_MAX || !(tmp = calloc(nranks, sizeof(*tmp))))
 		return false;
 	for (s = 0; s < m; s++)
-		if ((cur[n] = row_transfer(&win[(size_t)s * nranks], nranks, tmp)))
-			n++;
+		n += row_transfer(&win[(size_t)s * nranks], nranks, tmp, &cur[n]);
 	free(tmp);
 	if (ref->gen != gen) {	/* another pattern: another reference */
 		ref->n = ref->pos = ref->npend = 0;
@@ -892,6 +896,18 @@ out:
 	free(exc);
 	free(ok);
 	return err;
+}
+
+/*
+ * Seen from part of a job (a node's ranks): rank v->rank is late, yet the ranks seen still wait
+ * after the last of them arrives, longer than it was late and over DETECT_COMM_MIN_NS. What
+ * they wait for then is a rank not seen (or the network), and that holds the job, not this
+ * one: had it been on time, the collectives would have ended no sooner.
+ */
+bool detect__held_elsewhere(const struct verdict *v)
+{
+	return v->rank >= 0 && v->post_arrival_ns >= DETECT_COMM_MIN_NS &&
+	       (int64_t)v->post_arrival_ns >= v->skew_ns;
 }
 
 bool detect__straggler(enum vclass c, bool persistent)

@@ -123,7 +123,9 @@ struct comm_ref {
 /*
  * A window of m rows (of nranks) ending at step k that says none (v), every rank of the job
  * in it, against the reference at pattern gen (the median over its windows of each one's
- * median, highest and step): most of this window's steps' transfers (DETECT_CONSISTENT)
+ * median, highest and step). A step's transfer: its time inside collectives once all ranks
+ * came, less the time runnable and not running there (a host short of CPUs slows polling
+ * collectives; that is not the link). Most of this window's steps' transfers (DETECT_CONSISTENT)
  * above the highest, the median up by DETECT_COMM_MIN_NS at least, and the step by at least
  * half of that: communication (a slower link or network), v->cls set and why in detail; true.
  * Else false, and a full window (window rows, at most DETECT_REF_MAX) is pending.
@@ -147,6 +149,10 @@ uint64_t detect__threshold_of(const struct verdict *v);
 
 
 const char *detect__class_name(enum vclass c);
+
+/* Seen from part of a job, v's late rank is not what holds it: the ranks seen wait longer
+ * after the last of them arrives than it was late (detect.c). */
+bool detect__held_elsewhere(const struct verdict *v);
 
 /* A persistent verdict of a class that names one late rank by the phase it is late in (input,
  * storage, compute, CPU contention): its peers' waits are that rank's cost. A transient one
