@@ -117,6 +117,9 @@ struct gen {
  * slow column), buckets back to back, optimizer (0.3 ms). Column c was attached after
  * skip[c] collectives: its seqs count from there.
  */
+static uint64_t bucket_xfer = 60 * US;	/* each bucket's time once all ranks came */
+static uint64_t step_compute = 2300 * US;
+
 static void mpi_buckets(struct job *j, int n, int steps, int nb, int slow, uint64_t extra,
 			const int *skip, struct gen *g)
 {
@@ -125,12 +128,12 @@ static void mpi_buckets(struct job *j, int n, int steps, int nb, int slow, uint6
 
 	for (s = 0; s < steps; s++) {
 		for (c = 0; c < n; c++)	/* each rank's input and compute */
-			arrive[c] = g->t + 100 * US + 2300 * US + (c == slow ? extra : 0);
+			arrive[c] = g->t + 100 * US + step_compute + (c == slow ? extra : 0);
 		for (b = 0; b < nb; b++, g->k++) {
 			done = 0;
 			for (c = 0; c < n; c++)
 				done = arrive[c] > done ? arrive[c] : done;
-			done += 60 * US;
+			done += bucket_xfer;
 			for (c = 0; c < n; c++) {
 				if (g->k >= skip[c])
 					job__on_coll(j, c, 100 + c, RS_OP_ALLREDUCE, RS_LIB_MPI, 7,
@@ -369,7 +372,7 @@ static void pattern_change__relearned_and_reported(void **state)
 	static struct seen s;
 	struct job *j;
 	struct gen g = { .t = 1000 * MS };
-	int before;
+	int before, i;
 
 	j = new_job(&s, 2, STEPS_AUTO);
 	mpi_buckets(j, 2, 60, 3, -1, 0, skip, &g);
@@ -384,6 +387,23 @@ static void pattern_change__relearned_and_reported(void **state)
 	assert_true(s.colls[0][5] > 40);
 	assert_true(s.steps[0] > before + 40);
 	assert_true(s.nv > 0 && s.v[s.nv - 1].cls == V_COMPUTE && s.v[s.nv - 1].col == 1);
+	job__free(j);
+
+	/* 30 ms of compute and buckets of 3 ms each, healthy: 5 of them a step take 6 ms more
+	 * than 3 did, and the steps built before the change are no reference for those after */
+	bucket_xfer = 3 * MS;
+	step_compute = 30 * MS;
+	g = (struct gen){ .t = 1000 * MS };
+	j = new_job(&s, 2, STEPS_AUTO);
+	mpi_buckets(j, 2, 60, 3, -1, 0, skip, &g);
+	mpi_buckets(j, 2, 80, 5, -1, 0, skip, &g);
+	job__advance(j, g.t + 1000 * MS, true);
+	bucket_xfer = 60 * US;
+	step_compute = 2300 * US;
+	assert_int_equal(s.changed, 1);
+	assert_int_equal(s.last_period, 5);
+	for (i = 0; i < s.nv; i++)
+		assert_int_equal(s.v[i].cls, V_NONE);
 	job__free(j);
 }
 

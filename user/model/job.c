@@ -82,6 +82,7 @@ struct job {
 	struct period_result per;
 	bool have_period;
 	int relearns;		/* templates learned again after the pattern changed */
+	uint64_t gen_k;		/* the first step built on the current template */
 	int tried_n;		/* collectives the last attempt to learn the period saw */
 	int64_t learn_from;	/* learn from the reference rank's collectives from this aligned seq */
 	bool have_learn_from;
@@ -1223,6 +1224,7 @@ static void maybe_relearn(struct job *j, int64_t as)
 	j->have_period = false;
 	j->tried_n = 0;
 	j->relearns++;
+	j->gen_k = j->next_k;
 	r->search_locks = 0;
 	j->learn_from = from;
 	j->have_learn_from = true;
@@ -2412,8 +2414,9 @@ static void judge(struct job *j, uint64_t k)
 		return;
 	}
 	lm = jv.v.cls == V_NONE ? judge_long(j, w, k, &jv.v) : 0;
-	/* no rank late, none intermittent: the collectives against the job's own earlier ones */
-	if (jv.v.cls == V_NONE && !partial(j))
+	/* no rank late, none intermittent: the collectives against the job's own earlier ones,
+	 * in steps of one template (steps built before the pattern changed are other steps) */
+	if (jv.v.cls == V_NONE && !partial(j) && k + 1 >= j->gen_k + m)
 		detect__comm_change(&j->cref, win, m, j->n, w, j->relearns, k, &jv.v, jv.detail,
 				    sizeof(jv.detail));
 	pipeline_bubble(win, m, j->n, &jv.pp);
