@@ -1063,6 +1063,65 @@ static void all_inside__the_odd_call_diverges_else_a_hang_on_none(void **state)
 	}
 }
 
+/* Every column waiting since stuck_enter for what it launched (a wait: no op of its own). */
+static bool waiting_inflight(void *ctx, int col, struct job_inflight *in)
+{
+	if (!stuck_enter)
+		return false;
+	*in = (struct job_inflight){ .enter_ns = stuck_enter, .seq = stuck_seq[col] + 1, .comm = 7 };
+	return true;
+}
+
+/*
+ * Stuck before its steps were learned (12 steps of 3 buckets: too few calls to learn them
+ * from while it runs): the next step's calls return at once (launched), column 2's first
+ * one a barrier where the others launch the all-reduce, and every column waits for them.
+ * The steps are learned from what the job made, and the odd call is divergent; without an
+ * odd one, a hang on no rank.
+ */
+static void stuck_before_steps_learned__the_odd_launch_diverges(void **state)
+{
+	static struct seen s;
+	struct job_cfg cfg = { .mode = STEPS_AUTO, .hang_timeout_ns = 2000 * MS, .window = 8 };
+	struct job_probe_ops ops = {
+		.on_step = on_step, .on_verdict = on_verdict, .on_rule = on_rule, .ctx = &s,
+		.inflight = waiting_inflight, .state = running,
+	};
+	static const int skip[4] = {};
+	struct job *j;
+	int odd, c, v;
+
+	for (odd = 2; odd >= -1; odd -= 3) {
+		struct gen g = { .t = 1000 * MS };
+
+		memset(&s, 0, sizeof(s));
+		stuck_enter = 0;
+		j = job__new(&cfg, 3, &ops);
+		assert_non_null(j);
+		for (c = 0; c < 3; c++)
+			job__set_rank(j, c, c, 100 + c);
+		mpi_buckets(j, 3, 12, 3, -1, 0, skip, &g);
+		assert_int_equal(s.steps[0], 0);
+		stuck_enter = g.t + 2400 * US;
+		for (c = 0; c < 3; c++)
+			job__on_coll(j, c, 100 + c, c == odd ? RS_OP_BARRIER : RS_OP_ALLREDUCE,
+				     RS_LIB_MPI, 7, ++g.seq[c], c == odd ? 0 : 256 << 10,
+				     stuck_enter - 20 * US, stuck_enter - 10 * US);
+		memcpy(stuck_seq, g.seq, sizeof(stuck_seq));
+		job__advance(j, stuck_enter + 1000 * MS, false);
+		job__advance(j, stuck_enter + 2500 * MS, false);
+		for (v = 0; v < s.nv && s.v[v].cls == V_NONE; v++)
+			;
+		assert_true(v < s.nv);
+		if (s.v[v].col != odd)
+			print_error("odd %d: class %d col %d: %s\n", odd, s.v[v].cls, s.v[v].col,
+				    s.v[v].detail);
+		assert_int_equal(s.v[v].cls, odd >= 0 ? V_DIVERGENT : V_HANG);
+		assert_int_equal(s.v[v].col, odd);
+		job__free(j);
+	}
+}
+
 /* What each rank's process is doing, for the first-look tests: rank 1 as first_state says. */
 static const char *first_state;
 
@@ -1256,6 +1315,7 @@ int main(void)
 		cmocka_unit_test(every_seen_rank_stuck__remote_hang_or_a_hang_on_none),
 		cmocka_unit_test(stuck_split_across_seqs__the_stopped_rank_or_remote),
 		cmocka_unit_test(all_inside__the_odd_call_diverges_else_a_hang_on_none),
+		cmocka_unit_test(stuck_before_steps_learned__the_odd_launch_diverges),
 		cmocka_unit_test(no_step_yet_but_collectives_return__not_stuck),
 	};
 

@@ -2684,9 +2684,9 @@ static uint64_t call_sig(unsigned int op, uint64_t bytes, uint64_t comm)
 /*
  * Whether column c's calls since its last step built stray from the ones it made in that
  * step, call for call (each against the one a step's worth of calls before it), the call it
- * waits in (in) last: 1 yes (*pos: the place in the step of the first that does), 0 no, -1
- * not known (no step built on it, or no call since). A skipped, reordered or mismatched
- * collective is one the rank did not make there the step before.
+ * waits in (in) last: 1 yes (*pos: the place in the step of the first that does), 0 no (none
+ * strays, or it made none since), -1 not known (no step built on it). A skipped, reordered or
+ * mismatched collective is one the rank did not make there the step before.
  */
 static int strays(const struct job *j, int c, const struct job_inflight *in, int *pos)
 {
@@ -2716,6 +2716,8 @@ static int strays(const struct job *j, int c, const struct job_inflight *in, int
 			len = n;
 		sig[n++] = call_sig(in->op, in->bytes, in->comm);
 	}
+	if (len < 0 && !open && n)
+		len = n;	/* no call since its step (an open wait is none): none strays */
 	if (len <= 0)
 		ret = -1;
 	for (i = len; ret == 0 && i < n; i++) {
@@ -3145,8 +3147,23 @@ static void check_exits(struct job *j, uint64_t now)
 	emit_verdict(j, &jv);
 }
 
+/* Whether a rank has waited in a call past the hang timeout. */
+static bool stuck_waiting(struct job *j, uint64_t now)
+{
+	struct job_inflight in;
+	int c;
+
+	for (c = 0; c < j->n && j->ops.inflight && j->cfg.hang_timeout_ns; c++)
+		if (!j->r[c].exited && j->ops.inflight(j->ops.ctx, c, &in) && now > in.enter_ns &&
+		    now - in.enter_ns >= j->cfg.hang_timeout_ns)
+			return true;
+	return false;
+}
+
 void job__advance(struct job *j, uint64_t now, bool final)
 {
+	bool settled;
+
 	if (!j)
 		return;
 	j->now = now;
@@ -3154,8 +3171,11 @@ void job__advance(struct job *j, uint64_t now, bool final)
 		j->progress_ns = now;
 	pick_main_comm(j);
 	if (!j->markers) {
-		align(j, final);
-		detect_period(j, final);
+		/* a job stuck before its steps were learned makes no more calls: learn them from
+		 * what it made, as at the end of a run, so its last steps show what it skipped */
+		settled = final || (!j->have_period && !j->hang_done && stuck_waiting(j, now));
+		align(j, settled);
+		detect_period(j, settled);
 		if (!j->have_period)
 			goto checks;
 		walk(j, final);
