@@ -70,11 +70,16 @@ static void on_rule(void *ctx, const char *rule, int period, double confidence, 
 	s->last_period = period;
 }
 
-static struct job *new_job(struct seen *s, int n, enum steps_mode mode)
+/* A job of n columns (rank c on column c) judged with a hang timeout, whose probes say what
+ * each column is in (inflight) and its process state (state), where not NULL. */
+static struct job *job_with(struct seen *s, int n, enum steps_mode mode, uint64_t hang_ns,
+			    bool (*inflight)(void *, int, struct job_inflight *),
+			    void (*state)(void *, int, char *, size_t))
 {
-	struct job_cfg cfg = { .mode = mode, .hang_timeout_ns = 60000 * MS, .window = 8 };
+	struct job_cfg cfg = { .mode = mode, .hang_timeout_ns = hang_ns, .window = 8 };
 	struct job_probe_ops ops = {
 		.on_step = on_step, .on_verdict = on_verdict, .on_rule = on_rule, .ctx = s,
+		.inflight = inflight, .state = state,
 	};
 	struct job *j;
 	int c;
@@ -85,6 +90,11 @@ static struct job *new_job(struct seen *s, int n, enum steps_mode mode)
 	for (c = 0; c < n; c++)
 		job__set_rank(j, c, c, 100 + c);
 	return j;
+}
+
+static struct job *new_job(struct seen *s, int n, enum steps_mode mode)
+{
+	return job_with(s, n, mode, 60000 * MS, NULL, NULL);
 }
 
 /* The verdicts after the first settled window: all of class cls on column col, and some. */
@@ -1025,24 +1035,15 @@ static void all_inside__the_odd_call_diverges_else_a_hang_on_none(void **state)
 		{ 3, -1, V_HANG, "none is outside one or behind" },
 	};
 	static struct seen s;
-	struct job_cfg cfg = { .mode = STEPS_AUTO, .hang_timeout_ns = 2000 * MS, .window = 8 };
-	struct job_probe_ops ops = {
-		.on_step = on_step, .on_verdict = on_verdict, .on_rule = on_rule, .ctx = &s,
-		.inflight = stuck_inflight, .state = running,
-	};
 	static const int skip[4] = {};
 	struct job *j;
-	int i, c, v;
+	int i, v;
 
 	for (i = 0; i < (int)(sizeof(t) / sizeof(t[0])); i++) {
 		struct gen g = { .t = 1000 * MS };
 
-		memset(&s, 0, sizeof(s));
 		stuck_enter = 0;
-		j = job__new(&cfg, t[i].n, &ops);
-		assert_non_null(j);
-		for (c = 0; c < t[i].n; c++)
-			job__set_rank(j, c, c, 100 + c);
+		j = job_with(&s, t[i].n, STEPS_AUTO, 2000 * MS, stuck_inflight, running);
 		mpi_buckets(j, t[i].n, 80, 3, -1, 0, skip, &g);
 		memcpy(stuck_seq, g.seq, sizeof(stuck_seq));
 		stuck_odd = t[i].odd;
@@ -1082,11 +1083,6 @@ static bool waiting_inflight(void *ctx, int col, struct job_inflight *in)
 static void stuck_before_steps_learned__the_odd_launch_diverges(void **state)
 {
 	static struct seen s;
-	struct job_cfg cfg = { .mode = STEPS_AUTO, .hang_timeout_ns = 2000 * MS, .window = 8 };
-	struct job_probe_ops ops = {
-		.on_step = on_step, .on_verdict = on_verdict, .on_rule = on_rule, .ctx = &s,
-		.inflight = waiting_inflight, .state = running,
-	};
 	static const int skip[4] = {};
 	struct job *j;
 	int odd, c, v;
@@ -1094,12 +1090,8 @@ static void stuck_before_steps_learned__the_odd_launch_diverges(void **state)
 	for (odd = 2; odd >= -1; odd -= 3) {
 		struct gen g = { .t = 1000 * MS };
 
-		memset(&s, 0, sizeof(s));
 		stuck_enter = 0;
-		j = job__new(&cfg, 3, &ops);
-		assert_non_null(j);
-		for (c = 0; c < 3; c++)
-			job__set_rank(j, c, c, 100 + c);
+		j = job_with(&s, 3, STEPS_AUTO, 2000 * MS, waiting_inflight, running);
 		mpi_buckets(j, 3, 12, 3, -1, 0, skip, &g);
 		assert_int_equal(s.steps[0], 0);
 		stuck_enter = g.t + 2400 * US;
