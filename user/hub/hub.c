@@ -1430,14 +1430,11 @@ static void judge_job(struct hub *h, struct hjob *j, uint64_t now_ns, verdict_fn
 				sizeof(jv.detail)))
 		jv.cls = jv.v.cls;
 	/* late among the ranks judged, but they wait longer still for ranks not judged */
-	if ((unseen || jv.world_size > ncols) && detect__held_elsewhere(&jv.v)) {
-		snprintf(jv.detail, sizeof(jv.detail), "rank %d is late by %.1f ms among the %d "
-			 "ranks judged (of %d), but they still wait %.1f ms after the last of them "
-			 "arrives: ranks not judged hold them", j->r[cols[jv.col]]->rank,
-			 jv.v.skew_ns / 1e6, ncols, jv.world_size, jv.v.post_arrival_ns / 1e6);
-		jv.cls = jv.v.cls = V_REMOTE_WAIT;
-		jv.col = jv.v.rank = -1;
-		jv.v.intermittent = jv.v.imbalance = false;
+	if ((unseen || jv.world_size > ncols) &&
+	    detect__held_elsewhere(&jv.v, jv.col >= 0 ? j->r[cols[jv.col]]->rank : -1, ncols,
+				   jv.world_size, "judged", jv.detail, sizeof(jv.detail))) {
+		jv.cls = jv.v.cls;
+		jv.col = jv.v.rank;
 	}
 	/* aligned and waiting, with ranks of the job not observed: one of those is what the
 	 * others wait for, not the network */

@@ -899,15 +899,25 @@ out:
 }
 
 /*
- * Seen from part of a job (a node's ranks): rank v->rank is late, yet the ranks seen still wait
- * after the last of them arrives, longer than it was late and over DETECT_COMM_MIN_NS. What
- * they wait for then is a rank not seen (or the network), and that holds the job, not this
- * one: had it been on time, the collectives would have ended no sooner.
+ * Seen from part of a job (a node's ranks, or the hub's lined-up ones): rank v->rank is late,
+ * yet the ranks seen still wait after the last of them arrives, longer than it was late and
+ * over DETECT_COMM_MIN_NS. What they wait for then is a rank not seen (or the network), and
+ * that holds the job, not this one: had it been on time, the collectives would have ended no
+ * sooner.
  */
-bool detect__held_elsewhere(const struct verdict *v)
+bool detect__held_elsewhere(struct verdict *v, int rank, int seen, int world, const char *as,
+			    char *detail, size_t n)
 {
-	return v->rank >= 0 && v->post_arrival_ns >= DETECT_COMM_MIN_NS &&
-	       (int64_t)v->post_arrival_ns >= v->skew_ns;
+	if (v->rank < 0 || v->post_arrival_ns < DETECT_COMM_MIN_NS ||
+	    (int64_t)v->post_arrival_ns < v->skew_ns)
+		return false;
+	snprintf(detail, n, "rank %d is late by %.1f ms among the %d ranks %s (of %d), but they "
+		 "still wait %.1f ms after the last of them arrives: ranks not %s hold them", rank,
+		 v->skew_ns / 1e6, seen, as, world, v->post_arrival_ns / 1e6, as);
+	v->rank = -1;
+	v->cls = V_REMOTE_WAIT;
+	v->intermittent = v->imbalance = false;
+	return true;
 }
 
 bool detect__straggler(enum vclass c, bool persistent)

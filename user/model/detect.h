@@ -150,9 +150,11 @@ uint64_t detect__threshold_of(const struct verdict *v);
 
 const char *detect__class_name(enum vclass c);
 
-/* Seen from part of a job, v's late rank is not what holds it: the ranks seen wait longer
- * after the last of them arrives than it was late (detect.c). */
-bool detect__held_elsewhere(const struct verdict *v);
+/* Seen from part of a job (seen of world ranks), v's late rank (numbered rank) is not what
+ * holds it: the ranks seen wait longer after the last of them arrives than it was late
+ * (detect.c). Then v is remote_wait on no rank, why in detail ("the ranks <as>"); true. */
+bool detect__held_elsewhere(struct verdict *v, int rank, int seen, int world, const char *as,
+			    char *detail, size_t n);
 
 /* A persistent verdict of a class that names one late rank by the phase it is late in (input,
  * storage, compute, CPU contention): its peers' waits are that rank's cost. A transient one

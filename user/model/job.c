@@ -2422,15 +2422,9 @@ static void judge(struct job *j, uint64_t k)
 	pipeline_bubble(win, m, j->n, &jv.pp);
 	free(win);
 	/* late among the ranks seen here, but they wait longer still for ranks elsewhere */
-	if (partial(j) && detect__held_elsewhere(&jv.v)) {
-		snprintf(jv.detail, sizeof(jv.detail), "rank %d is late by %.1f ms among the %d "
-			 "ranks seen here (of %d), but they still wait %.1f ms after the last of "
-			 "them arrives: ranks not observed here hold them", j->r[jv.v.rank].rank,
-			 jv.v.skew_ns / 1e6, j->n, j->world, jv.v.post_arrival_ns / 1e6);
-		jv.v.rank = -1;
-		jv.v.cls = V_REMOTE_WAIT;
-		jv.v.intermittent = jv.v.imbalance = false;
-	}
+	if (partial(j))
+		detect__held_elsewhere(&jv.v, jv.v.rank >= 0 ? j->r[jv.v.rank].rank : -1, j->n,
+				       j->world, "seen here", jv.detail, sizeof(jv.detail));
 	jv.cls = jv.v.cls;
 	jv.col = jv.v.rank;
 	jv.step = k;
