@@ -628,9 +628,10 @@ static uint64_t transfer_of(const struct step_obs *o, uint64_t last)
 
 /* A joined row's transfer time: the median over its ranks of transfer_of, less each rank's
  * time runnable and not running inside its collectives (a host short of CPUs slows the
- * collectives of ranks that poll; the link has nothing to do with it) (tmp: nranks scratch).
- * False when a rank is missing or none has any. */
-static bool row_transfer(const struct step_obs *row, int nranks, uint64_t *tmp, uint64_t *out)
+ * collectives of ranks that poll; the link has nothing to do with it), and its median
+ * duration (tmp: nranks scratch). False when a rank is missing or none has any. */
+static bool row_transfer(const struct step_obs *row, int nranks, uint64_t *tmp,
+			 struct comm_step *out)
 {
 	uint64_t last = 0, x;
 	int r, n = 0;
@@ -646,68 +647,92 @@ static bool row_transfer(const struct step_obs *row, int nranks, uint64_t *tmp, 
 		if (x)
 			tmp[n++] = x - (row[r].ph.comm_sched < x ? row[r].ph.comm_sched : x);
 	}
-	*out = detect__median(tmp, n);
+	out->x = detect__median(tmp, n);
+	for (r = 0; r < nranks; r++)
+		tmp[r] = row[r].dur_ns;
+	out->step = detect__median(tmp, nranks);
 	return n > 0;
 }
 
-/* The median over the reference's windows of one field of theirs. */
-static uint64_t ref_median(const struct comm_ref *ref, size_t off)
+/* The reference's median transfer, the tail of its transfers (DETECT_NOISE_Q), their spread
+ * (the median distance from their median: one step of a change among them moves it little),
+ * its median step and the first and last step it holds. */
+static void ref_stats(const struct comm_ref *ref, uint64_t *med, uint64_t *tail,
+		      uint64_t *spread, uint64_t *step, uint64_t *first, uint64_t *last)
 {
-	uint64_t v[DETECT_REF_WINDOWS];
+	uint64_t x[DETECT_REF_STEPS], d[DETECT_REF_STEPS];
 	int i;
 
+	*first = *last = ref->s[0].k;
+	for (i = 0; i < ref->n; i++) {
+		x[i] = ref->s[i].x;
+		d[i] = ref->s[i].step;
+		*first = ref->s[i].k < *first ? ref->s[i].k : *first;
+		*last = ref->s[i].k > *last ? ref->s[i].k : *last;
+	}
+	*med = detect__median(x, ref->n);
+	*step = detect__median(d, ref->n);
+	qsort(x, ref->n, sizeof(*x), detect__cmp_u64);
+	*tail = x[(int)((ref->n - 1) * DETECT_NOISE_Q)];
 	for (i = 0; i < ref->n; i++)
-		v[i] = *(const uint64_t *)((const char *)&ref->w[i] + off);
-	return detect__median(v, ref->n);
+		d[i] = x[i] > *med ? x[i] - *med : *med - x[i];
+	*spread = detect__median(d, ref->n);
 }
 
 bool detect__comm_change(struct comm_ref *ref, const struct step_obs *win, int m, int nranks,
 			 int window, int gen, uint64_t k, struct verdict *v, char *detail,
 			 size_t ndetail)
 {
-	uint64_t cur[DETECT_REF_MAX] = {}, *tmp, top = 0, med, rmed, rtop, first, last;
+	struct comm_step cur[DETECT_REF_MAX];
+	uint64_t x[DETECT_REF_MAX], dev[DETECT_REF_MAX], *tmp, med, spread, rmed, rtail, rspread;
+	uint64_t rstep, first, last, i0;
 	int s, i, n = 0, above = 0;
 
 	if (m > DETECT_REF_MAX || !(tmp = calloc(nranks, sizeof(*tmp))))
 		return false;
+	i0 = k + 1 - (uint64_t)m;	/* the index of the window's first step */
 	for (s = 0; s < m; s++)
-		n += row_transfer(&win[(size_t)s * nranks], nranks, tmp, &cur[n]);
+		if (row_transfer(&win[(size_t)s * nranks], nranks, tmp, &cur[n])) {
+			cur[n].k = i0 + s;
+			x[n] = cur[n].x;
+			n++;
+		}
 	free(tmp);
 	if (ref->gen != gen) {	/* another pattern: another reference */
 		ref->n = ref->pos = ref->npend = 0;
 		ref->gen = gen;
 	}
-	med = detect__median(cur, n);
+	med = n ? detect__median(x, n) : 0;
 	for (i = 0; i < n; i++)
-		top = cur[i] > top ? cur[i] : top;
-	if (ref->n && n) {
-		rmed = ref_median(ref, offsetof(struct comm_win, med));
-		rtop = ref_median(ref, offsetof(struct comm_win, top));
+		dev[i] = x[i] > med ? x[i] - med : med - x[i];
+	spread = n ? detect__median(dev, n) : 0;
+	if (ref->n >= DETECT_REF_MIN && n) {
+		ref_stats(ref, &rmed, &rtail, &rspread, &rstep, &first, &last);
 		for (i = 0; i < n; i++)
-			above += cur[i] > rtop;
+			above += x[i] > rtail;
 		if (med >= rmed + DETECT_COMM_MIN_NS && above >= n * DETECT_CONSISTENT &&
-		    v->step_ns >= ref_median(ref, offsetof(struct comm_win, step)) +
-				  (med - rmed) / 2) {
-			for (first = last = ref->w[0].k, i = 1; i < ref->n; i++) {
-				first = ref->w[i].k < first ? ref->w[i].k : first;
-				last = ref->w[i].k > last ? ref->w[i].k : last;
-			}
+		    med - rmed >= DETECT_NOISE_K * (rspread > spread ? rspread : spread) &&
+		    v->step_ns >= rstep + (med - rmed) / 2) {
 			ref->npend = 0;		/* those overlap the change */
+			ref->next_k = k + 1;
 			v->cls = V_COMMUNICATION;
 			snprintf(detail, ndetail, "no rank is late, and the collectives take %.1f ms a "
 				 "step once all ranks came, %.1f ms more than in steps %" PRIu64 "-%"
 				 PRIu64 " with the same calls: a slower link or network", med / 1e6,
-				 (med - rmed) / 1e6, first + 1 - window, last);
+				 (med - rmed) / 1e6, first, last);
 			return true;
 		}
 	}
-	if (n == window && ref->npend < DETECT_REF_MAX)
-		ref->pend[ref->npend++] = (struct comm_win){ med, top, v->step_ns, k };
-	/* pending windows a window's worth of judgements old join the reference */
+	for (i = 0; i < n; i++)
+		if (cur[i].k >= ref->next_k && ref->npend < DETECT_REF_MAX)
+			ref->pend[ref->npend++] = cur[i];
+	if (k + 1 > ref->next_k)
+		ref->next_k = k + 1;
+	/* pending steps out of the window join the reference */
 	for (i = 0; i < ref->npend && ref->pend[i].k + window <= k; i++) {
-		ref->w[ref->pos] = ref->pend[i];
-		ref->pos = (ref->pos + 1) % DETECT_REF_WINDOWS;
-		ref->n += ref->n < DETECT_REF_WINDOWS;
+		ref->s[ref->pos] = ref->pend[i];
+		ref->pos = (ref->pos + 1) % DETECT_REF_STEPS;
+		ref->n += ref->n < DETECT_REF_STEPS;
 	}
 	memmove(ref->pend, ref->pend + i, sizeof(*ref->pend) * (ref->npend - i));
 	ref->npend -= i;

@@ -104,31 +104,32 @@ int detect__window_seen(const struct step_obs *obs, int nsteps, int nranks, bool
  * of the row has an NCCL kernel from CUPTI, arrival and completion are the kernel's start and
  * end instead (host entry is only the enqueue), and the split is of the kernel's time. */
 void detect__split_comm(struct step_obs *row, int nranks);
-/* A job's reference for collectives that got slower (detect__comm_change): its latest full
- * windows that said none, since the pattern (gen) was learned, each by the median and the
- * highest of its steps' transfers and its median step. A window joins once a window's worth
- * of later ones said none too (one that overlaps a change is not the job's own), pending
- * until then. */
-#define DETECT_REF_WINDOWS	16
+/* A job's reference for collectives that got slower (detect__comm_change): its latest steps
+ * that said none, since the pattern (gen) was learned, each by its transfer and its median
+ * duration. A step joins once it left the window (every window that held it said none: one
+ * that overlaps a change is not the job's own), pending until then. */
+#define DETECT_REF_STEPS	128
+#define DETECT_REF_MIN	4	/* steps of it before it is compared with (a window's least) */
 #define DETECT_REF_MAX	64	/* rows of a window detect__comm_change reads */
-struct comm_win {
-	uint64_t med, top, step, k;	/* k: its last step */
+struct comm_step {
+	uint64_t x, step, k;	/* transfer, duration, step index */
 };
 struct comm_ref {
-	struct comm_win w[DETECT_REF_WINDOWS];
+	struct comm_step s[DETECT_REF_STEPS];
 	int n, pos, gen;
-	struct comm_win pend[DETECT_REF_MAX];
+	struct comm_step pend[DETECT_REF_MAX];
 	int npend;
+	uint64_t next_k;	/* steps before it were seen */
 };
 /*
  * A window of m rows (of nranks) ending at step k that says none (v), every rank of the job
- * in it, against the reference at pattern gen (the median over its windows of each one's
- * median, highest and step). A step's transfer: its time inside collectives once all ranks
- * came, less the time runnable and not running there (a host short of CPUs slows polling
- * collectives; that is not the link). Most of this window's steps' transfers (DETECT_CONSISTENT)
- * above the highest, the median up by DETECT_COMM_MIN_NS at least, and the step by at least
- * half of that: communication (a slower link or network), v->cls set and why in detail; true.
- * Else false, and a full window (window rows, at most DETECT_REF_MAX) is pending.
+ * in it, against the reference at pattern gen. A step's transfer: its time inside collectives
+ * once all ranks came, less the time runnable and not running there (a host short of CPUs
+ * slows polling collectives; that is not the link). Most of this window's steps' transfers
+ * (DETECT_CONSISTENT) above the reference's tail (DETECT_NOISE_Q), their median up by
+ * DETECT_COMM_MIN_NS at least on the reference's, and the step by at least half of that:
+ * communication (a slower link or network), v->cls set and why in detail; true. Else false,
+ * and its steps not seen before are pending.
  */
 bool detect__comm_change(struct comm_ref *ref, const struct step_obs *win, int m, int nranks,
 			 int window, int gen, uint64_t k, struct verdict *v, char *detail,
