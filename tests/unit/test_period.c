@@ -696,6 +696,78 @@ static void detect__grad_accumulation_equal_buckets_at_the_end__step(void **stat
 	free(q);
 }
 
+/*
+ * MoE: each of L layers' forward and backward dispatch and combine (4 all-to-alls alike, the
+ * experts' compute between them longer every second one), then one gradient all-reduce.
+ * Signatures and pauses say steps of 2; no step of 2 reduces, so the step is the 4L + 1 that
+ * does, ending after the all-reduce, once it was seen 3 times (-EAGAIN before). FSDP without
+ * prefetch (L all-gathers, then L all-gather and reduce-scatter pairs): pairs reduce in half
+ * the blocks of 2; a longer period seen 3 times but repeating less well than the pairs is not
+ * taken until no more will come. Steps of equal buckets all reduce: unchanged.
+ */
+static void build_moe(struct seq *q, bool *red, int steps, int layers)
+{
+	uint64_t a2a = period__sig(4, 1 << 20, 0xc0ffee), ar = period__sig(0, 4 << 20, 0xc0ffee);
+	int s, k;
+
+	q->n = 0;
+	for (s = 0; s < steps; s++) {
+		for (k = 0; k < 4 * layers; k++) {
+			red[q->n] = false;
+			push(q, a2a, k % 2 ? 2 * MS : 5 * MS);
+		}
+		red[q->n] = true;
+		push(q, ar, 30 * MS);
+	}
+}
+
+static void reducing__a_step_of_gathers_alone__the_cycle_that_reduces(void **state)
+{
+	struct seq *q = new_seq();
+	struct period_result r;
+	bool red[SEQ_MAX];
+	int i, same;
+
+	build_moe(q, red, 4, 9);
+	assert_int_equal(period__detect(q->sig, q->gap, 48, PERIOD_MAX, &r), 0);
+	assert_int_equal(r.period, 2);
+	assert_int_equal(period__reducing(q->sig, red, 48, false, &r), -EAGAIN);
+	assert_int_equal(period__reducing(q->sig, red, 3 * 37, false, &r), 0);
+	assert_int_equal(r.period, 37);
+	assert_int_equal(r.phase, 36);
+	assert_true(r.confidence >= 0.99);
+	/* FSDP without prefetch, 8 layers: 24 a step */
+	q->n = 0;
+	for (i = 0; i < 5 * 24; i++) {
+		red[i] = i % 24 >= 8 && i % 2;
+		push(q, red[i] ? period__sig(2, 1 << 20, 1) : period__sig(1, 1 << 20, 1), 1 * MS);
+	}
+	r = (struct period_result){ .period = 2, .confidence = 0.9 };
+	assert_int_equal(period__reducing(q->sig, red, 60, false, &r), -EAGAIN);
+	assert_int_equal(r.period, 2);
+	/* 66 seen: periods up to 22 reduce, but repeat worse than the pairs do there; unless
+	 * no more will come */
+	for (same = 0, i = 2; i < 66; i++)
+		same += q->sig[i] == q->sig[i - 2];
+	r.confidence = same / 64.0;
+	assert_int_equal(period__reducing(q->sig, red, 66, false, &r), -EAGAIN);
+	assert_int_equal(r.period, 2);
+	assert_int_equal(period__reducing(q->sig, red, 66, true, &r), 0);
+	assert_true(r.period > 2 && r.period <= 22);
+	r = (struct period_result){ .period = 2, .confidence = 0.9 };
+	assert_int_equal(period__reducing(q->sig, red, 5 * 24, false, &r), 0);
+	assert_int_equal(r.period, 24);
+	assert_int_equal(r.phase, 23);
+	/* equal buckets, every one a reduction */
+	build(q, 4, 12, 3);
+	for (i = 0; i < q->n; i++)
+		red[i] = true;
+	r = (struct period_result){ .period = 1, .phase = 0, .confidence = 1 };
+	assert_int_equal(period__reducing(q->sig, red, q->n, false, &r), 0);
+	assert_int_equal(r.period, 1);
+	free(q);
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -764,6 +836,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(detect__exact_periods__period_and_phase_found),
+		cmocka_unit_test(reducing__a_step_of_gathers_alone__the_cycle_that_reduces),
 		cmocka_unit_test(detect__no_gaps__phase_zero),
 		cmocka_unit_test(detect__one_huge_gap_elsewhere__phase_by_median),
 		cmocka_unit_test(detect__max_period_caps_search__no_longer_period),

@@ -69,6 +69,8 @@ STRUCTS = [
     ("fsdp4", ["--fsdp", "4"]),
     ("fsdp6i", ["--fsdp", "6", "--fsdp-interleave"]),
     ("moe4", ["--moe", "4"]),
+    # 12 layers: 48 all-to-alls, the all-reduce once in the first 49 collectives
+    ("moe12", ["--moe", "12"]),
     ("tp3", ["--tp", "3", "--buckets", "2"]),
     ("pp4", ["--pp", "4"]),
     ("accum4", ["--accum", "4", "--buckets", "2", "--compute-us", "1200"]),
@@ -109,7 +111,8 @@ def cells():
                             fault=[a.format(r=1) for a in fargs], expect=(cls, 1),
                             check=(sname in check_structs and fname in check_faults and
                                    (sname, fname) != ("buckets25", "quota")) or
-                            (sname in ("fsdp6i", "moe4") and fname == "quota")))
+                            (sname in ("fsdp6i", "moe4") and fname == "quota") or
+                            (sname, fname) == ("moe12", "compute")))
     # tensor and pipeline parallel with data-parallel groups across them: four ranks
     for sname, sargs in (("tp3-dp", ["--tp", "3", "--buckets", "2"]), ("pp4-dp", ["--pp", "4"])):
         out.append(cell(f"{sname}/none/np4", np=4, args=sargs, steps=300,

@@ -188,9 +188,10 @@ static void moe(struct acct *a, long k, int64_t c)
 	int cnt = (int)(z.act_bytes / 4);
 	long i;
 
-	/* 2L layers (L forward, L backward), each: compute, dispatch, experts, combine */
+	/* 2L layers (L forward, L backward), each: compute, dispatch, experts, combine; the
+	 * experts take 3/5 of a layer, so the pauses alternate as a short step's would */
 	for (i = 0; i < 4 * z.moe; i++) {
-		compute(a, c / (4 * z.moe), false);
+		compute(a, (i % 2 ? 3 : 2) * c / (10 * z.moe), false);
 		MPI_Alltoall(z.sbuf, cnt, MPI_FLOAT, z.rbuf, cnt, MPI_FLOAT, MPI_COMM_WORLD);
 		a->coll++;
 		lap(a, A_COMM);

@@ -979,7 +979,7 @@ static void detect_period(struct job *j, bool final)
 	int i, n = 0, from = 0, err, old_p = j->per.period;
 	const struct tl_coll **ref;
 	uint8_t *role;
-	bool *fold;
+	bool *fold, *red;
 
 	if (j->have_period || !j->have_main)
 		return;
@@ -1009,8 +1009,9 @@ static void detect_period(struct job *j, bool final)
 	gap = calloc(n, sizeof(*gap));
 	fold = calloc(n, sizeof(*fold));
 	role = calloc(n, sizeof(*role));
+	red = calloc(n, sizeof(*red));
 	ref = calloc(n, sizeof(*ref));
-	if (!sig || !gap || !fold || !role || !ref)
+	if (!sig || !gap || !fold || !role || !red || !ref)
 		goto out;
 	for (n = 0, i = from; i < r->ncoll; i++) {
 		const struct tl_coll *c = &r->coll[i];
@@ -1021,6 +1022,7 @@ static void detect_period(struct job *j, bool final)
 			gap[n - 1] = c->enter > prev_exit ? c->enter - prev_exit : 0;
 		sig[n] = main_sig(r, i, &fold[n]);
 		role[n] = coll_role(c->op);
+		red[n] = role[n] == ROLE_REDUCE;
 		ref[n] = c;
 		n++;
 		prev_exit = c->exit;
@@ -1029,6 +1031,10 @@ static void detect_period(struct job *j, bool final)
 	err = period__detect_folded(sig, gap, fold, n, PERIOD_MAX, &j->per);
 	if (err == -EAGAIN && final)
 		err = period__detect_folded(sig, NULL, fold, n, PERIOD_MAX, &j->per);
+	/* a step without the job's reductions is part of one: wait for them to repeat */
+	if (!err && period__reducing(sig, red, n, final || n >= JOB_PERIOD_SEEN, &j->per) &&
+	    !final && n < JOB_PERIOD_SEEN)
+		goto out;
 	/* a period that still repeats imperfectly, again and again (not only around the job's
 	 * setup, nor one hiccup), may be part of a longer one not seen 3 times yet (FSDP's
 	 * 2L+1 collectives a step, an eval cycle): wait for more, for a while; when a multiple
@@ -1060,6 +1066,7 @@ out:
 	free(gap);
 	free(fold);
 	free(role);
+	free(red);
 	free(ref);
 }
 

@@ -493,3 +493,47 @@ int period__detect_folded(const uint64_t *sig, const uint64_t *gap, const bool *
 	free(s);
 	return 0;
 }
+
+/* PERIOD_THRESHOLD of the blocks of p in a row, from the first, hold a reduction. */
+static bool blocks_reduce(const bool *red, int n, int p)
+{
+	int b, i, nb = n / p, with = 0;
+
+	for (b = 0; b < nb; b++) {
+		for (i = b * p; i < (b + 1) * p && !red[i]; i++)
+			;
+		with += i < (b + 1) * p;
+	}
+	return nb && with >= nb * PERIOD_THRESHOLD;
+}
+
+int period__reducing(const uint64_t *sig, const bool *red, int n, bool last,
+		     struct period_result *out)
+{
+	int q, i, limit = n / PERIOD_MIN_REPEATS, end = -1, best_q = 0;
+	double best = -1;
+
+	for (i = 0; i < n; i++)
+		end = red[i] ? i : end;
+	if (end < 0 || out->period <= 0 || blocks_reduce(red, n, out->period))
+		return 0;
+	limit = limit > PERIOD_MAX ? PERIOD_MAX : limit;
+	for (q = out->period + 1; q <= limit; q++)
+		if (blocks_reduce(red, n, q) && score(sig, n, q) > best)
+			best = score(sig, n, q);
+	for (q = out->period + 1; q <= limit && !best_q; q++)
+		if (blocks_reduce(red, n, q) && score(sig, n, q) >= best - PERIOD_NEAR - 1e-9)
+			best_q = q;
+	/* none yet, or the part repeats better: the step may be longer than what was seen */
+	if (!best_q || (!last && score(sig, n, best_q) < out->confidence - 1e-9))
+		return -EAGAIN;
+	q = best_q;
+	out->period = q;
+	out->phase = end % q;
+	out->confidence = score(sig, n, q);
+	out->late_confidence = n - n / 2 > q ? score(sig + n / 2, n - n / 2, q) : out->confidence;
+	for (out->late_misses = 0, i = n / 2 > q ? n / 2 : q; i < n; i++)
+		out->late_misses += sig[i] != sig[i - q];
+	out->long_ns = 0;
+	return 0;
+}
