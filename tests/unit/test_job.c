@@ -749,6 +749,52 @@ static void tp_dp(struct job *j, int steps, int slow, uint64_t extra, bool named
 	job__advance(j, cur[0] + 1000 * MS, true);
 }
 
+/*
+ * Two ranks, 4 tensor-parallel all-reduces a step (comm 10) and a data-parallel one (comm 20)
+ * that holds them 500 ms (a late rank elsewhere): over the settle time. Its record comes at
+ * its return, as a probe's does; meanwhile the probe says each rank is inside it. The step
+ * ends with it: each step is 600 ms long, not the 100 ms up to the last tensor-parallel one.
+ */
+static uint64_t dp_enter, dp_exit;
+
+static bool inside_dp(void *ctx, int col, struct job_inflight *in)
+{
+	*in = (struct job_inflight){ .enter_ns = dp_enter, .comm = 20, .op = RS_OP_ALLREDUCE,
+				     .bytes = 1 << 20 };
+	return dp_enter && dp_exit;
+}
+
+static void step_ends_with_its_long_data_parallel_all_reduce(void **state)
+{
+	static struct seen s;
+	uint64_t t = 1000 * MS, seq[2][2] = {}, x;
+	struct job *j = job_with(&s, 2, STEPS_AUTO, 60000 * MS, inside_dp, NULL);
+	int k, l, c;
+
+	for (k = 0; k < 40; k++) {
+		for (l = 0; l < 4; l++, t += 25 * MS)
+			for (c = 0; c < 2; c++)
+				job__on_coll(j, c, 100 + c, RS_OP_ALLREDUCE, RS_LIB_MPI, 10,
+					     ++seq[c][0], 4 << 10, t + 20 * MS, t + 25 * MS);
+		dp_enter = t;
+		dp_exit = t + 500 * MS;
+		for (x = t + 100 * MS; x < dp_exit; x += 100 * MS)
+			job__advance(j, x, false);
+		for (c = 0; c < 2; c++)
+			job__on_coll(j, c, 100 + c, RS_OP_ALLREDUCE, RS_LIB_MPI, 20, ++seq[c][1],
+				     1 << 20, dp_enter, dp_exit);
+		dp_enter = dp_exit = 0;
+		t += 500 * MS;
+		job__advance(j, t, false);
+	}
+	job__advance(j, t + 1000 * MS, true);
+	for (c = 0; c < 2; c++) {
+		assert_in_range(s.steps[c], 30, 40);
+		assert_in_range(s.dur[c] / s.steps[c], 590 * MS, 610 * MS);
+	}
+	job__free(j);
+}
+
 static void tensor_data_parallel_mid_run__slow_rank_named_healthy_none(void **state)
 {
 	static struct seen s;
@@ -1300,6 +1346,7 @@ int main(void)
 		cmocka_unit_test(pipeline_four_stages__steps_end_together_at_the_shared_all_reduce),
 		cmocka_unit_test(async_buckets__slow_rank_waits_least__compute_on_it),
 		cmocka_unit_test(async_recording_cut_in_a_wait__no_step_and_the_odd_launch_named),
+		cmocka_unit_test(step_ends_with_its_long_data_parallel_all_reduce),
 		cmocka_unit_test(tensor_data_parallel_mid_run__slow_rank_named_healthy_none),
 		cmocka_unit_test(partial_job__aligned_wait__remote_wait_not_communication),
 		cmocka_unit_test(partial_job__late_rank_then_waits_for_another__remote_wait),

@@ -697,7 +697,7 @@ static void detect__grad_accumulation_equal_buckets_at_the_end__step(void **stat
 }
 
 /*
- * MoE: each of L layers' forward and backward dispatch and combine (4 all-to-alls alike, the
+ * What every step holds. MoE: each of L layers' forward and backward dispatch and combine (4 all-to-alls alike, the
  * experts' compute between them longer every second one), then one gradient all-reduce.
  * Signatures and pauses say steps of 2; no step of 2 reduces, so the step is the 4L + 1 that
  * does, ending after the all-reduce, once it was seen 3 times (-EAGAIN before). FSDP without
@@ -731,8 +731,8 @@ static void reducing__a_step_of_gathers_alone__the_cycle_that_reduces(void **sta
 	build_moe(q, red, 4, 9);
 	assert_int_equal(period__detect(q->sig, q->gap, 48, PERIOD_MAX, &r), 0);
 	assert_int_equal(r.period, 2);
-	assert_int_equal(period__reducing(q->sig, red, 48, false, &r), -EAGAIN);
-	assert_int_equal(period__reducing(q->sig, red, 3 * 37, false, &r), 0);
+	assert_int_equal(period__marked(q->sig, red, 48, false, false, &r), -EAGAIN);
+	assert_int_equal(period__marked(q->sig, red, 3 * 37, false, false, &r), 0);
 	assert_int_equal(r.period, 37);
 	assert_int_equal(r.phase, 36);
 	assert_true(r.confidence >= 0.99);
@@ -743,19 +743,32 @@ static void reducing__a_step_of_gathers_alone__the_cycle_that_reduces(void **sta
 		push(q, red[i] ? period__sig(2, 1 << 20, 1) : period__sig(1, 1 << 20, 1), 1 * MS);
 	}
 	r = (struct period_result){ .period = 2, .confidence = 0.9 };
-	assert_int_equal(period__reducing(q->sig, red, 60, false, &r), -EAGAIN);
+	assert_int_equal(period__marked(q->sig, red, 60, false, false, &r), -EAGAIN);
 	assert_int_equal(r.period, 2);
 	/* 66 seen: periods up to 22 reduce, but repeat worse than the pairs do there; unless
 	 * no more will come */
 	for (same = 0, i = 2; i < 66; i++)
 		same += q->sig[i] == q->sig[i - 2];
 	r.confidence = same / 64.0;
-	assert_int_equal(period__reducing(q->sig, red, 66, false, &r), -EAGAIN);
+	assert_int_equal(period__marked(q->sig, red, 66, false, false, &r), -EAGAIN);
 	assert_int_equal(r.period, 2);
-	assert_int_equal(period__reducing(q->sig, red, 66, true, &r), 0);
+	assert_int_equal(period__marked(q->sig, red, 66, false, true, &r), 0);
 	assert_true(r.period > 2 && r.period <= 22);
 	r = (struct period_result){ .period = 2, .confidence = 0.9 };
-	assert_int_equal(period__reducing(q->sig, red, 5 * 24, false, &r), 0);
+	assert_int_equal(period__marked(q->sig, red, 5 * 24, false, false, &r), 0);
+	assert_int_equal(r.period, 24);
+	assert_int_equal(r.phase, 23);
+	/* TP+DP: tensor-parallel all-reduces alike, 24 a step; the data-parallel all-reduce,
+	 * on another communicator, folded before each step's first: from 8 (a layer's, by its
+	 * pauses) to 24, ending before the fold; under 3 folds seen, wait */
+	q->n = 0;
+	for (i = 0; i < 5 * 24; i++) {
+		red[i] = i % 24 == 0;
+		push(q, period__sig(0, 1 << 20, 7), 1 * MS);
+	}
+	r = (struct period_result){ .period = 8, .confidence = 1 };
+	assert_int_equal(period__marked(q->sig, red, 48, true, false, &r), -EAGAIN);
+	assert_int_equal(period__marked(q->sig, red, 5 * 24, true, false, &r), 0);
 	assert_int_equal(r.period, 24);
 	assert_int_equal(r.phase, 23);
 	/* equal buckets, every one a reduction */
@@ -763,7 +776,7 @@ static void reducing__a_step_of_gathers_alone__the_cycle_that_reduces(void **sta
 	for (i = 0; i < q->n; i++)
 		red[i] = true;
 	r = (struct period_result){ .period = 1, .phase = 0, .confidence = 1 };
-	assert_int_equal(period__reducing(q->sig, red, q->n, false, &r), 0);
+	assert_int_equal(period__marked(q->sig, red, q->n, false, false, &r), 0);
 	assert_int_equal(r.period, 1);
 	free(q);
 }

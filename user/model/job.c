@@ -1031,10 +1031,17 @@ static void detect_period(struct job *j, bool final)
 	err = period__detect_folded(sig, gap, fold, n, PERIOD_MAX, &j->per);
 	if (err == -EAGAIN && final)
 		err = period__detect_folded(sig, NULL, fold, n, PERIOD_MAX, &j->per);
-	/* a step without the job's reductions is part of one: wait for them to repeat */
-	if (!err && period__reducing(sig, red, n, final || n >= JOB_PERIOD_SEEN, &j->per) &&
-	    !final && n < JOB_PERIOD_SEEN)
-		goto out;
+	/* a step without the job's reductions, or without its collectives on other
+	 * communicators, is part of one: wait for them to repeat */
+	if (!err) {
+		bool last = final || n >= JOB_PERIOD_SEEN;
+		int e = period__marked(sig, red, n, false, last, &j->per);
+
+		if (!e)
+			e = period__marked(sig, fold, n, true, last, &j->per);
+		if (e && !last)
+			goto out;
+	}
 	/* a period that still repeats imperfectly, again and again (not only around the job's
 	 * setup, nor one hiccup), may be part of a longer one not seen 3 times yet (FSDP's
 	 * 2L+1 collectives a step, an eval cycle): wait for more, for a while; when a multiple
@@ -1333,13 +1340,16 @@ static bool chain_over(const struct job *j, const struct job_rank *r, const stru
  * When the step that boundary collective c ends is over on rank r: c's return, or, when its
  * thread goes on to reduce on other communicators before its next main collective (TP+DP's
  * data-parallel all-reduce after the last tensor-parallel one, a pipeline's world all-reduce
- * after its last send), their return: a step ends with its reductions. 0: not known yet (one
- * of them is still inside, or the next main collective has not come), for JOB_SETTLE_NS.
+ * after its last send), their return: a step ends with its reductions. 0: not known yet: one
+ * of them is still inside (up to the hang timeout), or the next main collective has not come
+ * (for JOB_SETTLE_NS).
  */
 static uint64_t bound_end(const struct job *j, const struct job_rank *r, const struct tl_coll *c,
 			  bool final)
 {
 	uint64_t end = coll_done(r, c), d;
+	uint64_t wait = j->cfg.hang_timeout_ns ? j->cfg.hang_timeout_ns : JOB_SETTLE_NS;
+	struct job_inflight in;
 	int i;
 
 	/* ended by a wait for its asynchronous collectives: not before that wait is over */
@@ -1352,14 +1362,22 @@ static uint64_t bound_end(const struct job *j, const struct job_rank *r, const s
 			continue;
 		if (o->comm == r->main_comm || coll_role(o->op) != ROLE_REDUCE)
 			return end;
+		/* still inside: waiting there for a late rank, its step ends late (up to the
+		 * hang timeout: then the step ends without it) */
 		if (!o->exit)
-			break;
+			return final || r->exited || j->now >= o->enter + wait ? end : 0;
 		d = coll_done(r, o);
 		end = d > end ? d : end;
 	}
-	if (final || r->exited || j->now >= end + JOB_SETTLE_NS)
+	if (final || r->exited)
 		return end;
-	return 0;
+	/* one inside now (its record comes at its return): waiting there for a late rank, the
+	 * step ends late; up to the hang timeout */
+	if (j->ops.inflight && j->ops.inflight(j->ops.ctx, (int)(r - j->r), &in) &&
+	    in.comm != r->main_comm && coll_role(in.op) == ROLE_REDUCE && in.enter_ns >= c->exit &&
+	    j->now < in.enter_ns + wait)
+		return 0;
+	return j->now >= end + JOB_SETTLE_NS ? end : 0;
 }
 
 /*

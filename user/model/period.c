@@ -494,42 +494,56 @@ int period__detect_folded(const uint64_t *sig, const uint64_t *gap, const bool *
 	return 0;
 }
 
-/* PERIOD_THRESHOLD of the blocks of p in a row, from the first, hold a reduction. */
-static bool blocks_reduce(const bool *red, int n, int p)
+/* Do the marks come every q collectives or sooner? 1: yes, at most 1 - PERIOD_THRESHOLD of
+ * the n collectives lie in runs of q or more without one (an eval's extra collectives
+ * lengthen a run once; the first and last runs, cut where the collectives seen begin and
+ * end, count from over q: the first collective seen may lack the fold that came before it);
+ * 0: no; -1: under PERIOD_MIN_REPEATS marks seen. */
+static int marks_hold(const bool *mark, int n, int q)
 {
-	int b, i, nb = n / p, with = 0;
+	int i, prev = -1, nm = 0, far = 0;
 
-	for (b = 0; b < nb; b++) {
-		for (i = b * p; i < (b + 1) * p && !red[i]; i++)
-			;
-		with += i < (b + 1) * p;
+	for (i = 0; i <= n; i++) {
+		if (i < n && !mark[i])
+			continue;
+		if (i - prev - 1 >= q + (prev < 0 || i == n))
+			far += i - prev - 1;
+		prev = i;
+		nm += i < n;
 	}
-	return nb && with >= nb * PERIOD_THRESHOLD;
+	if (nm < PERIOD_MIN_REPEATS)
+		return -1;
+	return far <= n * (1 - PERIOD_THRESHOLD);
 }
 
-int period__reducing(const uint64_t *sig, const bool *red, int n, bool last,
-		     struct period_result *out)
+int period__marked(const uint64_t *sig, const bool *mark, int n, bool before, bool last,
+		   struct period_result *out)
 {
-	int q, i, limit = n / PERIOD_MIN_REPEATS, end = -1, best_q = 0;
+	int q, i, limit = n / PERIOD_MIN_REPEATS, end = -1, best_q = 0, h;
 	double best = -1;
 
 	for (i = 0; i < n; i++)
-		end = red[i] ? i : end;
-	if (end < 0 || out->period <= 0 || blocks_reduce(red, n, out->period))
+		end = mark[i] ? i : end;
+	if (end < 0 || out->period <= 0)
 		return 0;
+	h = marks_hold(mark, n, out->period);
+	if (h == 1 || (h < 0 && last))
+		return 0;
+	if (h < 0)
+		return -EAGAIN;
 	limit = limit > PERIOD_MAX ? PERIOD_MAX : limit;
 	for (q = out->period + 1; q <= limit; q++)
-		if (blocks_reduce(red, n, q) && score(sig, n, q) > best)
+		if (score(sig, n, q) > best && marks_hold(mark, n, q) == 1)
 			best = score(sig, n, q);
 	for (q = out->period + 1; q <= limit && !best_q; q++)
-		if (blocks_reduce(red, n, q) && score(sig, n, q) >= best - PERIOD_NEAR - 1e-9)
+		if (score(sig, n, q) >= best - PERIOD_NEAR - 1e-9 && marks_hold(mark, n, q) == 1)
 			best_q = q;
 	/* none yet, or the part repeats better: the step may be longer than what was seen */
 	if (!best_q || (!last && score(sig, n, best_q) < out->confidence - 1e-9))
 		return -EAGAIN;
 	q = best_q;
 	out->period = q;
-	out->phase = end % q;
+	out->phase = ((before ? end - 1 : end) % q + q) % q;
 	out->confidence = score(sig, n, q);
 	out->late_confidence = n - n / 2 > q ? score(sig + n / 2, n - n / 2, q) : out->confidence;
 	for (out->late_misses = 0, i = n / 2 > q ? n / 2 : q; i < n; i++)

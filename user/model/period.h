@@ -58,17 +58,19 @@ int period__detect(const uint64_t *sig, const uint64_t *gap, int n, int max_peri
 int period__detect_folded(const uint64_t *sig, const uint64_t *gap, const bool *fold, int n,
 			  int max_period, struct period_result *out);
 
-/* Every training step reduces its gradients. When the n collectives hold reductions (red[i])
- * but under PERIOD_THRESHOLD of the blocks of out->period in a row hold one, that period is a
- * part of the step (a MoE layer's dispatch and combine, ended by the experts' compute as a
- * step is by its longest pause): out becomes the smallest longer period whose blocks do hold
- * one and that repeats within PERIOD_NEAR of the best of those, ending after the last
- * reduction. Returns 0, and out as it was when its blocks hold reductions or no collective
- * reduces; -EAGAIN when no period seen PERIOD_MIN_REPEATS times does, or (unless last: no
- * more will come) when it repeats less well than the part (the step may be longer than what
- * was seen: call again with more). */
-int period__reducing(const uint64_t *sig, const bool *red, int n, bool last,
-		     struct period_result *out);
+/* What every step holds: its gradients' reductions (red[i]: the collective reduces), and the
+ * collectives it makes on other communicators (fold[i]: some came before collective i; TP+DP's
+ * data-parallel all-reduce). When the n collectives hold marks but under PERIOD_THRESHOLD of
+ * the blocks of out->period in a row hold one, that period is a part of the step (a MoE
+ * layer's dispatch and combine, ended by the experts' compute as a step is by its longest
+ * pause; a TP layer's all-reduces): out becomes the smallest longer period whose blocks do
+ * hold one and that repeats within PERIOD_NEAR of the best of those, ending at the last mark
+ * (before it: the step ends before the collective a fold came before). Returns 0, and out as
+ * it was when its blocks hold marks or there are none; -EAGAIN when no period seen
+ * PERIOD_MIN_REPEATS times does, or (unless last: no more will come) when it repeats less
+ * well than the part (the step may be longer than what was seen: call again with more). */
+int period__marked(const uint64_t *sig, const bool *mark, int n, bool before, bool last,
+		   struct period_result *out);
 
 /* Is a pause of after the end of a step whose other pauses were at most inside? Pauses
  * under PERIOD_GAP_FLOOR_NS are all alike; an end is PERIOD_GAP_CONTRAST times longer. */

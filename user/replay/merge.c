@@ -403,6 +403,49 @@ out:
 	return err;
 }
 
+/* Each column's blocking collectives of an op trace, by entry (ord: the records by job,
+ * column and start), for rp__inside. */
+static int calls_by_col(struct replay *rp, const uint32_t *ord)
+{
+	size_t i;
+
+	for (i = 0; i < rp->nrec; i++) {
+		const struct rp_rec *r = &rp->rec[ord[i]];
+		struct rp_col *c;
+		uint32_t *n;
+
+		if (r->job < 0 || r->f.col < 0 || !r->trace || !r->sync || r->open ||
+		    r->f.kind != FEED_COLL || !r->f.end)
+			continue;
+		c = &rp->jobs[r->job].cols[r->f.col];
+		if (!(c->ncalls & (c->ncalls + 1)) || !c->calls) {	/* 0, 1, 3, 7...: grow */
+			n = realloc(c->calls, 2 * ((size_t)c->ncalls + 1) * sizeof(*n));
+			if (!n)
+				return -ENOMEM;
+			c->calls = n;
+		}
+		c->calls[c->ncalls++] = ord[i];
+	}
+	return 0;
+}
+
+bool rp__inside(struct rp_job *j, int col, struct job_inflight *in)
+{
+	struct rp_col *c = &j->cols[col];
+	const struct rp_rec *r;
+
+	while (c->cur < c->ncalls && j->rp->rec[c->calls[c->cur]].f.end <= j->now)
+		c->cur++;
+	if (c->exited || c->cur >= c->ncalls)
+		return false;
+	r = &j->rp->rec[c->calls[c->cur]];
+	if (r->f.start > j->now)
+		return false;
+	*in = (struct job_inflight){ .enter_ns = r->f.start, .seq = r->f.seq,
+				     .comm = r->f.comm, .bytes = r->f.bytes, .op = r->f.op };
+	return true;
+}
+
 static void advance_all(struct replay *rp, uint64_t t, bool final)
 {
 	int k;
@@ -445,6 +488,8 @@ int rp__run_merged(struct replay *rp)
 			if (j->cols[c].open && j->cols[c].open_call.enter_ns > hang_from)
 				hang_from = j->cols[c].open_call.enter_ns;
 	}
+	if (!err)
+		err = calls_by_col(rp, ord);
 	if (err)
 		goto out;
 	sort_records(rp, false, ord, o);

@@ -29,11 +29,12 @@ static bool rp_inflight(void *ctx, int col, struct job_inflight *in)
 		*in = a->call;
 		return a->in;
 	}
-	if ((c->open != RP_OPEN_COLL && c->open != RP_OPEN_WAIT) || c->exited ||
-	    c->open_call.enter_ns > j->now)
-		return false;
-	*in = c->open_call;
-	return true;
+	if ((c->open == RP_OPEN_COLL || c->open == RP_OPEN_WAIT) && !c->exited &&
+	    c->open_call.enter_ns <= j->now) {
+		*in = c->open_call;
+		return true;
+	}
+	return rp__inside(j, col, in);
 }
 
 static void rp_state(void *ctx, int col, char *buf, size_t n)
@@ -283,6 +284,8 @@ int replay__run(char *const *files, int n, const struct replay_opts *o)
 out:
 	for (i = 0; i < rp->njobs; i++) {
 		job__free(rp->jobs[i].model);
+		for (k = 0; k < rp->jobs[i].ncols; k++)
+			free(rp->jobs[i].cols[k].calls);
 		free(rp->jobs[i].cols);
 		for (k = 0; k < rp->jobs[i].cap_ans; k++) {
 			free(rp->jobs[i].ans[k].coll);

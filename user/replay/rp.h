@@ -33,6 +33,10 @@ struct rp_col {
 	 * I/O); RP_OPEN_NONE: none */
 	uint8_t open;
 	struct job_inflight open_call;	/* its enter_ns on the rank's own clock until built */
+	/* op trace: its blocking collectives by entry (records' indices), and the first one
+	 * not over at the time asked: inside it then, as a live probe would tell */
+	uint32_t *calls;
+	uint32_t ncalls, cur;
 	struct job_step last;	/* its last step, for the report */
 };
 
@@ -105,6 +109,9 @@ struct replay {
 int rp__build(struct replay *rp, struct rp_job *j);
 void rp__advance(struct rp_job *j, uint64_t t, bool final);
 const struct rp_answer *rp__answer(struct rp_job *j, enum job_q q, int col);
+/* Is column col of an op trace inside one of its blocking collectives at j->now? Then *in
+ * says which (times only go forward). */
+bool rp__inside(struct rp_job *j, int col, struct job_inflight *in);
 /* The communicator called name: its hash (the model's key) in *hash; returns its number in
  * rp->comms, or -1 past RP_COMMS_MAX names. */
 int rp__comm(struct replay *rp, const char *name, size_t len, uint64_t *hash);
