@@ -696,6 +696,34 @@ static void window__a_different_rank_late_each_step__imbalance_no_rank(void **st
 	free(x);
 }
 
+/*
+ * Shorter long batches: each step another rank late by 30 ms, under the quarter of the 220 ms
+ * step, while the others stand within tens of microseconds: against the step's own noise (the
+ * next latest, times DETECT_NOISE_K) that is still the job waiting for one rank each step.
+ * With a second rank 15 ms late in each step too, 30 ms is no longer far out of the noise.
+ */
+static void window__a_different_rank_late_each_step_under_the_quarter__imbalance(void **state)
+{
+	struct window *x = healthy();
+	struct verdict v;
+	int s;
+
+	for (s = 0; s < NSTEPS; s++)
+		x->w[s][s % NRANKS].compute += 30 * MS;
+	add_jitter(x);
+	judge(x, &v);
+	assert_int_equal(v.cls, V_COMPUTE);
+	assert_int_equal(v.rank, -1);
+	assert_true(v.imbalance);
+	assert_int_equal(v.hits, NSTEPS);
+	for (s = 0; s < NSTEPS; s++)
+		x->w[s][(s + 1) % NRANKS].compute += 15 * MS;
+	judge(x, &v);
+	assert_int_equal(v.cls, V_NONE);
+	assert_false(v.imbalance);
+	free(x);
+}
+
 static void window__a_different_rank_late_in_few_steps__none(void **state)
 {
 	struct window *x = healthy();
@@ -1347,6 +1375,7 @@ int main(void)
 		cmocka_unit_test(window__late_by_a_lot_in_few_steps__intermittent),
 		cmocka_unit_test(window__starved_inside_the_collectives__cpu_contention),
 		cmocka_unit_test(window__a_different_rank_late_each_step__imbalance_no_rank),
+		cmocka_unit_test(window__a_different_rank_late_each_step_under_the_quarter__imbalance),
 		cmocka_unit_test(window__a_different_rank_late_in_few_steps__none),
 		cmocka_unit_test(window__throttled_in_bursts__cpu_contention),
 		cmocka_unit_test(window__varying_work_always_latest__late_rank_found),

@@ -131,6 +131,11 @@ def cells():
         out.append(cell(f"buckets3/rotate/np{np_}", np=np_, args=["--buckets", "3"],
                         fault=["--fault", "rotate:0:4000"], expect=("compute", -1),
                         check=np_ == 2))
+    # ... by 4 ms on a step of about 20: under a quarter of it, but far out of the others'
+    # noise (4 ranks: their next latest shows it)
+    out.append(cell("buckets3/rotate-small/np4", np=4,
+                    args=["--buckets", "3", "--compute-us", "15000"],
+                    fault=["--fault", "rotate:0:4000"], expect=("compute", -1)))
     # attached while running (the job started 3 s before)
     for sname, sargs in (("buckets3", ["--buckets", "3"]), ("fsdp4", ["--fsdp", "4"])):
         out.append(cell(f"{sname}/compute/mid", np=2, args=sargs, attach="mid", steps=1500,

@@ -510,7 +510,7 @@ static bool imbalance(const struct step_obs *obs, int nsteps, int nranks, const 
 	static const enum phase cand[] = { PH_INPUT_WAIT, PH_IO, PH_COMPUTE, PH_SCHED_DELAY,
 					   PH_GPU_WAIT, PH_OTHER };
 	int64_t *skews = NULL, *exc = NULL, e, best_e = 0;
-	int s, r, c, m = 0, h, best = -1, top, most;
+	int s, r, c, m = 0, h, best = -1, top, next, most;
 	int *tops = NULL, *cnt = NULL;
 	bool found = false;
 
@@ -530,7 +530,14 @@ static bool imbalance(const struct step_obs *obs, int nsteps, int nranks, const 
 		for (top = 0, r = 1; r < nranks; r++)
 			if (l[r] > l[top])
 				top = r;
-		if (l[top] >= (int64_t)threshold)
+		for (next = top ? 0 : 1, r = 0; r < nranks; r++)
+			if (r != top && l[r] > l[next])
+				next = r;
+		/* late by the threshold, or, among enough peers, by DETECT_NOISE_K times the next
+		 * latest of the step (the tail of the noise, here and now) */
+		if (l[top] >= (int64_t)threshold ||
+		    (nranks - 1 >= DETECT_NOISE_PEERS && l[top] >= (int64_t)DETECT_SKEW_MIN_NS &&
+		     l[top] >= DETECT_NOISE_K * (l[next] > 0 ? l[next] : 0)))
 			tops[s] = top;
 	}
 	/* the phase of the latest rank's largest median excess over its peers */
