@@ -7,7 +7,8 @@
 #   peer does not pause there (rankscope counts within 2% of the workload's steps);
 # - the verdicts name rank 0, class checkpoint (late in its own writes and flushes, not in
 #   reads: no storage straggler), intermittent, with the share of steps it hits within 0.04
-#   of the workload's and its lateness within half of the checkpoint's own time.
+#   of the workload's and its lateness within half of the checkpoint's own time;
+# - every rank saving its shard every 7th step: steps stay steps (a pause of writes is none).
 . "$(dirname "$0")/../lib.sh"
 need_root
 command -v mpirun >/dev/null || skip "OpenMPI not installed (make deps)"
@@ -45,4 +46,25 @@ print(f"{len(steps)} steps ({len(truth)} in the job); checkpoint on rank 0 in {l
       f"{len(v)} verdicts, late_share {said:.3f} (job {share:.3f}), late {skew / 1e6:.1f} ms "
       f"(a save {save / 1e6:.1f} ms)")
 PY
-pass "a checkpoint every 12 steps is named on its rank, with its share and time, and steps stay steps"
+
+# Every rank saving its own shard every 7th step (--ckpt-shards): a pause on every rank, long
+# over the others, but one of writes: still no step end (steps of 1 all-reduce, not 7).
+mkdir -p "$T/shards"
+diagnose_job shard 2 mpirun --allow-run-as-root --oversubscribe -np 2 \
+	"$TOP/build/workloads/zoo_mpi" --steps 300 --ckpt-every 7 --ckpt-shards --ckpt-mb 16 \
+	--ckpt-dir "$T/shards" --go-file "$T/shard.go"
+$PY - "$T" <<'PY' || exit 1
+import json, sys
+T = sys.argv[1]
+def lines(path):
+    return [json.loads(l) for l in open(path) if l.startswith('{')]
+job, rs = lines(f"{T}/shard.out"), lines(f"{T}/shardrs.out")
+truth = [d for d in job if d.get('type') == 'truth' and d['rank'] == 0 and d['step'] >= 0]
+saves = {d['rank'] for d in job if d.get('type') == 'ckpt'}
+assert saves == {0, 1}, f"ranks that saved: {saves}"
+steps = [d for d in rs if d['type'] == 'step' and d['rank'] == 0]
+assert abs(len(steps) - len(truth)) <= 0.02 * len(truth), \
+    f"{len(steps)} steps from rankscope, {len(truth)} in the job: {[d for d in rs if d['type'] == 'rule']}"
+print(f"sharded saves: {len(steps)} steps ({len(truth)} in the job)")
+PY
+pass "a checkpoint every 12 steps is named on its rank, with its share and time, and steps stay steps, sharded saves on every rank too"

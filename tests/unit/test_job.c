@@ -795,6 +795,39 @@ static void step_ends_with_its_long_data_parallel_all_reduce(void **state)
 	job__free(j);
 }
 
+/*
+ * One all-reduce a step, 20 ms of compute before it; every 7th step both ranks also save a
+ * checkpoint (60 ms of file writes) before it. A pause that is mostly a save says nothing of
+ * where steps end: steps of 1 collective, not 7.
+ */
+static void checkpoint_every_7th_step__steps_of_one(void **state)
+{
+	static struct seen s;
+	uint64_t t = 1000 * MS, seq[2] = {};
+	struct job *j = new_job(&s, 2, STEPS_AUTO);
+	int k, c;
+
+	for (k = 0; k < 120; k++) {
+		t += 20 * MS;
+		if (k % 7 == 6) {
+			for (c = 0; c < 2; c++)
+				job__on_io(j, c, 100 + c, false, RS_FD_REG, true, t, t + 60 * MS,
+					   64 << 20);
+			t += 60 * MS;
+		}
+		for (c = 0; c < 2; c++)
+			job__on_coll(j, c, 100 + c, RS_OP_ALLREDUCE, RS_LIB_MPI, 10, ++seq[c],
+				     1 << 20, t, t + 5 * MS);
+		t += 5 * MS;
+		job__advance(j, t, false);
+	}
+	job__advance(j, t + 1000 * MS, true);
+	assert_int_equal(s.last_period, 1);
+	for (c = 0; c < 2; c++)
+		assert_in_range(s.steps[c], 100, 120);
+	job__free(j);
+}
+
 static void tensor_data_parallel_mid_run__slow_rank_named_healthy_none(void **state)
 {
 	static struct seen s;
@@ -1347,6 +1380,7 @@ int main(void)
 		cmocka_unit_test(async_buckets__slow_rank_waits_least__compute_on_it),
 		cmocka_unit_test(async_recording_cut_in_a_wait__no_step_and_the_odd_launch_named),
 		cmocka_unit_test(step_ends_with_its_long_data_parallel_all_reduce),
+		cmocka_unit_test(checkpoint_every_7th_step__steps_of_one),
 		cmocka_unit_test(tensor_data_parallel_mid_run__slow_rank_named_healthy_none),
 		cmocka_unit_test(partial_job__aligned_wait__remote_wait_not_communication),
 		cmocka_unit_test(partial_job__late_rank_then_waits_for_another__remote_wait),

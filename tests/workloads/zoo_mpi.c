@@ -53,6 +53,8 @@
  *                 checkpoint of --ckpt-mb MB (32) in 1 MiB writes to DIR/zoo-ckpt.tmp,
  *                 fsyncs it and renames it to DIR/zoo-ckpt (--ckpt-dir DIR, default the
  *                 --data-dir); the others go on to the next step's collectives, as DDP's do
+ *   --ckpt-shards every rank saves its own shard, DIR/zoo-ckpt.R (sharded state, as FSDP's
+ *                 or DeepSpeed's), rank 0's is the one --resume reads
  *   --resume      rank 0 reads DIR/zoo-ckpt (if there is one) and every rank starts at the
  *                 step after the one it saved (a relaunched job)
  *   --loader      a data-loader child (see below); --loader-us US (500) its busy time per batch
@@ -262,6 +264,7 @@ static void parse_opts(int argc, char **argv)
 		{ "fault-from", 1, NULL, 'S' }, { "fault-every", 1, NULL, 'V' }, { "init-file", 1, NULL, 'I' },
 		{ "ckpt-every", 1, NULL, 'K' }, { "ckpt-mb", 1, NULL, 'M' },
 		{ "ckpt-dir", 1, NULL, 'P' }, { "resume", 0, NULL, 'R' },
+		{ "ckpt-shards", 0, NULL, 'H' },
 		{ "moe", 1, NULL, 'E' }, { "fsdp-interleave", 0, NULL, 'G' },
 		{ "stages", 1, NULL, 'T' },
 		{ NULL, 0, NULL, 0 },
@@ -303,6 +306,7 @@ static void parse_opts(int argc, char **argv)
 		case 'K': z.ckpt_every = parse_num(optarg, "--ckpt-every", 1, INT_MAX); break;
 		case 'M': z.ckpt_mb = parse_num(optarg, "--ckpt-mb", 1, 1 << 16); break;
 		case 'P': z.ckpt_dir = optarg; break;
+		case 'H': z.ckpt_shards = true; break;
 		case 'R': z.resume = true; break;
 		case ':': usage_error("option '%s' needs a value", argv[optind - 1]);
 		default: usage_error("unknown option '%s' (the options are in zoo_mpi.c's header)",
@@ -702,11 +706,16 @@ void input(struct acct *a)
 
 static void ckpt_path(char *buf, size_t n, const char *suffix)
 {
-	if ((size_t)snprintf(buf, n, "%s/zoo-ckpt%s", z.ckpt_dir, suffix) >= n)
+	char shard[16] = "";
+
+	if (z.ckpt_shards)
+		snprintf(shard, sizeof(shard), ".%d", z.rank);
+	if ((size_t)snprintf(buf, n, "%s/zoo-ckpt%s%s", z.ckpt_dir, shard, suffix) >= n)
 		fatal("--ckpt-dir is too long: '%s'", z.ckpt_dir);
 }
 
-/* Rank 0, after measured step k: the state up to k, written whole and renamed into place. */
+/* Rank 0 (every rank with --ckpt-shards), after measured step k: the state up to k, written
+ * whole and renamed into place. */
 void checkpoint(long k)
 {
 	char tmp[4096], path[4096];
@@ -825,7 +834,7 @@ static int setup(char *err, size_t elen)
 		n = 2 * DIV_COUNT;
 	z.sbuf = malloc(n * sizeof(float));
 	z.rbuf = malloc(n * sizeof(float));
-	if (z.ckpt_every && !z.rank && !(z.ckbuf = malloc(1 << 20))) {
+	if (z.ckpt_every && (!z.rank || z.ckpt_shards) && !(z.ckbuf = malloc(1 << 20))) {
 		snprintf(err, elen, "out of memory");
 		return 1;
 	}

@@ -48,7 +48,7 @@ struct zoo {
 	long fault_every;
 	long stages;		/* --pp: pipeline stages */
 	long ckpt_every, ckpt_mb;
-	bool overlap, len_skew, loader, resume, fsdp_interleave;
+	bool overlap, len_skew, loader, resume, fsdp_interleave, ckpt_shards;
 	const char *go_file, *init_file, *data_dir, *ckpt_dir;
 	struct fault faults[MAX_FAULTS];
 	int nfaults;

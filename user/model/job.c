@@ -7,6 +7,7 @@
 #include <string.h>
 #include "collectives.h"
 #include "decode.h"
+#include "io.h"
 #include "job.h"
 
 /* A step boundary: a marker's entry, or the return of a period's last collective. */
@@ -911,6 +912,45 @@ static int longer_exact(const uint64_t *sig, int n, int p)
 }
 
 static const struct tl_coll *find_seq(const struct job *j, const struct job_rank *r, int64_t s);
+static uint64_t overlap(uint64_t s, uint64_t e, uint64_t a, uint64_t b);
+
+/*
+ * The pause from one collective's return (from) to the next one's entry (to) on rank r, less
+ * the time its main thread spent writing files in it; UINT64_MAX when that is half of it or
+ * more: a checkpoint's save, whose pause says nothing of where steps end (every rank saving
+ * every 7th step would make steps of 7, and the save's short writes and its file's open and
+ * rename are not all seen). *io: a cursor into r->io, for pauses asked in time order.
+ */
+static uint64_t pause_of(const struct job_rank *r, uint64_t from, uint64_t to, int *io)
+{
+	uint64_t g = to > from ? to - from : 0, w = 0;
+	int i;
+
+	while (*io < r->nio && r->io[*io].end <= from)
+		(*io)++;
+	for (i = *io; i < r->nio && r->io[i].start < to; i++)
+		if (r->io[i].write && !r->io[i].worker && r->io[i].kind == RS_FD_REG)
+			w += overlap(from, to, r->io[i].start, r->io[i].end);
+	return w && 2 * w >= g ? UINT64_MAX : g - w;
+}
+
+/* Pauses that were saves (UINT64_MAX) take the median of the others'. */
+static void fill_saves(uint64_t *gap, int n)
+{
+	uint64_t *v = malloc(sizeof(*v) * (size_t)(n > 0 ? n : 1)), med;
+	int i, m = 0;
+
+	if (!v)
+		return;
+	for (i = 0; i < n; i++)
+		if (gap[i] != UINT64_MAX)
+			v[m++] = gap[i];
+	med = m ? detect__median(v, m) : 0;
+	for (i = 0; i < n; i++)
+		if (gap[i] == UINT64_MAX)
+			gap[i] = med;
+	free(v);
+}
 
 /*
  * The pause after each of the reference's collectives (ref[i], gap[i] before ref[i + 1]) as
@@ -925,7 +965,7 @@ static const struct tl_coll *find_seq(const struct job *j, const struct job_rank
 static void common_gaps(const struct job *j, const struct tl_coll *const *ref, uint64_t *gap,
 			int n)
 {
-	int c, i, m, k = 1, step = j->n > JOB_GAP_RANKS ? j->n / JOB_GAP_RANKS : 1;
+	int c, i, m, k = 1, step = j->n > JOB_GAP_RANKS ? j->n / JOB_GAP_RANKS : 1, io;
 	uint64_t *v, *at;
 
 	if (n < 2 || has_p2p(&j->r[0]))
@@ -941,14 +981,14 @@ static void common_gaps(const struct job *j, const struct tl_coll *const *ref, u
 
 		if (!r->aligned || r->exited || has_p2p(r))
 			continue;
-		for (i = 0; i + 1 < n; i++) {
+		for (io = 0, i = 0; i + 1 < n; i++) {
 			const struct tl_coll *a = find_seq(j, r, aseq(&j->r[0], ref[i]));
 			const struct tl_coll *b = find_seq(j, r, aseq(&j->r[0], ref[i + 1]));
 			uint64_t g = UINT64_MAX;	/* not seen: no say */
 
 			if (a && b && a->exit && a->op == ref[i]->op && a->bytes == ref[i]->bytes &&
 			    b->op == ref[i + 1]->op && b->bytes == ref[i + 1]->bytes)
-				g = b->enter > a->exit ? b->enter - a->exit : 0;
+				g = pause_of(r, a->exit, b->enter, &io);
 			v[(size_t)i * (JOB_GAP_RANKS + 2) + k] = g;
 		}
 		k++;
@@ -976,7 +1016,7 @@ static void detect_period(struct job *j, bool final)
 {
 	const struct job_rank *r = &j->r[0];
 	uint64_t *sig, *gap, prev_exit = 0;
-	int i, n = 0, from = 0, err, old_p = j->per.period;
+	int i, n = 0, from = 0, err, old_p = j->per.period, io = 0;
 	const struct tl_coll **ref;
 	uint8_t *role;
 	bool *fold, *red;
@@ -1019,7 +1059,7 @@ static void detect_period(struct job *j, bool final)
 		if (!is_main(r, c) || (j->have_learn_from && aseq(r, c) < j->learn_from))
 			continue;
 		if (n)
-			gap[n - 1] = c->enter > prev_exit ? c->enter - prev_exit : 0;
+			gap[n - 1] = pause_of(r, prev_exit, c->enter, &io);
 		sig[n] = main_sig(r, i, &fold[n]);
 		role[n] = coll_role(c->op);
 		red[n] = role[n] == ROLE_REDUCE;
@@ -1028,6 +1068,7 @@ static void detect_period(struct job *j, bool final)
 		prev_exit = c->exit;
 	}
 	common_gaps(j, ref, gap, n);
+	fill_saves(gap, n - 1);
 	err = period__detect_folded(sig, gap, fold, n, PERIOD_MAX, &j->per);
 	if (err == -EAGAIN && final)
 		err = period__detect_folded(sig, NULL, fold, n, PERIOD_MAX, &j->per);
