@@ -3,6 +3,8 @@
  * buckets, DDP markers of ranks attached a step apart, a pattern that changes mid-run, tensor +
  * data parallel groups attached mid-run). */
 #include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -583,11 +585,12 @@ static void pipeline_two_stages__stages_micro_batches_and_slow_stage(void **stat
  * activation from s-1, computes c[s] and sends it to s+1, then the gradients go back the same
  * way; the middle stages make twice the sends and receives of the ends. Each step ends with
  * the gradient norm, an all-reduce on the same communicator, which all 4 return from
- * together: the one collective they share.
+ * together: the one collective they share. From step slow_from on, the link between stages 1
+ * and 2 is slower: a send between them blocks slow_ns (the transfer) before it returns.
  */
-static void gpipe4(struct job *j, int steps, const uint64_t *c)
+static void gpipe4(struct job *j, int steps, const uint64_t *c, int slow_from, uint64_t slow_ns)
 {
-	uint64_t t[4], seq[4] = {}, fwd[4][3], bwd[4][3], x, done = 1000 * MS;
+	uint64_t t[4], seq[4] = {}, fwd[4][3], bwd[4][3], x, done = 1000 * MS, l;
 	int k, m, s;
 
 	for (s = 0; s < 4; s++)
@@ -604,10 +607,11 @@ static void gpipe4(struct job *j, int steps, const uint64_t *c)
 				}
 				t[s] += c[s];
 				if (s < 3) {
+					l = s == 1 && k >= slow_from ? slow_ns : 20 * US;
 					job__on_coll_peer(j, s, 100 + s, RS_OP_SEND, RS_LIB_MPI, 7,
-							  ++seq[s], 64 << 10, t[s], t[s] + 20 * US,
+							  ++seq[s], 64 << 10, t[s], t[s] + l,
 							  s + 1);
-					t[s] += 20 * US;
+					t[s] += l;
 				}
 				fwd[s][m] = t[s];
 			}
@@ -622,10 +626,11 @@ static void gpipe4(struct job *j, int steps, const uint64_t *c)
 				}
 				t[s] += 2 * c[s];
 				if (s) {
+					l = s == 2 && k >= slow_from ? slow_ns : 20 * US;
 					job__on_coll_peer(j, s, 100 + s, RS_OP_SEND, RS_LIB_MPI, 7,
-							  ++seq[s], 64 << 10, t[s], t[s] + 20 * US,
+							  ++seq[s], 64 << 10, t[s], t[s] + l,
 							  s - 1);
-					t[s] += 20 * US;
+					t[s] += l;
 				}
 				bwd[s][m] = t[s];
 			}
@@ -650,7 +655,7 @@ static void pipeline_four_stages__steps_end_together_at_the_shared_all_reduce(vo
 	struct job *j = new_job(&s, 4, STEPS_AUTO);
 	int k;
 
-	gpipe4(j, 120, c);
+	gpipe4(j, 120, c, INT_MAX, 0);
 	/* every stage, steps of the same count and length, though its calls differ in number */
 	for (k = 0; k < 4; k++) {
 		assert_true(s.steps[k] > 90);
@@ -659,6 +664,37 @@ static void pipeline_four_stages__steps_end_together_at_the_shared_all_reduce(vo
 			    s.dur[k] < s.dur[0] + s.dur[0] / 100);
 	}
 	expect_verdicts(&s, V_COMPUTE, 2);
+	job__free(j);
+}
+
+/*
+ * The 4-stage pipeline, equal stages, whose link between stages 1 and 2 gets slower at step
+ * 40: each of its 12 sends a step takes 1 ms, not 20 us. No stage computes more: the step
+ * grows by its transfers, which rankscope reads as the time both ends of a send and its
+ * receive were inside them (a receive posted early waits for its send; that is no transfer).
+ * Before the change: no verdict; after it: communication, on no rank.
+ */
+static void pipeline_link_slower_mid_run__communication(void **state)
+{
+	static struct seen s;
+	static const uint64_t c[4] = { 400 * US, 400 * US, 400 * US, 400 * US };
+	struct job *j = new_job(&s, 4, STEPS_AUTO);
+	int i, comm = 0;
+
+	gpipe4(j, 120, c, 40, 1 * MS);
+	assert_int_equal(s.stages, 4);
+	for (i = 0; i < s.nv; i++) {
+		if (s.v[i].cls == V_NONE || s.v[i].cls == V_BUBBLE)
+			continue;
+		if (s.v[i].cls != V_COMMUNICATION || s.v[i].col != -1 || s.v[i].step < 40)
+			print_error("verdict %d at step %" PRIu64 ": class %d col %d\n", i,
+				    s.v[i].step, s.v[i].cls, s.v[i].col);
+		assert_int_equal(s.v[i].cls, V_COMMUNICATION);
+		assert_int_equal(s.v[i].col, -1);
+		assert_true(s.v[i].step >= 40);
+		comm++;
+	}
+	assert_true(comm > 0);
 	job__free(j);
 }
 
@@ -1377,6 +1413,7 @@ int main(void)
 		cmocka_unit_test(pipeline_two_stages__stages_micro_batches_and_slow_stage),
 		cmocka_unit_test(pipeline_equal_stages__bubble_verdict_only_when_over_the_schedule),
 		cmocka_unit_test(pipeline_four_stages__steps_end_together_at_the_shared_all_reduce),
+		cmocka_unit_test(pipeline_link_slower_mid_run__communication),
 		cmocka_unit_test(async_buckets__slow_rank_waits_least__compute_on_it),
 		cmocka_unit_test(async_recording_cut_in_a_wait__no_step_and_the_odd_launch_named),
 		cmocka_unit_test(step_ends_with_its_long_data_parallel_all_reduce),

@@ -636,11 +636,14 @@ static uint64_t transfer_of(const struct step_obs *o, uint64_t last)
 /* A joined row's transfer time: the median over its ranks of transfer_of, less each rank's
  * time runnable and not running inside its collectives (a host short of CPUs slows the
  * collectives of ranks that poll; the link has nothing to do with it), and its median
- * duration (tmp: nranks scratch). False when a rank is missing or none has any. */
+ * duration (tmp: nranks scratch). A pipeline's ranks transfer over links of their own (to
+ * the next stage, among a stage's replicas) and the slowest holds the step: the largest.
+ * False when a rank is missing or none has any. */
 static bool row_transfer(const struct step_obs *row, int nranks, uint64_t *tmp,
 			 struct comm_step *out)
 {
 	uint64_t last = 0, x;
+	bool pp = row[0].stages > 1;
 	int r, n = 0;
 
 	for (r = 0; r < nranks; r++) {
@@ -649,12 +652,16 @@ static bool row_transfer(const struct step_obs *row, int nranks, uint64_t *tmp,
 		if (row[r].arrival_ns > last)
 			last = row[r].arrival_ns;
 	}
+	out->x = 0;
 	for (r = 0; r < nranks; r++) {
 		x = transfer_of(&row[r], last);
-		if (x)
-			tmp[n++] = x - (row[r].ph.comm_sched < x ? row[r].ph.comm_sched : x);
+		if (!x)
+			continue;
+		tmp[n++] = x - (row[r].ph.comm_sched < x ? row[r].ph.comm_sched : x);
+		out->x = pp && tmp[n - 1] > out->x ? tmp[n - 1] : out->x;
 	}
-	out->x = detect__median(tmp, n);
+	if (!pp)
+		out->x = detect__median(tmp, n);
 	for (r = 0; r < nranks; r++)
 		tmp[r] = row[r].dur_ns;
 	out->step = detect__median(tmp, nranks);

@@ -913,6 +913,7 @@ static int longer_exact(const uint64_t *sig, int n, int p)
 
 static const struct tl_coll *find_seq(const struct job *j, const struct job_rank *r, int64_t s);
 static uint64_t overlap(uint64_t s, uint64_t e, uint64_t a, uint64_t b);
+static const struct tl_coll *first_p2p(const struct job_rank *r, uint64_t s, uint64_t e);
 
 /*
  * The pause from one collective's return (from) to the next one's entry (to) on rank r, less
@@ -1976,23 +1977,136 @@ static uint64_t work_before(const struct job_rank *r, const struct tl_coll *c)
  * A communicator every rank shares (the world's) is no stage's: its arrivals differ by
  * schedule.
  */
+/* The n-th call of column c's main thread in [lo, hi) that is op on comm with that peer
+ * (from index i on); -1 when none. */
+static int nth_p2p(const struct job_rank *r, uint64_t lo, uint64_t hi, int i, unsigned int op,
+		   uint64_t comm, int peer)
+{
+	for (; i < r->ncoll && r->coll[i].enter < hi; i++) {
+		const struct tl_coll *o = &r->coll[i];
+
+		if (o->enter >= lo && o->tid == r->main_tid && o->op == op && o->comm == comm &&
+		    o->peer == peer && o->exit)
+			return i;
+	}
+	return -1;
+}
+
+/*
+ * Each column's point-to-point transfer in its step [lo, hi), added to xfer: the time both
+ * sides of a send and its receive were inside them (a receive posted early waits for the
+ * send, a send blocked on its receiver waits for the receive: neither is the link). The n-th
+ * send from one rank to another pairs with the n-th receive at the other from the one, on
+ * the same communicator. A rank's place in a communicator is its place by rank number among
+ * the ranks that send or receive on it in the step (pcomm: each column's, 0: none).
+ */
+static const struct job *by_comm_job;	/* qsort's context (the model is single-threaded) */
+static const uint64_t *by_comm_key;
+
+static int by_comm(const void *pa, const void *pb)
+{
+	int a = *(const int *)pa, b = *(const int *)pb;
+
+	if (by_comm_key[a] != by_comm_key[b])
+		return by_comm_key[a] < by_comm_key[b] ? -1 : 1;
+	return (by_comm_job->r[a].rank > by_comm_job->r[b].rank) -
+	       (by_comm_job->r[a].rank < by_comm_job->r[b].rank);
+}
+
+static void p2p_transfer(const struct job *j, const uint64_t *lo, const uint64_t *hi,
+			 const uint64_t *pcomm, uint64_t *xfer)
+{
+	int c, d, i, a, b, k, *ord, *place, *first, done[4], ndone;
+	uint64_t s, e;
+
+	if (j->n < 2)
+		return;
+	ord = calloc(j->n, sizeof(*ord));
+	place = calloc(j->n, sizeof(*place));
+	first = calloc(j->n, sizeof(*first));
+	if (!ord || !place || !first)
+		goto out;
+	for (c = 0; c < j->n; c++)
+		ord[c] = c;
+	by_comm_job = j;
+	by_comm_key = pcomm;
+	qsort(ord, j->n, sizeof(*ord), by_comm);
+	for (i = 0; i < j->n; i++) {
+		c = ord[i];
+		first[c] = i && pcomm[ord[i - 1]] == pcomm[c] ? first[ord[i - 1]] : i;
+		place[c] = i - first[c];
+	}
+	for (c = 0; c < j->n; c++) {
+		const struct job_rank *r = &j->r[c];
+
+		if (!pcomm[c])
+			continue;
+		for (ndone = 0, i = 0; i < r->ncoll && r->coll[i].enter < hi[c] && ndone < 4; i++) {
+			const struct tl_coll *o = &r->coll[i];
+
+			if (o->enter < lo[c] || o->tid != r->main_tid || o->op != RS_OP_SEND ||
+			    o->comm != pcomm[c] || o->peer < 0)
+				continue;
+			for (k = 0; k < ndone && done[k] != o->peer; k++)
+				;
+			if (k < ndone)
+				continue;	/* that peer's pairs are counted */
+			done[ndone++] = o->peer;
+			/* the peer: the o->peer-th by rank number on the communicator */
+			k = first[c] + o->peer;
+			if (k >= j->n || pcomm[ord[k]] != pcomm[c] || ord[k] == c)
+				continue;
+			d = ord[k];
+			for (a = i, b = 0;; a++, b++) {
+				a = nth_p2p(r, lo[c], hi[c], a, RS_OP_SEND, o->comm, o->peer);
+				b = nth_p2p(&j->r[d], lo[d], hi[d], b, RS_OP_RECV, o->comm, place[c]);
+				if (a < 0 || b < 0)
+					break;
+				s = r->coll[a].enter > j->r[d].coll[b].enter ? r->coll[a].enter :
+				    j->r[d].coll[b].enter;
+				e = r->coll[a].exit < j->r[d].coll[b].exit ? r->coll[a].exit :
+				    j->r[d].coll[b].exit;
+				if (e > s) {
+					xfer[c] += e - s;
+					xfer[d] += e - s;
+				}
+			}
+		}
+	}
+out:
+	free(ord);
+	free(place);
+	free(first);
+}
+
 static void stage_arrivals(const struct job *j, uint64_t k, struct step_obs *row)
 {
-	uint64_t *comm = NULL, *enter = NULL, *tmp = NULL, s, e;
+	uint64_t *comm = NULL, *enter = NULL, *leave = NULL, *tmp = NULL, *lo = NULL, *hi = NULL;
+	uint64_t *pcomm = NULL, *xfer = NULL, s, e, last, in;
 	int c, i, p, have = 0;
 
 	if (j->n < 2)
 		return;
 	comm = calloc(j->n, sizeof(*comm));
 	enter = calloc(j->n, sizeof(*enter));
+	leave = calloc(j->n, sizeof(*leave));
 	tmp = calloc(j->n, sizeof(*tmp));
-	if (!comm || !enter || !tmp)
+	lo = calloc(j->n, sizeof(*lo));
+	hi = calloc(j->n, sizeof(*hi));
+	pcomm = calloc(j->n, sizeof(*pcomm));
+	xfer = calloc(j->n, sizeof(*xfer));
+	if (!comm || !enter || !leave || !tmp || !lo || !hi || !pcomm || !xfer)
 		goto out;
 	for (c = 0; c < j->n; c++) {
 		const struct job_rank *r = &j->r[c];
+		const struct tl_coll *f;
 
 		if (!row[c].present || bounds(j, r, k, &s, &e, true) != 1)
 			continue;
+		lo[c] = s;
+		hi[c] = e;
+		if ((f = first_p2p(r, s, e)))
+			pcomm[c] = f->comm;
 		for (i = 0; i < r->ncoll && r->coll[i].enter < e; i++) {
 			const struct tl_coll *o = &r->coll[i];
 
@@ -2000,17 +2114,32 @@ static void stage_arrivals(const struct job *j, uint64_t k, struct step_obs *row
 			    coll_role(o->op) == ROLE_REDUCE && !is_p2p(o)) {
 				comm[c] = o->comm;
 				enter[c] = o->enter;
+				leave[c] = o->exit;
 				break;
 			}
 		}
 		have += comm[c] != 0;
 	}
+	p2p_transfer(j, lo, hi, pcomm, xfer);
 	for (c = 0; c < j->n; c++) {
-		if (!comm[c])
+		if (!comm[c]) {
+			in = steps__inside(&row[c].ph);
+			if (row[c].present && xfer[c] && xfer[c] <= in)
+				row[c].wait_ns = in - xfer[c];
 			continue;
-		for (p = 0, i = 0; i < j->n; i++)
-			if (i != c && comm[i] == comm[c])
+		}
+		for (last = enter[c], p = 0, i = 0; i < j->n; i++)
+			if (i != c && comm[i] == comm[c]) {
 				tmp[p++] = enter[i];
+				last = enter[i] > last ? enter[i] : last;
+			}
+		/* its stage's collective once all its members came is a transfer, not a wait
+		 * for another stage's work (a slower link between replicas lengthens it) */
+		in = steps__inside(&row[c].ph);
+		if (leave[c] > last)
+			xfer[c] += leave[c] - last;
+		if (xfer[c] <= in)
+			row[c].wait_ns = in - xfer[c];
 		if (!p || p + 1 == have)
 			continue;
 		s = detect__median(tmp, p);
@@ -2020,7 +2149,12 @@ static void stage_arrivals(const struct job *j, uint64_t k, struct step_obs *row
 out:
 	free(comm);
 	free(enter);
+	free(leave);
 	free(tmp);
+	free(lo);
+	free(hi);
+	free(pcomm);
+	free(xfer);
 }
 
 /*
