@@ -8,7 +8,8 @@
 #    job_id_micro_batches_per_step 4 and job_id_theoretical_bubble (2-1)/(4+2-1) = 0.2, so that
 #    the reference documents' bubble PromQL gives stage 0, waiting on the slow stage, a bubble
 #    over 1.5x the theoretical one (deploy/prometheus: Train_Bubble_Excess), and stage 1 less;
-#  - pass promtool check metrics, and name rank 1 (compute).
+#  - pass promtool check metrics, and name rank 1 (compute);
+# then stage 1 throttled by a CPU quota inside its sends and receives (below).
 . "$(dirname "$0")/../lib.sh"
 need_root
 command -v mpirun >/dev/null || skip "OpenMPI not installed (make deps)"
@@ -67,4 +68,43 @@ assert v and v[0]["rank"] == 1, [(d["class"], d["rank"]) for d in v[:3]]
 assert len(other) <= max(1, len(v) // 10), other
 print("stages", {r: st[r]["stage"] for r in (0, 1)}, "verdict", v[0]["class"], "on rank", v[0]["rank"])
 PY
-pass "pipeline stages, busy time and theoretical bubble; stage 0 over 1.5x; straggler named"
+
+# The same pipeline, stage 1's rank capped at 30% of a CPU from step 300 on (zoo_mpi's quota
+# fault: a cgroup CPU quota). OpenMPI busy-polls, so the rank runs out of quota inside its
+# sends and receives as often as not: its compute takes no longer (the workload's own clock),
+# its peer waits in MPI. A
+# pipeline's transfers are its sends' and receives' time with both ends inside, which holds
+# the starved end's time too: that time is the starved rank's (cpu_contention on rank 1), not
+# a slower link (never communication).
+bg qjob mpirun --allow-run-as-root --oversubscribe -np 2 "$TOP/build/workloads/zoo_mpi" \
+	--pp 4 --steps 1500 --go-file "$T/qgo" --fault quota:1:30 --fault-from 300 \
+	--data-dir "$T/qdata"
+wait_lines "$T/qjob.out" '^ready rank=' 2 60 || fail "the quota MPI job did not start"
+bg qrs "$RS" diagnose -p "$(ready_pids "$T/qjob.out")" --json
+wait_lines "$T/qrs.out" '"type":"rank"' 2 30 || fail "rankscope did not attach to the quota job"
+touch "$T/qgo"
+wait_exit "$PID_qjob" 180 || fail "the quota job failed: $(tail -5 "$T/qjob.out")"
+wait_exit "$PID_qrs" 60 || fail "rankscope did not exit after the quota job"
+$PY - "$T/qjob.out" "$T/qrs.out" <<'PY' || exit 1
+import collections, json, statistics, sys
+def lines(path, ty):
+    return [json.loads(l) for l in open(path) if l.startswith('{"type":"%s"' % ty)]
+truth = lines(sys.argv[1], "truth")
+med = lambda r, k, lo, hi: statistics.median(t[k] for t in truth
+                                             if t["rank"] == r and lo <= t["step"] < hi)
+# the workload's clock: the step grows, rank 1's compute does not, rank 0 waits in MPI
+print("workload: step %.1f -> %.1f ms, rank 1 compute %.2f -> %.2f ms, rank 0 in MPI %.2f -> "
+      "%.2f ms" % tuple(x / 1e6 for x in (
+          med(1, "step_ns", 10, 300), med(1, "step_ns", 400, 1500),
+          med(1, "compute_ns", 10, 300), med(1, "compute_ns", 400, 1500),
+          med(0, "comm_ns", 10, 300), med(0, "comm_ns", 400, 1500))))
+assert med(1, "step_ns", 400, 1500) > 1.5 * med(1, "step_ns", 10, 300), "the quota did not slow it"
+assert med(1, "compute_ns", 400, 1500) < 1.25 * med(1, "compute_ns", 10, 300)
+v = [d for d in lines(sys.argv[2], "verdict") if d["class"] not in ("none", "pipeline_bubble")]
+n = collections.Counter((d["class"], d["rank"]) for d in v)
+print("verdicts:", dict(n))
+assert not [d for d in v if d["class"] == "communication"], "communication: " + \
+    next(d["evidence"]["detail"] for d in v if d["class"] == "communication")
+assert n and n.most_common(1)[0][0] == ("cpu_contention", 1), n
+PY
+pass "pipeline stages, busy time and theoretical bubble; stage 0 over 1.5x; straggler named; a stage starved inside its sends is cpu_contention"

@@ -13,7 +13,7 @@
 #    pipeline's transfer was read at its first call (a receive waiting for the previous stage),
 #    and this job read no verdict or a compute blame on rank 3;
 #  - the workload's own clock agrees: rank 2's time in MPI calls rises by most of the step's
-#    rise, and no rank's compute rises more than another's.
+#    rise, and no rank's compute rises by half of it.
 # OpenMPI's launcher (PMIx) listens on loopback in A only: rank 2 reaches it through a TCP
 # forwarder on A's veth address, started by rank 2's wrapper before it enters B.
 . "$(dirname "$0")/../lib.sh"
@@ -105,10 +105,10 @@ print(f"workload: step {med(before, 'step_ns') / 1e6:.1f} -> {med(after, 'step_n
       ", ".join(f"{med(before, 'compute_ns', r) / 1e6:.2f} -> {med(after, 'compute_ns', r) / 1e6:.2f}"
                 for r in range(4)))
 assert rise > 5e6 and comm2 > rise / 2, "the throttle did not slow the job by its transfers"
-# the busy loops run longer on every rank alike (softirqs of the shaped transfers on the
-# same 2 vCPUs): no rank's compute rises by a quarter of the step's rise over another's
+# the busy loops of the ranks at the shaped veth's ends run longer too (the softirqs of its
+# transfers on the same 2 vCPUs), but the transfers are most of the rise
 up = [med(after, "compute_ns", r) - med(before, "compute_ns", r) for r in range(4)]
-assert max(up) - min(up) < rise / 4, up
+assert max(up) < rise / 2, up
 v = lines("rs.out", "verdict")
 early = [x for x in v if x["class"] == "communication" and x["t_ns"] < at]
 assert not early, f"communication before the throttle: {early[0]['evidence']['detail']}"

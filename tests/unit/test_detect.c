@@ -674,6 +674,48 @@ static void window__starved_inside_the_collectives__cpu_contention(void **state)
 	assert_int_not_equal(v.cls, V_CPU_CONTENTION);
 }
 
+/*
+ * A 2-stage pipeline (ranks 0 and 1 stage 0, 2 and 3 stage 1; 2 receives from 0). Rank 2 is
+ * runnable and not running for 60 ms a step inside its receives. held: while rank 0 was in
+ * the send too (the model counts it in held_ns: the pair waits for it); else while rank 0 was
+ * not there yet (waiting on the schedule: nobody is held).
+ */
+static void starved_in_pipeline(bool held, struct verdict *v)
+{
+	struct window *x = healthy();
+	int s, r;
+
+	add_jitter(x);
+	build(x);
+	for (s = 0; s < NSTEPS; s++) {
+		for (r = 0; r < NRANKS; r++) {
+			struct step_obs *o = &x->obs[s * NRANKS + r];
+
+			o->stages = 2;
+			o->stage = r / 2;
+			o->ph.comm_transfer = x->transfer[s];
+			o->held_ns = held && r == 2 ? 60 * MS : 0;
+		}
+		x->obs[s * NRANKS + 2].ph.comm_sched = 60 * MS;
+		x->obs[s * NRANKS + 2].ph.ns[PH_SCHED_DELAY] += 60 * MS;
+	}
+	memset(v, 0xa5, sizeof(*v));
+	assert_int_equal(detect__window(x->obs, NSTEPS, NRANKS, v), 0);
+	free(x);
+}
+
+static void window__pipeline_starved_inside_its_receives__cpu_contention_if_it_holds(void **state)
+{
+	struct verdict v;
+
+	starved_in_pipeline(true, &v);
+	assert_int_equal(v.cls, V_CPU_CONTENTION);
+	assert_int_equal(v.rank, 2);
+	assert_int_equal(v.phase, PH_SCHED_DELAY);
+	starved_in_pipeline(false, &v);
+	assert_int_equal(v.cls, V_NONE);
+}
+
 static void window__a_different_rank_late_each_step__imbalance_no_rank(void **state)
 {
 	struct window *x = healthy();
@@ -1374,6 +1416,7 @@ int main(void)
 		cmocka_unit_test(window__within_the_peers_noise__none),
 		cmocka_unit_test(window__late_by_a_lot_in_few_steps__intermittent),
 		cmocka_unit_test(window__starved_inside_the_collectives__cpu_contention),
+		cmocka_unit_test(window__pipeline_starved_inside_its_receives__cpu_contention_if_it_holds),
 		cmocka_unit_test(window__a_different_rank_late_each_step__imbalance_no_rank),
 		cmocka_unit_test(window__a_different_rank_late_each_step_under_the_quarter__imbalance),
 		cmocka_unit_test(window__a_different_rank_late_in_few_steps__none),

@@ -446,11 +446,10 @@ static bool starved_inside(const struct step_obs *obs, int nsteps, int nranks, c
 
 		if (!ok[s])
 			continue;
-		/* a pipeline's stages wait in their sends and receives by their schedule */
-		if (row[0].stages > 1)
-			goto out;
 		/* what the collectives took once all had come: starved before that, it waited
-		 * anyway, so that is the most it can hold them back */
+		 * anyway, so that is the most it can hold them back (a pipeline's rank: its time
+		 * so while its peer was in the send or receive too; starved while its peer is not
+		 * there yet, it holds nobody) */
 		for (m = 0, r = 0; r < nranks; r++)
 			tmp[m++] = row[r].ph.comm_transfer;
 		after = detect__median(tmp, m);
@@ -458,6 +457,8 @@ static bool starved_inside(const struct step_obs *obs, int nsteps, int nranks, c
 			tmp[m++] = row[r].ph.comm_sched;
 		detect__sort_u64(tmp, m);
 		for (r = 0; r < nranks; r++) {
+			if (row[0].stages > 1)
+				after = row[r].held_ns;
 			e = (int64_t)row[r].ph.comm_sched -
 			    (int64_t)detect__median_without(tmp, m, row[r].ph.comm_sched);
 			ex[s * nranks + r] = e < (int64_t)after ? e : (int64_t)after;
@@ -657,8 +658,9 @@ static bool row_transfer(const struct step_obs *row, int nranks, uint64_t *tmp,
 		x = transfer_of(&row[r], last);
 		if (!x)
 			continue;
-		tmp[n++] = x - (row[r].ph.comm_sched < x ? row[r].ph.comm_sched : x);
-		out->x = pp && tmp[n - 1] > out->x ? tmp[n - 1] : out->x;
+		/* a pipeline's transfers are of pairs with neither end starved already */
+		tmp[n++] = pp ? x : x - (row[r].ph.comm_sched < x ? row[r].ph.comm_sched : x);
+		out->x = tmp[n - 1] > out->x ? tmp[n - 1] : out->x;
 	}
 	if (!pp)
 		out->x = detect__median(tmp, n);

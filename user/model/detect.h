@@ -63,6 +63,9 @@ struct step_obs {
 	 * (0: not known) and its main thread's time in sends and receives */
 	int stage, stages, micro;
 	uint64_t p2p_ns;
+	uint64_t held_ns;	/* its time runnable and not running in its sends, receives and
+				 * stage all-reduce while the other end (every member) was inside
+				 * too: the time it held them (a pipeline's rank) */
 };
 
 struct verdict {

@@ -1977,6 +1977,25 @@ static uint64_t work_before(const struct job_rank *r, const struct tl_coll *c)
  * A communicator every rank shares (the world's) is no stage's: its arrivals differ by
  * schedule.
  */
+/* Rank r's main thread's time runnable and not running in [a, b); *cur: a cursor into r->off
+ * for intervals asked in time order. */
+static uint64_t runnable_in(const struct job_rank *r, int *cur, uint64_t a, uint64_t b)
+{
+	uint64_t sum = 0, s, e;
+	int i;
+
+	while (*cur < r->noff && r->off[*cur].end <= a)
+		(*cur)++;
+	for (i = *cur; i < r->noff && r->off[i].start < b; i++) {
+		s = r->off[i].end - r->off[i].runq;
+		e = r->off[i].end;
+		s = s > a ? s : a;
+		e = e < b ? e : b;
+		sum += e > s ? e - s : 0;
+	}
+	return sum;
+}
+
 /* The n-th call of column c's main thread in [lo, hi) that is op on comm with that peer
  * (from index i on); -1 when none. */
 static int nth_p2p(const struct job_rank *r, uint64_t lo, uint64_t hi, int i, unsigned int op,
@@ -1995,10 +2014,12 @@ static int nth_p2p(const struct job_rank *r, uint64_t lo, uint64_t hi, int i, un
 /*
  * Each column's point-to-point transfer in its step [lo, hi), added to xfer: the time both
  * sides of a send and its receive were inside them (a receive posted early waits for the
- * send, a send blocked on its receiver waits for the receive: neither is the link). The n-th
- * send from one rank to another pairs with the n-th receive at the other from the one, on
- * the same communicator. A rank's place in a communicator is its place by rank number among
- * the ranks that send or receive on it in the step (pcomm: each column's, 0: none).
+ * send, a send blocked on its receiver waits for the receive: neither is the link), less the
+ * time either end was runnable and not running then, which is added to that end's held (a
+ * starved end holds its peer; starved while its peer is not there yet, it holds nobody). The
+ * n-th send from one rank to another pairs with the n-th receive at the other from the one,
+ * on the same communicator. A rank's place in a communicator is its place by rank number
+ * among the ranks that send or receive on it in the step (pcomm: each column's, 0: none).
  */
 static const struct job *by_comm_job;	/* qsort's context (the model is single-threaded) */
 static const uint64_t *by_comm_key;
@@ -2014,10 +2035,10 @@ static int by_comm(const void *pa, const void *pb)
 }
 
 static void p2p_transfer(const struct job *j, const uint64_t *lo, const uint64_t *hi,
-			 const uint64_t *pcomm, uint64_t *xfer)
+			 const uint64_t *pcomm, uint64_t *xfer, uint64_t *held)
 {
-	int c, d, i, a, b, k, *ord, *place, *first, done[4], ndone;
-	uint64_t s, e;
+	int c, d, i, a, b, k, *ord, *place, *first, done[4], ndone, cc, cd;
+	uint64_t s, e, sc, sd, st;
 
 	if (j->n < 2)
 		return;
@@ -2057,6 +2078,7 @@ static void p2p_transfer(const struct job *j, const uint64_t *lo, const uint64_t
 			if (k >= j->n || pcomm[ord[k]] != pcomm[c] || ord[k] == c)
 				continue;
 			d = ord[k];
+			cc = cd = 0;
 			for (a = i, b = 0;; a++, b++) {
 				a = nth_p2p(r, lo[c], hi[c], a, RS_OP_SEND, o->comm, o->peer);
 				b = nth_p2p(&j->r[d], lo[d], hi[d], b, RS_OP_RECV, o->comm, place[c]);
@@ -2066,10 +2088,15 @@ static void p2p_transfer(const struct job *j, const uint64_t *lo, const uint64_t
 				    j->r[d].coll[b].enter;
 				e = r->coll[a].exit < j->r[d].coll[b].exit ? r->coll[a].exit :
 				    j->r[d].coll[b].exit;
-				if (e > s) {
-					xfer[c] += e - s;
-					xfer[d] += e - s;
-				}
+				if (e <= s)
+					continue;
+				sc = runnable_in(r, &cc, s, e);
+				sd = runnable_in(&j->r[d], &cd, s, e);
+				st = sc > sd ? sc : sd;
+				xfer[c] += e - s > st ? e - s - st : 0;
+				xfer[d] += e - s > st ? e - s - st : 0;
+				held[c] += sc;
+				held[d] += sd;
 			}
 		}
 	}
@@ -2082,8 +2109,8 @@ out:
 static void stage_arrivals(const struct job *j, uint64_t k, struct step_obs *row)
 {
 	uint64_t *comm = NULL, *enter = NULL, *leave = NULL, *tmp = NULL, *lo = NULL, *hi = NULL;
-	uint64_t *pcomm = NULL, *xfer = NULL, s, e, last, in;
-	int c, i, p, have = 0;
+	uint64_t *pcomm = NULL, *xfer = NULL, *held = NULL, s, e, last, in, sc;
+	int c, i, p, have = 0, cur;
 
 	if (j->n < 2)
 		return;
@@ -2095,7 +2122,8 @@ static void stage_arrivals(const struct job *j, uint64_t k, struct step_obs *row
 	hi = calloc(j->n, sizeof(*hi));
 	pcomm = calloc(j->n, sizeof(*pcomm));
 	xfer = calloc(j->n, sizeof(*xfer));
-	if (!comm || !enter || !leave || !tmp || !lo || !hi || !pcomm || !xfer)
+	held = calloc(j->n, sizeof(*held));
+	if (!comm || !enter || !leave || !tmp || !lo || !hi || !pcomm || !xfer || !held)
 		goto out;
 	for (c = 0; c < j->n; c++) {
 		const struct job_rank *r = &j->r[c];
@@ -2120,12 +2148,13 @@ static void stage_arrivals(const struct job *j, uint64_t k, struct step_obs *row
 		}
 		have += comm[c] != 0;
 	}
-	p2p_transfer(j, lo, hi, pcomm, xfer);
+	p2p_transfer(j, lo, hi, pcomm, xfer, held);
 	for (c = 0; c < j->n; c++) {
+		in = steps__inside(&row[c].ph);
 		if (!comm[c]) {
-			in = steps__inside(&row[c].ph);
-			if (row[c].present && xfer[c] && xfer[c] <= in)
-				row[c].wait_ns = in - xfer[c];
+			if (row[c].present && xfer[c] + held[c])
+				row[c].wait_ns = xfer[c] + held[c] < in ? in - xfer[c] - held[c] : 0;
+			row[c].held_ns = held[c];
 			continue;
 		}
 		for (last = enter[c], p = 0, i = 0; i < j->n; i++)
@@ -2135,11 +2164,15 @@ static void stage_arrivals(const struct job *j, uint64_t k, struct step_obs *row
 			}
 		/* its stage's collective once all its members came is a transfer, not a wait
 		 * for another stage's work (a slower link between replicas lengthens it) */
-		in = steps__inside(&row[c].ph);
-		if (leave[c] > last)
-			xfer[c] += leave[c] - last;
-		if (xfer[c] <= in)
-			row[c].wait_ns = in - xfer[c];
+		if (leave[c] > last) {
+			cur = 0;
+			sc = runnable_in(&j->r[c], &cur, last, leave[c]);
+			xfer[c] += leave[c] - last > sc ? leave[c] - last - sc : 0;
+			held[c] += sc;
+		}
+		/* waiting: the rest of its time inside (starved time included) */
+		row[c].wait_ns = xfer[c] + held[c] < in ? in - xfer[c] - held[c] : 0;
+		row[c].held_ns = held[c];
 		if (!p || p + 1 == have)
 			continue;
 		s = detect__median(tmp, p);
@@ -2155,6 +2188,7 @@ out:
 	free(hi);
 	free(pcomm);
 	free(xfer);
+	free(held);
 }
 
 /*
