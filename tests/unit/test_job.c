@@ -256,6 +256,41 @@ static void async_recording_cut_in_a_wait__no_step_and_the_odd_launch_named(void
 	}
 }
 
+/*
+ * 30 steps of asynchronous buckets, then a 31st whose 3 buckets each get their own wait (as
+ * with one handle a bucket): the first two waits end, the third begins and never ends in what
+ * was recorded (a peer died: its collective never completes). The 31st is no step: seeing
+ * the rank enter that wait is no sign its step is over.
+ */
+static void async_last_of_the_waits_never_ends__no_step(void **state)
+{
+	static struct seen s;
+	struct job *j = new_job(&s, 4, STEPS_AUTO);
+	uint64_t seq[4] = {}, t;
+	int c, b;
+
+	async_steps(j, 30, seq, &t);
+	for (c = 0; c < 4; c++) {
+		uint64_t at = t + 3 * MS, w = at + 2 * MS + 20 * US;
+
+		for (b = 0; b < 3; b++)
+			job__on_coll(j, c, 100 + c, RS_OP_ALLREDUCE, RS_LIB_MPI, 7, ++seq[c],
+				     (1 + b) << 20, at + b * MS, at + b * MS + 10 * US);
+		for (b = 0; b < 3; b++) {
+			job__on_coll(j, c, 100 + c, RS_OP_STEP_BACKWARD, RS_LIB_TORCH, 0, 0, 0,
+				     w + b * 10 * US, w + b * 10 * US);
+			if (b < 2)
+				job__on_off(j, c, 100 + c, w + b * 10 * US, w + b * 10 * US + 2 * US,
+					    0, 202);
+		}
+	}
+	job__advance(j, t + 10 * MS, false);
+	job__advance(j, t + 10 * MS, true);
+	assert_int_equal(s.steps[0], 29);
+	assert_int_equal(s.steps[3], 29);
+	job__free(j);
+}
+
 static void async_buckets__slow_rank_waits_least__compute_on_it(void **state)
 {
 	static struct seen s;
@@ -1414,6 +1449,7 @@ int main(void)
 		cmocka_unit_test(pipeline_equal_stages__bubble_verdict_only_when_over_the_schedule),
 		cmocka_unit_test(pipeline_four_stages__steps_end_together_at_the_shared_all_reduce),
 		cmocka_unit_test(pipeline_link_slower_mid_run__communication),
+		cmocka_unit_test(async_last_of_the_waits_never_ends__no_step),
 		cmocka_unit_test(async_buckets__slow_rank_waits_least__compute_on_it),
 		cmocka_unit_test(async_recording_cut_in_a_wait__no_step_and_the_odd_launch_named),
 		cmocka_unit_test(step_ends_with_its_long_data_parallel_all_reduce),

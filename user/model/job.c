@@ -1356,11 +1356,25 @@ static int64_t reached(const struct job *j, const struct job_rank *r)
 	return INT64_MIN;
 }
 
+/* Whether rank r entered a wait for its asynchronous collectives after end that has not
+ * ended: its latest wait mark is past end, and nothing was seen of it since (no off-CPU
+ * interval from it, whose record comes at its end, and no collective). Its step goes on. */
+static bool still_waiting(const struct job_rank *r, uint64_t end)
+{
+	uint64_t m = r->nbwd ? r->bwd[r->nbwd - 1] : 0;
+
+	if (m <= end)
+		return false;
+	if (r->noff && r->off[r->noff - 1].end > m)
+		return false;
+	return !r->ncoll || r->coll[r->ncoll - 1].enter < m;
+}
+
 /*
  * Whether the wait chain that ends at `end` after rank r's asynchronous collective c is over:
- * the rank was seen doing anything after it, or some rank entered a main collective after c
- * (c completed everywhere, so no wait for it goes on). A recording cut in the chain, or a wait
- * still going on, is neither: the step is not over yet.
+ * the rank was seen doing anything after it but entering a wait that goes on, or some rank
+ * entered a main collective after c (c completed everywhere, so no wait for it goes on). A
+ * recording cut in the chain, or a wait still going on, is neither: the step is not over yet.
  */
 static bool chain_over(const struct job *j, const struct job_rank *r, const struct tl_coll *c,
 		       uint64_t end)
@@ -1368,7 +1382,9 @@ static bool chain_over(const struct job *j, const struct job_rank *r, const stru
 	int64_t s = aseq(r, c);
 	int i;
 
-	if (r->seen_ns > end || r->exited)
+	if (r->exited)
+		return true;
+	if (r->seen_ns > end && !still_waiting(r, end))
 		return true;
 	for (i = 0; i < j->n; i++)
 		if (j->r[i].aligned && reached(j, &j->r[i]) > s)
