@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A real PyTorch DDP (gloo) job that fails and is relaunched, seen by the daemon from outside:
-# 2 ranks of tests/workloads/zoo_ddp.py, rank 0 torch.save()s a checkpoint every 5 steps,
+# 2 ranks of tests/workloads/zoo_ddp.py, rank 0 torch.save()s a checkpoint every 10 steps,
 # rank 1 SIGKILLs itself at a random step; its peer fails on the next all-reduce and the
 # launcher exits. A relaunch loop starts the job again 1 s later under the same
 # TORCHELASTIC_RUN_ID (the job id), with TORCHELASTIC_RESTART_COUNT 1 as torchrun would set
@@ -15,13 +15,16 @@ $PY -c 'import torch' 2>/dev/null || skip "python3-torch not installed (make dep
 PORT=$(free_port)
 URL=http://127.0.0.1:$PORT
 # one gradient bucket a step, so the step is known after 48 all-reduces: each run goes well
-# past that. --seq-len 48: steps of ~200 ms (the checkpoint detector samples every 100 ms).
+# past that. --seq-len 120: steps of 200 ms on a fast host, 500 ms on a slow one (the
+# checkpoint detector samples every 100 ms: a step of 80 ms is under its resolution).
 # --warmup 0: the relaunch's first iteration is its first measured step, whose end is the truth
-# of the recovery
-ARGS=(--warmup 0 --seq-len 48 --ckpt-every 5 --ckpt-mb 8 --resume --data-dir "$T/data"
+# of the recovery. A checkpoint every 10 steps: over a second apart, as the detector needs (a
+# burst ends after 1 s without writes: checkpoints closer than that make one burst, see
+# user/model/ckpt.h)
+ARGS=(--warmup 0 --seq-len 120 --ckpt-every 10 --ckpt-mb 8 --resume --data-dir "$T/data"
 	--ckpt-dir "$T/ck")
 # not the step right after a checkpoint, which rank 1 can reach while rank 0 still saves it
-S=$((5 * (11 + RANDOM % 3) + 1 + RANDOM % 4))
+S=$((10 * (5 + RANDOM % 2) + 1 + RANDOM % 4))
 echo "rank 1 killed at step $S"
 mkdir -p "$T/ck"
 
