@@ -21,6 +21,23 @@ run_id() {
 	echo "$v"
 }
 
+# ddp_fail_job: sets ARGS, the zoo_ddp.py options of a DDP job that checkpoints and resumes,
+# and S, the step rank 1 kills itself at. One gradient bucket a step, so the step is known
+# after 48 all-reduces: each run goes well past that. --seq-len 120: steps of 200 ms on a fast
+# host, 500 ms on a slow one (the checkpoint detector samples every 100 ms: a step of 80 ms is
+# under its resolution). --warmup 0: the relaunch's first iteration is its first measured
+# step, whose end is the truth of the recovery. A checkpoint every 10 steps: over a second
+# apart, as the detector needs (a burst ends after 1 s without writes: checkpoints closer
+# than that make one burst, see user/model/ckpt.h). S is not the step right after a
+# checkpoint, which rank 1 can reach while rank 0 still saves it.
+ddp_fail_job() {
+	ARGS=(--warmup 0 --seq-len 120 --ckpt-every 10 --ckpt-mb 8 --resume --data-dir "$T/data"
+		--ckpt-dir "$T/ck")
+	S=$((10 * (5 + RANDOM % 2) + 1 + RANDOM % 4))
+	echo "rank 1 killed at step $S"
+	mkdir -p "$T/ck"
+}
+
 # ddp_kill_relaunch STEP ARGS...: in the background (job), 2 ranks of zoo_ddp.py with ARGS,
 # rank 1 SIGKILLing itself at STEP (output $T/d1.out), then 1 s later the relaunch (as torchrun
 # would: TORCHELASTIC_RESTART_COUNT 1) that resumes and runs 60 steps past STEP ($T/d2.out);

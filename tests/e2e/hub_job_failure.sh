@@ -2,7 +2,7 @@
 # A job spread over two "nodes" fails and is relaunched; the hub joins the two daemons' views
 # of it into one. A real 2-rank PyTorch DDP (gloo) job: rank 0 is born in cgroup A, rank 1 in
 # cgroup B, and a daemon scoped to each (--cgroup) sees its node's rank only. Rank 0 writes a
-# checkpoint every 5 steps; rank 1 SIGKILLs itself at a random step, rank 0 then fails on the
+# checkpoint every 10 steps; rank 1 SIGKILLs itself at a random step, rank 0 then fails on the
 # next all-reduce (exit status 1, on the other node, later); the job is relaunched 1 s after
 # under the same TORCHELASTIC_RUN_ID, ranks born in the same cgroups, and finishes.
 #
@@ -21,11 +21,7 @@ PORT_a=$(free_port)
 PORT_b=$(free_port)
 PORT_h=$(free_port)
 HUB=http://127.0.0.1:$PORT_h
-ARGS=(--warmup 0 --seq-len 48 --ckpt-every 5 --ckpt-mb 8 --resume --data-dir "$T/data"
-	--ckpt-dir "$T/ck")
-S=$((5 * (11 + RANDOM % 3) + 1 + RANDOM % 4))
-echo "rank 1 killed at step $S"
-mkdir -p "$T/ck"
+ddp_fail_job
 
 for n in a b; do
 	port=PORT_$n

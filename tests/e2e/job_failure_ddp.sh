@@ -14,19 +14,7 @@ need_root
 $PY -c 'import torch' 2>/dev/null || skip "python3-torch not installed (make deps)"
 PORT=$(free_port)
 URL=http://127.0.0.1:$PORT
-# one gradient bucket a step, so the step is known after 48 all-reduces: each run goes well
-# past that. --seq-len 120: steps of 200 ms on a fast host, 500 ms on a slow one (the
-# checkpoint detector samples every 100 ms: a step of 80 ms is under its resolution).
-# --warmup 0: the relaunch's first iteration is its first measured step, whose end is the truth
-# of the recovery. A checkpoint every 10 steps: over a second apart, as the detector needs (a
-# burst ends after 1 s without writes: checkpoints closer than that make one burst, see
-# user/model/ckpt.h)
-ARGS=(--warmup 0 --seq-len 120 --ckpt-every 10 --ckpt-mb 8 --resume --data-dir "$T/data"
-	--ckpt-dir "$T/ck")
-# not the step right after a checkpoint, which rank 1 can reach while rank 0 still saves it
-S=$((10 * (5 + RANDOM % 2) + 1 + RANDOM % 4))
-echo "rank 1 killed at step $S"
-mkdir -p "$T/ck"
+ddp_fail_job
 
 bg rsd "$RS" daemon --listen "127.0.0.1:$PORT" --lock-file "$T/lock" --ckpt-min-mb 4 \
 	--retain 120
