@@ -2125,7 +2125,7 @@ out:
 static void stage_arrivals(const struct job *j, uint64_t k, struct step_obs *row)
 {
 	uint64_t *comm = NULL, *enter = NULL, *leave = NULL, *tmp = NULL, *lo = NULL, *hi = NULL;
-	uint64_t *pcomm = NULL, *xfer = NULL, *held = NULL, s, e, last, in, sc;
+	uint64_t *pcomm = NULL, *xfer = NULL, *held = NULL, s, e, last, in, sc, maxleave = 0;
 	int c, i, p, have = 0, cur;
 
 	if (j->n < 2)
@@ -2165,6 +2165,8 @@ static void stage_arrivals(const struct job *j, uint64_t k, struct step_obs *row
 		have += comm[c] != 0;
 	}
 	p2p_transfer(j, lo, hi, pcomm, xfer, held);
+	for (c = 0; c < j->n; c++)
+		maxleave = leave[c] > maxleave ? leave[c] : maxleave;
 	for (c = 0; c < j->n; c++) {
 		in = steps__inside(&row[c].ph);
 		if (!comm[c]) {
@@ -2184,7 +2186,9 @@ static void stage_arrivals(const struct job *j, uint64_t k, struct step_obs *row
 			cur = 0;
 			sc = runnable_in(&j->r[c], &cur, last, leave[c]);
 			xfer[c] += leave[c] - last > sc ? leave[c] - last - sc : 0;
-			held[c] += sc;
+			/* another stage's all-reduce ended later: the step waited for that one,
+			 * and so much of this one's delay cost nothing */
+			held[c] += sc > maxleave - leave[c] ? sc - (maxleave - leave[c]) : 0;
 		}
 		/* waiting: the rest of its time inside (starved time included) */
 		row[c].wait_ns = xfer[c] + held[c] < in ? in - xfer[c] - held[c] : 0;
