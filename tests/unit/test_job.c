@@ -21,19 +21,20 @@
 #define US 1000ULL
 #define MS 1000000ULL
 #define MAXV 4096
+#define SEEN_COLS 6	/* columns a test's job has at most */
 
 struct seen {
 	struct job_verdict v[MAXV];
 	int nv;
-	int steps[4];			/* steps per column */
-	uint32_t colls[4][8];		/* steps by collectives in them (capped at 7) */
-	uint64_t dur[4];		/* summed step time */
-	uint64_t ph[4][PH_MAX];		/* summed phases */
+	int steps[SEEN_COLS];		/* steps per column */
+	uint32_t colls[SEEN_COLS][8];	/* steps by collectives in them (capped at 7) */
+	uint64_t dur[SEEN_COLS];	/* summed step time */
+	uint64_t ph[SEEN_COLS][PH_MAX];	/* summed phases */
 	int rules, changed;
 	int last_period;
-	int stage[4], stages, micro;	/* the last step's */
-	uint64_t p2p[4];
-	char sig[4][JOB_SIG_TEXT];	/* the last step's first communicator's ops, as text */
+	int stage[SEEN_COLS], stages, micro;	/* the last step's */
+	uint64_t p2p[SEEN_COLS];
+	char sig[SEEN_COLS][JOB_SIG_TEXT];	/* the last step's first communicator's ops, as text */
 };
 
 static void on_step(void *ctx, const struct job_step *st, const char *rule)
@@ -730,6 +731,111 @@ static void pipeline_link_slower_mid_run__communication(void **state)
 		comm++;
 	}
 	assert_true(comm > 0);
+	job__free(j);
+}
+
+/*
+ * A 3-stage pipeline of 2 replicas on 6 ranks (stage r % 3, replica r / 3; rank r sends its
+ * activations to r + 1 and gets its gradients back, GPipe, 2 micro-batches of 2 ms a stage, on
+ * the world communicator 7: the middle stage makes twice the calls of the ends), then each
+ * stage's all-reduce among its replicas (communicators 30-32), then the world's 8-byte
+ * all-reduce. The last stage ends its backward first, the first stage last. Rank `starved` is
+ * runnable and not running for 3 ms inside its stage's all-reduce once both members came.
+ */
+static void pp3x2(struct job *j, int steps, int starved)
+{
+	uint64_t t[6], seq[6] = {}, fwd[6][2], bwd[6][2], x, last, done = 1000 * MS, e;
+	int k, m, r, st, g;
+
+	for (r = 0; r < 6; r++)
+		t[r] = done;
+	for (k = 0; k < steps; k++) {
+		for (st = 0; st < 3; st++)		/* forward */
+			for (r = st; r < 6; r += 3)
+				for (m = 0; m < 2; m++) {
+					if (st) {
+						x = (t[r] > fwd[r - 1][m] ? t[r] : fwd[r - 1][m]) +
+						    20 * US;
+						job__on_coll_peer(j, r, 100 + r, RS_OP_RECV, RS_LIB_MPI,
+								  7, ++seq[r], 64 << 10, t[r], x, r - 1);
+						t[r] = x;
+					}
+					t[r] += 2 * MS;
+					if (st < 2) {
+						job__on_coll_peer(j, r, 100 + r, RS_OP_SEND, RS_LIB_MPI,
+								  7, ++seq[r], 64 << 10, t[r],
+								  t[r] + 20 * US, r + 1);
+						t[r] += 20 * US;
+					}
+					fwd[r][m] = t[r];
+				}
+		for (st = 2; st >= 0; st--)		/* backward */
+			for (r = st; r < 6; r += 3)
+				for (m = 0; m < 2; m++) {
+					if (st < 2) {
+						x = (t[r] > bwd[r + 1][m] ? t[r] : bwd[r + 1][m]) +
+						    20 * US;
+						job__on_coll_peer(j, r, 100 + r, RS_OP_RECV, RS_LIB_MPI,
+								  7, ++seq[r], 64 << 10, t[r], x, r + 1);
+						t[r] = x;
+					}
+					t[r] += 2 * MS;
+					if (st) {
+						job__on_coll_peer(j, r, 100 + r, RS_OP_SEND, RS_LIB_MPI,
+								  7, ++seq[r], 64 << 10, t[r],
+								  t[r] + 20 * US, r - 1);
+						t[r] += 20 * US;
+					}
+					bwd[r][m] = t[r];
+				}
+		for (g = 0; g < 3; g++) {		/* each stage's all-reduce */
+			last = t[g] > t[g + 3] ? t[g] : t[g + 3];
+			e = last + 100 * US + (starved % 3 == g ? 3 * MS : 0);
+			for (r = g; r < 6; r += 3) {
+				if (r == starved)
+					job__on_off(j, r, 100 + r, last, last + 3 * MS, 3 * MS, -1);
+				job__on_coll(j, r, 100 + r, RS_OP_ALLREDUCE, RS_LIB_MPI, 30 + g,
+					     ++seq[r], 1 << 20, t[r], e);
+				t[r] = e;
+			}
+		}
+		for (done = 0, r = 0; r < 6; r++)
+			done = t[r] > done ? t[r] : done;
+		done += 30 * US;
+		for (r = 0; r < 6; r++) {
+			job__on_coll(j, r, 100 + r, RS_OP_ALLREDUCE, RS_LIB_MPI, 7, ++seq[r], 8, t[r],
+				     done);
+			t[r] = done + 200 * US;
+		}
+		job__advance(j, done, false);
+	}
+	job__advance(j, done + 1000 * MS, true);
+}
+
+/* Rank 3 (first stage) starved inside its stage's all-reduce, the last to end: the step waits
+ * for it, cpu_contention on rank 3. Rank 5 (last stage) starved as long inside its own, which
+ * ends 4 ms before the first stage's anyway: it cost nothing, no verdict. */
+static void pipeline_starved_in_its_stage_all_reduce__only_where_the_step_waits(void **state)
+{
+	static struct seen s;
+	struct job *j;
+	int i, n;
+
+	j = new_job(&s, 6, STEPS_AUTO);
+	pp3x2(j, 80, 3);
+	assert_int_equal(s.stages, 3);
+	expect_verdicts(&s, V_CPU_CONTENTION, 3);
+	job__free(j);
+
+	j = new_job(&s, 6, STEPS_AUTO);
+	pp3x2(j, 80, 5);
+	for (n = 0, i = 0; i < s.nv; i++) {
+		if (s.v[i].cls == V_NONE || s.v[i].cls == V_BUBBLE)
+			continue;
+		print_error("verdict %d: class %d col %d\n", i, s.v[i].cls, s.v[i].col);
+		n++;
+	}
+	assert_int_equal(n, 0);
 	job__free(j);
 }
 
@@ -1449,6 +1555,7 @@ int main(void)
 		cmocka_unit_test(pipeline_equal_stages__bubble_verdict_only_when_over_the_schedule),
 		cmocka_unit_test(pipeline_four_stages__steps_end_together_at_the_shared_all_reduce),
 		cmocka_unit_test(pipeline_link_slower_mid_run__communication),
+		cmocka_unit_test(pipeline_starved_in_its_stage_all_reduce__only_where_the_step_waits),
 		cmocka_unit_test(async_last_of_the_waits_never_ends__no_step),
 		cmocka_unit_test(async_buckets__slow_rank_waits_least__compute_on_it),
 		cmocka_unit_test(async_recording_cut_in_a_wait__no_step_and_the_odd_launch_named),
