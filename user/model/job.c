@@ -1357,8 +1357,9 @@ static int64_t reached(const struct job *j, const struct job_rank *r)
 }
 
 /* Whether rank r entered a wait for its asynchronous collectives after end that has not
- * ended: its latest wait mark is past end, and nothing was seen of it since (no off-CPU
- * interval from it, whose record comes at its end, and no collective). Its step goes on. */
+ * ended, in the same chain: its latest wait mark is past end, nothing was seen of it since
+ * (no off-CPU interval from it, whose record comes at its end), and no collective was entered
+ * after end. Its step goes on. */
 static bool still_waiting(const struct job_rank *r, uint64_t end)
 {
 	uint64_t m = r->nbwd ? r->bwd[r->nbwd - 1] : 0;
@@ -1367,7 +1368,9 @@ static bool still_waiting(const struct job_rank *r, uint64_t end)
 		return false;
 	if (r->noff && r->off[r->noff - 1].end > m)
 		return false;
-	return !r->ncoll || r->coll[r->ncoll - 1].enter < m;
+	/* a collective since end (records are in entry order): that wait is the next step's,
+	 * after its collectives (DDP's next backward) */
+	return !r->ncoll || r->coll[r->ncoll - 1].enter <= end;
 }
 
 /*
