@@ -71,11 +71,11 @@ PY
 
 # The same pipeline, stage 1's rank capped at 30% of a CPU from step 300 on (zoo_mpi's quota
 # fault: a cgroup CPU quota). OpenMPI busy-polls, so the rank runs out of quota inside its
-# sends and receives as often as not: its compute takes no longer (the workload's own clock),
-# its peer waits in MPI. A
-# pipeline's transfers are its sends' and receives' time with both ends inside, which holds
-# the starved end's time too: that time is the starved rank's (cpu_contention on rank 1), not
-# a slower link (never communication).
+# sends and receives as often as not, its peer waiting in MPI; where the quota runs out
+# depends on the host's speed (here its compute keeps its time by the workload's clock; on a
+# slower host it is throttled inside its compute too). A pipeline's transfers are its sends'
+# and receives' time with both ends inside, which holds the starved end's time too: that time
+# is the starved rank's (cpu_contention on rank 1), not a slower link (never communication).
 bg qjob mpirun --allow-run-as-root --oversubscribe -np 2 "$TOP/build/workloads/zoo_mpi" \
 	--pp 4 --steps 1500 --go-file "$T/qgo" --fault quota:1:30 --fault-from 300 \
 	--data-dir "$T/qdata"
@@ -99,7 +99,6 @@ print("workload: step %.1f -> %.1f ms, rank 1 compute %.2f -> %.2f ms, rank 0 in
           med(1, "compute_ns", 10, 300), med(1, "compute_ns", 400, 1500),
           med(0, "comm_ns", 10, 300), med(0, "comm_ns", 400, 1500))))
 assert med(1, "step_ns", 400, 1500) > 1.5 * med(1, "step_ns", 10, 300), "the quota did not slow it"
-assert med(1, "compute_ns", 400, 1500) < 1.25 * med(1, "compute_ns", 10, 300)
 v = [d for d in lines(sys.argv[2], "verdict") if d["class"] not in ("none", "pipeline_bubble")]
 n = collections.Counter((d["class"], d["rank"]) for d in v)
 print("verdicts:", dict(n))
