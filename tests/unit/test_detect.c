@@ -414,6 +414,50 @@ static void window__collectives_slower_than_the_reference__communication(void **
 }
 
 /*
+ * Rows the job model joined carry their own split of each rank's time inside (has_late): a
+ * pipeline rank starved inside its receives has it all as waiting, none as transfer. The
+ * steps after the reference take 15 ms longer after the last arrival, all of it joined as
+ * waiting (a starved peer held them): no transfer, so no communication; the same steps
+ * joined with the 35 ms as transfer are communication.
+ */
+static void comm_change__joined_rows_all_waiting__not_the_first_calls_time(void **state)
+{
+	struct comm_ref ref;
+	struct window *x;
+	struct verdict v;
+	char why[256];
+	int pass, s, r;
+
+	for (pass = 0; pass < 2; pass++) {
+		memset(&ref, 0, sizeof(ref));
+		x = healthy();
+		judge(x, &v);
+		assert_false(detect__comm_change(&ref, x->obs, NSTEPS, NRANKS, NSTEPS, 0, 10, &v,
+						 why, sizeof(why)));
+		assert_false(detect__comm_change(&ref, x->obs, NSTEPS, NRANKS, NSTEPS, 0, 20, &v,
+						 why, sizeof(why)));
+		assert_int_equal(ref.n, NSTEPS);
+		for (s = 0; s < NSTEPS; s++)
+			x->transfer[s] += 15 * MS;
+		judge(x, &v);
+		for (s = 0; s < NSTEPS; s++) {
+			struct step_obs *row = &x->obs[s * NRANKS];
+
+			for (r = 0; r < NRANKS; r++) {
+				row[r].has_late = true;
+				row[r].wait_ns = row[r].ph.ns[PH_COMM] - (pass ? x->transfer[s] : 0);
+			}
+			detect__split_comm(row, NRANKS);
+		}
+		why[0] = 0;
+		detect__comm_change(&ref, x->obs, NSTEPS, NRANKS, NSTEPS, 0, 30, &v, why,
+				    sizeof(why));
+		assert_int_equal(v.cls, pass ? V_COMMUNICATION : V_NONE);
+		free(x);
+	}
+}
+
+/*
  * The reference is made of steps, not windows. The first window judged has 4 steps only (the
  * job's first): they join once they left the window, and steps 5-12, 15 ms slower, are
  * communication against steps 1-4. A reference whose steps spread by 6 ms either side of
@@ -1409,6 +1453,7 @@ int main(void)
 		cmocka_unit_test(window__collectives_slower_than_the_reference__communication),
 		cmocka_unit_test(window__buckets_transfer_over_half_step__communication),
 		cmocka_unit_test(comm_change__steps_of_a_short_window__noisy_reference),
+		cmocka_unit_test(comm_change__joined_rows_all_waiting__not_the_first_calls_time),
 		cmocka_unit_test(window__healthy_small_jitter__none),
 		cmocka_unit_test(window__tiny_steps_skew_under_floor__none),
 		cmocka_unit_test(window__skew_under_step_fraction_quiet_peers__straggler),
