@@ -414,13 +414,13 @@ static void window__collectives_slower_than_the_reference__communication(void **
 }
 
 /*
- * Rows the job model joined carry their own split of each rank's time inside (has_late): a
- * pipeline rank starved inside its receives has it all as waiting, none as transfer. The
- * steps after the reference take 15 ms longer after the last arrival, all of it joined as
- * waiting (a starved peer held them): no transfer, so no communication; the same steps
- * joined with the 35 ms as transfer are communication.
+ * A pipeline's rows the job model joined carry their own split of each rank's time inside
+ * (has_late, from its sends' and receives' overlap): a rank starved inside its receives has
+ * it all as waiting, none as transfer. The steps after the reference take 15 ms longer after
+ * the last arrival, all of it joined as waiting (a starved peer held them): no transfer, so
+ * no communication; the same steps joined with the 35 ms as transfer are communication.
  */
-static void comm_change__joined_rows_all_waiting__not_the_first_calls_time(void **state)
+static void comm_change__pipeline_rows_all_waiting__not_the_first_calls_time(void **state)
 {
 	struct comm_ref ref;
 	struct window *x;
@@ -445,6 +445,7 @@ static void comm_change__joined_rows_all_waiting__not_the_first_calls_time(void 
 
 			for (r = 0; r < NRANKS; r++) {
 				row[r].has_late = true;
+				row[r].stages = 2;
 				row[r].wait_ns = row[r].ph.ns[PH_COMM] - (pass ? x->transfer[s] : 0);
 			}
 			detect__split_comm(row, NRANKS);
@@ -1453,7 +1454,7 @@ int main(void)
 		cmocka_unit_test(window__collectives_slower_than_the_reference__communication),
 		cmocka_unit_test(window__buckets_transfer_over_half_step__communication),
 		cmocka_unit_test(comm_change__steps_of_a_short_window__noisy_reference),
-		cmocka_unit_test(comm_change__joined_rows_all_waiting__not_the_first_calls_time),
+		cmocka_unit_test(comm_change__pipeline_rows_all_waiting__not_the_first_calls_time),
 		cmocka_unit_test(window__healthy_small_jitter__none),
 		cmocka_unit_test(window__tiny_steps_skew_under_floor__none),
 		cmocka_unit_test(window__skew_under_step_fraction_quiet_peers__straggler),

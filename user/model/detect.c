@@ -626,11 +626,12 @@ static uint64_t threshold_of(const int64_t *lat, const bool *ok, int nsteps, int
 
 /* The time inside collectives once all had come (last: the row's last arrival): over the
  * step's collectives when the row was joined (several buckets a step: the first is a fraction
- * of it; none at all when its time inside was all waiting, or all starved), else at its first
- * one; 0: none. */
+ * of it), else at its first one; 0: none. A pipeline's joined row has its sends' and
+ * receives' overlap with the other end's (job.c's p2p_transfer), none when it was all
+ * waiting or starved: that is not the first call's time. */
 static uint64_t transfer_of(const struct step_obs *o, uint64_t last)
 {
-	if (o->ph.comm_transfer || o->has_late)
+	if (o->ph.comm_transfer || (o->has_late && o->stages > 1))
 		return o->ph.comm_transfer;
 	return o->done_ns > last ? o->done_ns - last : 0;
 }
