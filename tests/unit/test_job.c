@@ -29,6 +29,7 @@ struct seen {
 	int steps[SEEN_COLS];		/* steps per column */
 	uint32_t colls[SEEN_COLS][8];	/* steps by collectives in them (capped at 7) */
 	uint64_t dur[SEEN_COLS];	/* summed step time */
+	uint64_t end[SEEN_COLS];	/* the last step's end */
 	uint64_t ph[SEEN_COLS][PH_MAX];	/* summed phases */
 	int rules, changed;
 	int last_period;
@@ -51,6 +52,7 @@ static void on_step(void *ctx, const struct job_step *st, const char *rule)
 		memcpy(s->sig[st->col], st->comm[0].sig_ops, sizeof(s->sig[0]));
 	s->colls[st->col][st->collectives < 7 ? st->collectives : 7]++;
 	s->dur[st->col] += st->dur_ns;
+	s->end[st->col] = st->start_ns + st->dur_ns;
 	for (p = 0; p < PH_MAX; p++)
 		s->ph[st->col][p] += st->ph.ns[p];
 }
@@ -164,34 +166,47 @@ static void mpi_buckets(struct job *j, int n, int steps, int nb, int slow, uint6
 
 /*
  * Asynchronous buckets (they return at once): each rank computes (3 ms, + extra on the slow
- * one), launches 3 buckets 1 ms apart, then waits (marked, off CPU) until the last one
- * completes on every rank. The slow rank waits least: its peers' longer waits are no work of
- * theirs, and it is late.
+ * one), launches nb buckets 1 ms apart (of sizes 1, 2, 3 MiB..., or all of 1 MiB: equal),
+ * then waits (marked, off CPU) until the last one completes on every rank. The slow rank
+ * waits least: its peers' longer waits are no work of theirs, and it is late. With
+ * in_order, the model looks in only after its peers' launches, before the slow rank's (their
+ * records come first, as live).
  */
-static void async_steps_slow(struct job *j, int steps, int slow, uint64_t extra, uint64_t *seq,
-			     uint64_t *tp)
+static void async_steps_of(struct job *j, int steps, int nb, bool equal, int slow,
+			   uint64_t extra, bool in_order, uint64_t *seq, uint64_t *tp)
 {
-	uint64_t t = 1000 * MS, at[4], done;
-	int s, b, c;
+	uint64_t t = 1000 * MS, at[4], done, last = (nb - 1) * MS;
+	int s, b, c, i;
 
 	for (s = 0; s < steps; s++) {
-		for (done = 0, c = 0; c < 4; c++) {
+		for (done = 0, i = 0; i < 4; i++) {
+			c = in_order ? (slow + 1 + i) % 4 : i;
 			at[c] = t + 3 * MS + (c == slow ? extra : 0) + c * 7 * US;
-			for (b = 0; b < 3; b++)
+			if (in_order && c == slow)
+				job__advance(j, at[c], false);
+			for (b = 0; b < nb; b++)
 				job__on_coll(j, c, 100 + c, RS_OP_ALLREDUCE, RS_LIB_MPI, 7, ++seq[c],
-					     (1 + b) << 20, at[c] + b * MS, at[c] + b * MS + 10 * US);
-			done = at[c] + 2 * MS + 500 * US > done ? at[c] + 2 * MS + 500 * US : done;
+					     (equal ? 1 : 1 + b) << 20, at[c] + b * MS,
+					     at[c] + b * MS + 10 * US);
+			done = at[c] + last + 500 * US > done ? at[c] + last + 500 * US : done;
 		}
 		for (c = 0; c < 4; c++) {
-			uint64_t w = at[c] + 2 * MS + 20 * US;
+			uint64_t w = at[c] + last + 20 * US;
 
 			job__on_coll(j, c, 100 + c, RS_OP_STEP_BACKWARD, RS_LIB_TORCH, 0, 0, 0, w, w);
 			job__on_off(j, c, 100 + c, w, done + c * US, 0, 202);
 		}
 		t = done + 10 * US;
-		job__advance(j, t, false);
+		if (!in_order)
+			job__advance(j, t, false);
 	}
 	*tp = t;
+}
+
+static void async_steps_slow(struct job *j, int steps, int slow, uint64_t extra, uint64_t *seq,
+			     uint64_t *tp)
+{
+	async_steps_of(j, steps, 3, false, slow, extra, false, seq, tp);
 }
 
 static void async_steps(struct job *j, int steps, uint64_t *seq, uint64_t *tp)
@@ -300,6 +315,30 @@ static void async_buckets__slow_rank_waits_least__compute_on_it(void **state)
 	async_buckets(j, 120, 2, 2 * MS);
 	assert_true(s.steps[0] > 100);
 	expect_verdicts(&s, V_COMPUTE, 2);
+	job__free(j);
+}
+
+/*
+ * Eight equal asynchronous buckets a step, 1 ms apart, the reference rank (0) 6 ms late to
+ * launch them: its launches return near its peers' later ones, and pairing returns would line
+ * it up a bucket off, cutting its peers' steps in their launches. The ends of the waits line
+ * them up: every rank's steps end together, compute on rank 0.
+ */
+static void async_equal_buckets__reference_late__steps_end_together(void **state)
+{
+	static struct seen s;
+	struct job *j = new_job(&s, 4, STEPS_AUTO);
+	uint64_t seq[4] = {}, t;
+	int c;
+
+	async_steps_of(j, 120, 8, true, 0, 6 * MS, true, seq, &t);
+	job__advance(j, t + 1000 * MS, true);
+	assert_true(s.steps[0] > 100);
+	for (c = 1; c < 4; c++) {
+		assert_int_equal(s.steps[c], s.steps[0]);
+		assert_true(s.end[c] < s.end[0] + 50 * US && s.end[0] < s.end[c] + 50 * US);
+	}
+	expect_verdicts(&s, V_COMPUTE, 0);
 	job__free(j);
 }
 
@@ -1558,6 +1597,7 @@ int main(void)
 		cmocka_unit_test(pipeline_starved_in_its_stage_all_reduce__only_where_the_step_waits),
 		cmocka_unit_test(async_last_of_the_waits_never_ends__no_step),
 		cmocka_unit_test(async_buckets__slow_rank_waits_least__compute_on_it),
+		cmocka_unit_test(async_equal_buckets__reference_late__steps_end_together),
 		cmocka_unit_test(async_recording_cut_in_a_wait__no_step_and_the_odd_launch_named),
 		cmocka_unit_test(step_ends_with_its_long_data_parallel_all_reduce),
 		cmocka_unit_test(checkpoint_every_7th_step__steps_of_one),

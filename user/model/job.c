@@ -453,23 +453,58 @@ static void pick_main_comm(struct job *j)
 #define ALIGN_SHARED 8
 #define ALIGN_NEAR 8	/* collectives either side of the nearest return tried too */
 
-enum align_on { ALIGN_THREAD, ALIGN_MAIN, ALIGN_NO_P2P };
+/*
+ * Asynchronous collectives return at their launch, which says nothing of the other ranks:
+ * a rank a bucket ahead launches its buckets a bucket's time apart from its peers', and equal
+ * buckets pair as well one off as not. What is the same on every rank is the program's order
+ * of launches and waits, and a wait ends when its collectives complete: at nearly the same
+ * instant everywhere. Ranks that wait so are paired first with each collective at the end of
+ * the first wait after it (a step's buckets all at its one wait's end).
+ */
+enum align_on { ALIGN_WAITS, ALIGN_THREAD, ALIGN_MAIN, ALIGN_NO_P2P };
+
+/* One collective of a run to pair: its index in the rank's and its return, or the end of
+ * the wait for it (ALIGN_WAITS). */
+struct align_at {
+	int i;
+	uint64_t t;
+};
+
+static uint64_t ddp_done(const struct job_rank *r, uint64_t s, uint64_t e);
 
 static bool in_align(const struct job_rank *r, const struct tl_coll *c, enum align_on on)
 {
-	if (on == ALIGN_MAIN)
-		return is_main(r, c);
+	if (on == ALIGN_MAIN || on == ALIGN_WAITS)
+		return is_main(r, c) && (on == ALIGN_MAIN || c->exit);
 	return c->exit && (!r->main_tid || c->tid == r->main_tid) &&
 	       (on != ALIGN_NO_P2P || !is_p2p(c));
 }
 
-static int align_index(const struct job_rank *r, enum align_on main_only, int *idx, int max)
+static int align_index(const struct job_rank *r, enum align_on on, struct align_at *at, int max)
 {
-	int i, n = 0;
+	uint64_t done = 0;
+	int i, w = 0, n = 0;
 
-	for (i = 0; i < r->ncoll && n < max; i++)
-		if (in_align(r, &r->coll[i], main_only))
-			idx[n++] = i;
+	for (i = 0; i < r->ncoll && n < max; i++) {
+		const struct tl_coll *c = &r->coll[i];
+
+		if (!in_align(r, c, on))
+			continue;
+		if (on == ALIGN_WAITS) {
+			/* the first wait after it: one past the last, none (not in the run) */
+			if (w < r->nbwd && r->bwd[w] < c->exit) {
+				while (w < r->nbwd && r->bwd[w] < c->exit)
+					w++;
+				done = 0;
+			}
+			if (w == r->nbwd)
+				break;
+			if (!done)
+				done = ddp_done(r, r->bwd[w], UINT64_MAX);
+		}
+		at[n].i = i;
+		at[n++].t = on == ALIGN_WAITS ? done : c->exit;
+	}
 	return n;
 }
 
@@ -487,23 +522,25 @@ static bool align_run(int nr, int run, bool final, int *lo, int *hi)
 	return final && *hi - *lo >= ALIGN_SHORT;
 }
 
-static uint64_t run_cost(const struct job_rank *ref, const int *ri, int lo, int hi,
-			 const struct job_rank *r, const int *ci, int nc, int off)
+static uint64_t run_cost(const struct job_rank *ref, const struct align_at *ri, int lo, int hi,
+			 const struct job_rank *r, const struct align_at *ci, int nc, int off)
 {
 	uint64_t cost = 0, a, b;
 	int k;
 
 	for (k = lo; k < hi; k++) {
+		const struct tl_coll *x, *y;
+
 		if (k + off < 0 || k + off >= nc)
 			return UINT64_MAX;
+		x = &ref->coll[ri[k].i];
+		y = &r->coll[ci[k + off].i];
 		/* the same collective has the same op and size everywhere; a message is a send on
 		 * one side and a receive on the other */
-		if ((ref->coll[ri[k]].op != r->coll[ci[k + off]].op &&
-		     !(is_p2p(&ref->coll[ri[k]]) && is_p2p(&r->coll[ci[k + off]]))) ||
-		    ref->coll[ri[k]].bytes != r->coll[ci[k + off]].bytes)
+		if ((x->op != y->op && !(is_p2p(x) && is_p2p(y))) || x->bytes != y->bytes)
 			return UINT64_MAX;
-		a = ref->coll[ri[k]].exit;
-		b = r->coll[ci[k + off]].exit;
+		a = ri[k].t;
+		b = ci[k + off].t;
 		cost += a > b ? a - b : b - a;
 	}
 	return cost;
@@ -515,17 +552,17 @@ static uint64_t run_cost(const struct job_rank *ref, const int *ri, int lo, int 
  * neighbours: when the ranks' work differs, the nearest return may be a collective or two
  * away from the same one, and only the op and size pattern fixes which.
  */
-static bool best_offset(const struct job_rank *ref, const int *ri, int lo, int hi,
-			const struct job_rank *r, const int *ci, int nc, int *best_off)
+static bool best_offset(const struct job_rank *ref, const struct align_at *ri, int lo, int hi,
+			const struct job_rank *r, const struct align_at *ci, int nc, int *best_off)
 {
 	uint64_t cost, best_cost = UINT64_MAX, d, dn;
 	int k, i, near, off;
 
 	for (k = lo; k < hi; k++) {
-		uint64_t t = ref->coll[ri[k]].exit;
+		uint64_t t = ri[k].t;
 
 		for (near = -1, dn = UINT64_MAX, i = 0; i < nc; i++) {
-			uint64_t e = r->coll[ci[i]].exit;
+			uint64_t e = ci[i].t;
 
 			d = e > t ? e - t : t - e;
 			if (d < dn) {
@@ -546,21 +583,38 @@ static bool best_offset(const struct job_rank *ref, const int *ri, int lo, int h
 	return best_cost != UINT64_MAX;
 }
 
+/* The latest return among the n collectives at; 0: none returned. */
+static uint64_t last_return(const struct align_at *at, int n)
+{
+	while (n > 0 && !at[n - 1].t)
+		n--;
+	return n ? at[n - 1].t : 0;
+}
+
 /* Rank r's seq offset from the reference, pairing on its main thread's collectives (or on
  * the main communicator's alone, or its collectives that are no messages): the first pair in
- * which both are on their main comm (else, of the last kind, the first pair). */
+ * which both are on their main comm (else, of the last kind, the first pair). A rank a little
+ * behind may not have returned from the copy of the run's last collective yet: paired then,
+ * the run would pair with its collectives one or more before (a step's equal buckets look
+ * alike), so it is paired once it has returned from one after it, or once the reference
+ * went ALIGN_NEAR collectives on without it. */
 static bool align_one(const struct job_rank *ref, const struct job_rank *r, enum align_on on,
-		      bool final, int *ri, int *ci, int64_t *seq_off)
+		      bool final, struct align_at *ri, struct align_at *ci, int64_t *seq_off)
 {
-	int nr, nc, k, off = 0, lo, hi, run = on == ALIGN_NO_P2P ? ALIGN_SHARED : ALIGN_RUN;
+	int nr, nc, k, off = 0, lo, hi;
+	int run = on == ALIGN_NO_P2P ? ALIGN_SHARED : ALIGN_RUN;
 
 	nr = align_index(ref, on, ri, 3 * ALIGN_RUN);
 	nc = align_index(r, on, ci, JOB_MAX_COLL);
-	if (!align_run(nr, run, final, &lo, &hi) || nc < hi - lo ||
-	    !best_offset(ref, ri, lo, hi, r, ci, nc, &off))
+	if (!align_run(nr, run, final, &lo, &hi) || nc < hi - lo)
+		return false;
+	if (!final && nr < hi + ALIGN_NEAR &&
+	    last_return(ci, nc) < last_return(ri, hi))
+		return false;
+	if (!best_offset(ref, ri, lo, hi, r, ci, nc, &off))
 		return false;
 	for (k = lo; k < nr && k + off < nc; k++) {
-		const struct tl_coll *a = &ref->coll[ri[k]], *b = &r->coll[ci[k + off]];
+		const struct tl_coll *a = &ref->coll[ri[k].i], *b = &r->coll[ci[k + off].i];
 
 		if ((is_main(ref, a) && is_main(r, b)) || (on == ALIGN_NO_P2P && a->comm == b->comm)) {
 			*seq_off = (int64_t)a->seq - (int64_t)b->seq;
@@ -583,7 +637,8 @@ static bool has_p2p(const struct job_rank *r)
 static void align(struct job *j, bool final)
 {
 	const struct job_rank *ref = &j->r[0];
-	int ri[3 * ALIGN_RUN], *ci, c, lo, hi;
+	struct align_at ri[3 * ALIGN_RUN], *ci;
+	int c, lo, hi;
 
 	if (!ref->have_main)
 		return;
@@ -593,12 +648,20 @@ static void align(struct job *j, bool final)
 	for (c = 1; c < j->n; c++) {
 		struct job_rank *r = &j->r[c];
 
-		if (!r->aligned && r->have_main &&
-		    (align_one(ref, r, ALIGN_THREAD, final, ri, ci, &r->seq_off) ||
-		     align_one(ref, r, ALIGN_MAIN, final, ri, ci, &r->seq_off) ||
-		     (has_p2p(r) && align_one(ref, r, ALIGN_NO_P2P, final, ri, ci,
-					      &r->seq_off))))
-			r->aligned = true;
+		if (r->aligned || !r->have_main)
+			continue;
+		/* ranks that wait for their collectives pair at the ends of those waits: not on
+		 * their launches while too few came, unless the job ended */
+		if (ref->nbwd && r->nbwd && align_index(ref, ALIGN_WAITS, ri, 1) &&
+		    align_index(r, ALIGN_WAITS, ci, 1)) {
+			r->aligned = align_one(ref, r, ALIGN_WAITS, final, ri, ci, &r->seq_off);
+			if (r->aligned || !final)
+				continue;
+		}
+		r->aligned = align_one(ref, r, ALIGN_THREAD, final, ri, ci, &r->seq_off) ||
+			     align_one(ref, r, ALIGN_MAIN, final, ri, ci, &r->seq_off) ||
+			     (has_p2p(r) && align_one(ref, r, ALIGN_NO_P2P, final, ri, ci,
+						      &r->seq_off));
 	}
 	/* the reference is aligned once its own run is long enough to pair others against */
 	if (align_run(align_index(ref, ALIGN_MAIN, ri, 3 * ALIGN_RUN), ALIGN_RUN, final, &lo, &hi))
