@@ -1012,6 +1012,41 @@ static void step_ends_with_its_long_data_parallel_all_reduce(void **state)
 }
 
 /*
+ * Two ranks, 4 tensor-parallel all-reduces a step (comm 10), then a data-parallel one (comm
+ * 20) that ends the step. What was recorded ends after the 31st step's tensor-parallel ones,
+ * before its data-parallel one: that step never ended, and the last step seen is the 30th,
+ * ending at its data-parallel all-reduce's return.
+ */
+static void recording_ends_before_the_step_reduces__no_step(void **state)
+{
+	static struct seen s;
+	uint64_t t = 1000 * MS, seq[2][2] = {}, end = 0;
+	struct job *j = new_job(&s, 2, STEPS_AUTO);
+	int k, l, c;
+
+	for (k = 0; k < 31; k++) {
+		for (l = 0; l < 4; l++, t += 25 * MS)
+			for (c = 0; c < 2; c++)
+				job__on_coll(j, c, 100 + c, RS_OP_ALLREDUCE, RS_LIB_MPI, 10,
+					     ++seq[c][0], 4 << 10, t + 20 * MS, t + 25 * MS);
+		if (k == 30)
+			break;
+		for (c = 0; c < 2; c++)
+			job__on_coll(j, c, 100 + c, RS_OP_ALLREDUCE, RS_LIB_MPI, 20, ++seq[c][1],
+				     1 << 20, t, t + 50 * MS);
+		end = t += 50 * MS;
+		job__advance(j, t, false);
+	}
+	job__advance(j, t, true);
+	for (c = 0; c < 2; c++) {
+		assert_int_equal(s.steps[c], s.steps[0]);
+		assert_true(s.steps[c] > 20);
+		assert_int_equal(s.end[c], end);
+	}
+	job__free(j);
+}
+
+/*
  * One all-reduce a step, 20 ms of compute before it; every 7th step both ranks also save a
  * checkpoint (60 ms of file writes) before it. A pause that is mostly a save says nothing of
  * where steps end: steps of 1 collective, not 7.
@@ -1600,6 +1635,7 @@ int main(void)
 		cmocka_unit_test(async_equal_buckets__reference_late__steps_end_together),
 		cmocka_unit_test(async_recording_cut_in_a_wait__no_step_and_the_odd_launch_named),
 		cmocka_unit_test(step_ends_with_its_long_data_parallel_all_reduce),
+		cmocka_unit_test(recording_ends_before_the_step_reduces__no_step),
 		cmocka_unit_test(checkpoint_every_7th_step__steps_of_one),
 		cmocka_unit_test(tensor_data_parallel_mid_run__slow_rank_named_healthy_none),
 		cmocka_unit_test(partial_job__aligned_wait__remote_wait_not_communication),

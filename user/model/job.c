@@ -1468,6 +1468,28 @@ static bool chain_over(const struct job *j, const struct job_rank *r, const stru
  * of them is still inside (up to the hang timeout), or the next main collective has not come
  * (for JOB_SETTLE_NS).
  */
+/* Whether rank r's step before the one boundary collective c ends was closed by reductions
+ * on other communicators after its boundary (a period of main collectives back on c's
+ * thread): the steps of a pipeline's stage, or of TP+DP. */
+static bool closed_by_reductions(const struct job *j, const struct job_rank *r,
+				 const struct tl_coll *c)
+{
+	int i, n = j->per.period;
+
+	for (i = (int)(c - r->coll) - 1; i >= 0; i--)
+		if (r->coll[i].tid == c->tid && is_main(r, &r->coll[i]) && --n <= 0)
+			break;
+	if (i < 0)
+		return false;
+	for (i++; i < r->ncoll; i++) {
+		const struct tl_coll *o = &r->coll[i];
+
+		if (o->tid == c->tid)
+			return o->comm != r->main_comm && coll_role(o->op) == ROLE_REDUCE;
+	}
+	return false;
+}
+
 static uint64_t bound_end(const struct job *j, const struct job_rank *r, const struct tl_coll *c,
 			  bool final)
 {
@@ -1493,6 +1515,10 @@ static uint64_t bound_end(const struct job *j, const struct job_rank *r, const s
 		d = coll_done(r, o);
 		end = d > end ? d : end;
 	}
+	/* what was recorded ends at its boundary, where the step before went on to reduce: the
+	 * recording (or the rank) ended inside the step, which never ends */
+	if ((final || r->exited) && end == coll_done(r, c) && closed_by_reductions(j, r, c))
+		return 0;
 	if (final || r->exited)
 		return end;
 	/* one inside now (its record comes at its return): waiting there for a late rank, the
