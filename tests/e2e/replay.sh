@@ -3,8 +3,8 @@
 # random) and a real PyTorch DDP (gloo) job with a slow data loader, each recorded with
 # diagnose --json --events, then replayed with no root and no BPF. The replay must give the
 # same step count, the same verdict classes and ranks, and in fact the very same step, rule,
-# verdict and cost lines: both runs feed the model through one path (model/feed.c). Then the
-# replay's own report and its bad-input errors.
+# verdict and cost lines: both runs feed the model through one path (model/feed.c). Then a
+# TP+DP recording cut inside a step, the replay's own report and its bad-input errors.
 . "$(dirname "$0")/../lib.sh"
 need_root
 command -v mpirun >/dev/null || skip "OpenMPI not installed (make deps)"
@@ -73,6 +73,42 @@ assert any(d['type'] == 'verdict' and d['class'] == 'compute' and d['rank'] == s
            and d['persistent'] for d in mpi), f"no persistent compute verdict on rank {slow}"
 PY
 
+# A recording that ends inside a step: a real 4-rank TP+DP job (zoo_mpi --tp: the tensor-
+# parallel all-reduces, then the data-parallel one that ends each step), recorded whole, then
+# cut just before rank 0's data-parallel all-reduce at 5 places, each cut closed by the final
+# tick a run that ends writes. Rank 0's last step never ended there: no rank's last step may
+# lack the collectives of the steps before it.
+bg tp mpirun --allow-run-as-root --oversubscribe -np 4 "$TOP/build/workloads/zoo_mpi" --tp 2 \
+	--steps 300 --go-file "$T/tp.go" --data-dir "$T/tpdata"
+wait_lines "$T/tp.out" '^ready rank=' 4 60 || fail "TP job did not start"
+bg tprs "$RS" diagnose -p "$(ready_pids "$T/tp.out")" --json --events
+wait_lines "$T/tprs.out" '"type":"rank"' 4 30 || fail "tp: rankscope did not attach"
+touch "$T/tp.go"
+wait_exit "$PID_tp" 180 || fail "tp: the job failed"
+wait_exit "$PID_tprs" 60 || fail "tp: rankscope did not exit"
+$PY - "$T" "$RS" <<'PY' || exit 1
+import json, subprocess, sys
+T, rs = sys.argv[1], sys.argv[2]
+lines = open(f"{T}/tprs.out").read().splitlines(True)
+job = next(json.loads(l)["job"] for l in lines if l.startswith('{"type":"tick"'))
+dp = [i for i, l in enumerate(lines) if l.startswith('{"type":"collective","rank":0,')
+      and '"bytes":65536' in l]
+assert len(dp) > 250, f"{len(dp)} data-parallel all-reduces recorded on rank 0"
+for cut in dp[50:300:50]:
+    end = max(json.loads(l)["exit_ns"] for l in lines[cut - 40:cut]
+              if l.startswith('{"type":"collective"'))
+    tick = '{"type":"tick","job":"%s","t_ns":%d,"final":true}\n' % (job, end + 10**9)
+    open(f"{T}/cut.jsonl", "w").writelines(lines[:cut] + [tick])
+    out = subprocess.run([rs, "diagnose", "--replay", f"{T}/cut.jsonl", "--json"],
+                         capture_output=True, text=True, check=True).stdout
+    st = [json.loads(l) for l in out.splitlines() if l.startswith('{"type":"step"')]
+    for r in range(4):
+        s = [d for d in st if d["rank"] == r]
+        assert len(s) > 30 and s[-1]["collectives"] == s[-2]["collectives"] == 5, \
+            (cut, r, [d["collectives"] for d in s[-3:]])
+print(f"tp: cut inside a step at 5 places: every rank's last step whole (5 collectives)")
+PY
+
 # the human report, from the recording alone
 setpriv --reuid=65534 --regid=65534 --clear-groups "$RS" diagnose --replay "$T/mpirs.out" \
 	>"$T/report.txt" 2>&1 || fail "replay report failed: $(cat "$T/report.txt")"
@@ -87,4 +123,4 @@ printf '{"type":"op","rank":0,"op":"allredcue","start_ns":1,"dur_ns":2}\n' >"$T/
 [ $? = 1 ] && grep -q "bad.jsonl:1: unknown op 'allredcue'" "$T/e2" || fail "bad op: $(cat "$T/e2")"
 "$RS" diagnose --replay "$T/bad.jsonl" -p 1 >"$T/e3" 2>&1
 [ $? = 2 ] && grep -q -- "--replay reads recorded input" "$T/e3" || fail "-p: $(cat "$T/e3")"
-pass "recordings replay line for line; the report and bad input hold"
+pass "recordings replay line for line; one cut inside a step has no partial last step; the report and bad input hold"
