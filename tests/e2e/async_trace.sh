@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# A real job with asynchronous collectives, replayed from its own op trace: 2 PyTorch ranks
+# (gloo) launch 8 equal all-reduces a step with async_op=True between slices of compute, then
+# wait for them; one rank (picked at random) computes 10 ms more. A launch returns at once, on
+# each rank at its own time: the slow rank's launches return next to its peer's later ones.
+# The steps must end where the job's own clock says each step ended (the return of its last
+# wait), on both ranks, and the verdict is compute on the slow rank.
+. "$(dirname "$0")/../lib.sh"
+$PY -c 'import torch' 2>/dev/null || skip "python3-torch not installed (make deps)"
+SLOW=$((RANDOM % 2))
+"$PY" "$TOP/tests/workloads/async_trace.py" --world 2 --out "$T" --steps 80 --slow-rank $SLOW \
+	--slow-ms 10 >"$T/job.out" 2>&1 || fail "the job failed: $(tail -3 "$T/job.out")"
+"$RS" diagnose --replay "$T/rank0.jsonl" --replay "$T/rank1.jsonl" --json >"$T/rp.out" \
+	2>"$T/rp.err" || fail "replay failed: $(cat "$T/rp.err")"
+$PY - "$T" $SLOW <<'PY' || exit 1
+import collections, json, sys
+T, slow = sys.argv[1], int(sys.argv[2])
+out = [json.loads(l) for l in open(f"{T}/rp.out") if l.startswith("{")]
+for r in (0, 1):
+    ends = [json.loads(l)["end_ns"] for l in open(f"{T}/truth{r}.jsonl")]
+    st = [d for d in out if d["type"] == "step" and d["rank"] == r]
+    near = sum(min(abs(d["start_ns"] + d["dur_ns"] - e) for e in ends) <= 2_000_000 for d in st)
+    print(f"rank {r}: {len(st)} steps of the job's {len(ends) - 1}, {near} end within 2 ms of "
+          "its own step ends")
+    assert len(st) >= len(ends) - 3 and near >= 0.95 * len(st), (r, len(st), near)
+v = collections.Counter((d["class"], d["rank"]) for d in out
+                        if d["type"] == "verdict" and d["class"] != "none")
+print("verdicts:", dict(v))
+assert v and v.most_common(1)[0][0] == ("compute", slow), v
+PY
+pass "asynchronous equal buckets: steps end at the job's own step ends, compute on rank $SLOW"
