@@ -344,6 +344,27 @@ static void partition__futex_around_comm_from__input_then_comm(void **state)
 	expect(&p, 200, 0, 0, 0, 200, 0);
 }
 
+/* Runnable and not running at the end of the wait for its asynchronous collectives (after
+ * the step's first wait mark): starved inside its collectives (comm_sched), as inside a
+ * blocking one. The same futex wait with no wait mark is the loader's handoff, and a sleep
+ * after the mark is no wait for collectives: their runnable time is no collective's. */
+static void partition__runnable_in_the_wait_for_collectives__starved_inside_them(void **state)
+{
+	struct tl_off o = { .start = 1200, .end = 1400, .runq = 50, .syscall = NR_FUTEX };
+	struct phases p;
+
+	steps__partition(1000, 1500, NULL, 0, &o, 1, NULL, 0, 1200, &p);
+	expect(&p, 300, 50, 150, 0, 0, 0);
+	assert_int_equal(p.comm_sched, 50);
+	steps__partition(1000, 1500, NULL, 0, &o, 1, NULL, 0, 0, &p);
+	expect(&p, 300, 50, 0, 0, 150, 0);
+	assert_int_equal(p.comm_sched, 0);
+	o.syscall = NR_NANOSLEEP;
+	steps__partition(1000, 1500, NULL, 0, &o, 1, NULL, 0, 1200, &p);
+	expect(&p, 300, 50, 0, 0, 0, 150);
+	assert_int_equal(p.comm_sched, 0);
+}
+
 static void partition__poll_or_read_after_comm_from__still_input(void **state)
 {
 	struct tl_off o = { .start = 1100, .end = 1300, .syscall = NR_POLL };
@@ -569,6 +590,7 @@ int main(void)
 		cmocka_unit_test(partition__blocked__other_over_compute),
 		cmocka_unit_test(partition__futex_around_comm_from__input_then_comm),
 		cmocka_unit_test(partition__poll_or_read_after_comm_from__still_input),
+		cmocka_unit_test(partition__runnable_in_the_wait_for_collectives__starved_inside_them),
 		cmocka_unit_test(partition__unknown_syscall__other_then_comm_after_comm_from),
 		cmocka_unit_test(partition__sleep_after_comm_from__other),
 		cmocka_unit_test(partition__comm_from_without_off_cpu__compute),

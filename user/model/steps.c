@@ -62,7 +62,7 @@ static enum phase classify(uint64_t t, const struct tl_coll *c, int nc, const st
 			   int no, const struct tl_io *io, int nio, uint64_t comm_from, int32_t *nr)
 {
 	bool input = false, off = false, runq = false, waits = false, futex = false, gpu = false;
-	bool comm = false;
+	bool comm = false, fwait = false;
 	int i;
 
 	*nr = -1;
@@ -109,9 +109,15 @@ static enum phase classify(uint64_t t, const struct tl_coll *c, int nc, const st
 		else if (steps__input_syscall(o[i].syscall))
 			waits = true;
 		futex |= o[i].syscall == 202 || o[i].syscall == 449 || o[i].syscall < 0;
+		fwait |= o[i].syscall == 202 || o[i].syscall == 449;
 	}
-	if (runq)
+	/* runnable and not running in the wait for its asynchronous collectives (a futex wait
+	 * after the step's first wait mark): starved inside them, as inside a blocking one */
+	if (runq) {
+		if (comm_from && t >= comm_from && fwait)
+			*nr = NR_IN_COLL;
 		return PH_SCHED_DELAY;
+	}
 	/* after DDP's finalize_backward, a futex wait is the wait for the bucket all-reduces;
 	 * a poll on the loader's queue is still input */
 	if (off && comm_from && t >= comm_from && futex)
