@@ -74,12 +74,12 @@ assert any(d['type'] == 'verdict' and d['class'] == 'compute' and d['rank'] == s
 PY
 
 # A recording that ends inside a step: a real 4-rank TP+DP job (zoo_mpi --tp: the tensor-
-# parallel all-reduces, then the data-parallel one that ends each step), recorded whole, then
-# cut just before rank 0's data-parallel all-reduce at 5 places, each cut closed by the final
-# tick a run that ends writes. Rank 0's last step never ended there: no rank's last step may
-# lack the collectives of the steps before it.
+# parallel all-reduces, then the 2 data-parallel ones that end each step), recorded whole,
+# then cut just before one of rank 0's data-parallel all-reduces (the first or the second) at 6
+# places, each cut closed by the final tick a run that ends writes. Rank 0's last step never
+# ended there: no rank's last step may lack the collectives of the steps before it.
 bg tp mpirun --allow-run-as-root --oversubscribe -np 4 "$TOP/build/workloads/zoo_mpi" --tp 2 \
-	--steps 300 --go-file "$T/tp.go" --data-dir "$T/tpdata"
+	--buckets 2 --steps 300 --go-file "$T/tp.go" --data-dir "$T/tpdata"
 wait_lines "$T/tp.out" '^ready rank=' 4 60 || fail "TP job did not start"
 bg tprs "$RS" diagnose -p "$(ready_pids "$T/tp.out")" --json --events
 wait_lines "$T/tprs.out" '"type":"rank"' 4 30 || fail "tp: rankscope did not attach"
@@ -93,8 +93,8 @@ lines = open(f"{T}/tprs.out").read().splitlines(True)
 job = next(json.loads(l)["job"] for l in lines if l.startswith('{"type":"tick"'))
 dp = [i for i, l in enumerate(lines) if l.startswith('{"type":"collective","rank":0,')
       and '"bytes":65536' in l]
-assert len(dp) > 250, f"{len(dp)} data-parallel all-reduces recorded on rank 0"
-for cut in dp[50:300:50]:
+assert len(dp) > 500, f"{len(dp)} data-parallel all-reduces recorded on rank 0"
+for cut in dp[100:600:83]:
     end = max(json.loads(l)["exit_ns"] for l in lines[cut - 40:cut]
               if l.startswith('{"type":"collective"'))
     tick = '{"type":"tick","job":"%s","t_ns":%d,"final":true}\n' % (job, end + 10**9)
@@ -104,9 +104,9 @@ for cut in dp[50:300:50]:
     st = [json.loads(l) for l in out.splitlines() if l.startswith('{"type":"step"')]
     for r in range(4):
         s = [d for d in st if d["rank"] == r]
-        assert len(s) > 30 and s[-1]["collectives"] == s[-2]["collectives"] == 5, \
+        assert len(s) > 30 and s[-1]["collectives"] == s[-2]["collectives"] == 6, \
             (cut, r, [d["collectives"] for d in s[-3:]])
-print(f"tp: cut inside a step at 5 places: every rank's last step whole (5 collectives)")
+print(f"tp: cut inside a step at 6 places: every rank's last step whole (6 collectives)")
 PY
 
 # the human report, from the recording alone

@@ -1012,38 +1012,44 @@ static void step_ends_with_its_long_data_parallel_all_reduce(void **state)
 }
 
 /*
- * Two ranks, 4 tensor-parallel all-reduces a step (comm 10), then a data-parallel one (comm
- * 20) that ends the step. What was recorded ends after the 31st step's tensor-parallel ones,
- * before its data-parallel one: that step never ended, and the last step seen is the 30th,
- * ending at its data-parallel all-reduce's return.
+ * Two ranks, 4 tensor-parallel all-reduces a step (comm 10), then two data-parallel ones (comm
+ * 20) that end the step. What was recorded ends after the 31st step's tensor-parallel ones,
+ * before its data-parallel ones or between them: that step never ended, and the last step
+ * seen is the 30th, ending at its last data-parallel all-reduce's return.
  */
 static void recording_ends_before_the_step_reduces__no_step(void **state)
 {
 	static struct seen s;
-	uint64_t t = 1000 * MS, seq[2][2] = {}, end = 0;
-	struct job *j = new_job(&s, 2, STEPS_AUTO);
-	int k, l, c;
+	uint64_t t, seq[2][2], end;
+	struct job *j;
+	int cut, k, l, c;
 
-	for (k = 0; k < 31; k++) {
-		for (l = 0; l < 4; l++, t += 25 * MS)
-			for (c = 0; c < 2; c++)
-				job__on_coll(j, c, 100 + c, RS_OP_ALLREDUCE, RS_LIB_MPI, 10,
-					     ++seq[c][0], 4 << 10, t + 20 * MS, t + 25 * MS);
-		if (k == 30)
-			break;
-		for (c = 0; c < 2; c++)
-			job__on_coll(j, c, 100 + c, RS_OP_ALLREDUCE, RS_LIB_MPI, 20, ++seq[c][1],
-				     1 << 20, t, t + 50 * MS);
-		end = t += 50 * MS;
-		job__advance(j, t, false);
+	for (cut = 0; cut < 2; cut++) {
+		t = 1000 * MS;
+		end = 0;
+		memset(seq, 0, sizeof(seq));
+		j = new_job(&s, 2, STEPS_AUTO);
+		for (k = 0; k < 31; k++) {
+			for (l = 0; l < 4; l++, t += 25 * MS)
+				for (c = 0; c < 2; c++)
+					job__on_coll(j, c, 100 + c, RS_OP_ALLREDUCE, RS_LIB_MPI, 10,
+						     ++seq[c][0], 4 << 10, t + 20 * MS, t + 25 * MS);
+			for (l = 0; l < 2 && (k < 30 || l < cut); l++, t += 50 * MS)
+				for (c = 0; c < 2; c++)
+					job__on_coll(j, c, 100 + c, RS_OP_ALLREDUCE, RS_LIB_MPI, 20,
+						     ++seq[c][1], 1 << 20, t, t + 50 * MS);
+			if (k < 30)
+				end = t;
+			job__advance(j, t, false);
+		}
+		job__advance(j, t, true);
+		for (c = 0; c < 2; c++) {
+			assert_int_equal(s.steps[c], s.steps[0]);
+			assert_true(s.steps[c] > 20);
+			assert_int_equal(s.end[c], end);
+		}
+		job__free(j);
 	}
-	job__advance(j, t, true);
-	for (c = 0; c < 2; c++) {
-		assert_int_equal(s.steps[c], s.steps[0]);
-		assert_true(s.steps[c] > 20);
-		assert_int_equal(s.end[c], end);
-	}
-	job__free(j);
 }
 
 /*

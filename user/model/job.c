@@ -2,6 +2,7 @@
 /* The job model: per-rank timelines, step boundaries aligned across ranks, verdicts. */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1468,26 +1469,42 @@ static bool chain_over(const struct job *j, const struct job_rank *r, const stru
  * of them is still inside (up to the hang timeout), or the next main collective has not come
  * (for JOB_SETTLE_NS).
  */
-/* Whether rank r's step before the one boundary collective c ends was closed by reductions
- * on other communicators after its boundary (a period of main collectives back on c's
- * thread): the steps of a pipeline's stage, or of TP+DP. */
-static bool closed_by_reductions(const struct job *j, const struct job_rank *r,
-				 const struct tl_coll *c)
+/* The reductions on other communicators that close the step boundary collective c ends on
+ * rank r (on c's thread, before its next main collective or anything else). */
+static int closing(const struct job_rank *r, const struct tl_coll *c)
 {
-	int i, n = j->per.period;
+	int i, n = 0;
 
-	for (i = (int)(c - r->coll) - 1; i >= 0; i--)
-		if (r->coll[i].tid == c->tid && is_main(r, &r->coll[i]) && --n <= 0)
-			break;
-	if (i < 0)
-		return false;
-	for (i++; i < r->ncoll; i++) {
+	for (i = (int)(c - r->coll) + 1; i < r->ncoll; i++) {
 		const struct tl_coll *o = &r->coll[i];
 
-		if (o->tid == c->tid)
-			return o->comm != r->main_comm && coll_role(o->op) == ROLE_REDUCE;
+		if (o->tid != c->tid)
+			continue;
+		if (o->comm == r->main_comm || coll_role(o->op) != ROLE_REDUCE)
+			break;
+		n++;
 	}
-	return false;
+	return n;
+}
+
+/* Whether what was recorded of rank r ends inside the step boundary collective c ends: fewer
+ * reductions close it than closed each of the (up to) two steps before still kept (a period of
+ * main collectives back each, on c's thread): the steps of a pipeline's stage, or of TP+DP,
+ * end with them. */
+static bool cut_before_closed(const struct job *j, const struct job_rank *r,
+			      const struct tl_coll *c)
+{
+	int i, k, n = j->per.period, have = closing(r, c), least = INT_MAX;
+
+	for (i = (int)(c - r->coll) - 1, k = 0; i >= 0 && k < 2; i--)
+		if (r->coll[i].tid == c->tid && is_main(r, &r->coll[i]) && --n <= 0) {
+			int m = closing(r, &r->coll[i]);
+
+			least = m < least ? m : least;
+			n = j->per.period;
+			k++;
+		}
+	return k && have < least;
 }
 
 static uint64_t bound_end(const struct job *j, const struct job_rank *r, const struct tl_coll *c,
@@ -1515,9 +1532,9 @@ static uint64_t bound_end(const struct job *j, const struct job_rank *r, const s
 		d = coll_done(r, o);
 		end = d > end ? d : end;
 	}
-	/* what was recorded ends at its boundary, where the step before went on to reduce: the
+	/* what was recorded ends before the reductions that closed the steps before: the
 	 * recording (or the rank) ended inside the step, which never ends */
-	if ((final || r->exited) && end == coll_done(r, c) && closed_by_reductions(j, r, c))
+	if ((final || r->exited) && cut_before_closed(j, r, c))
 		return 0;
 	if (final || r->exited)
 		return end;
