@@ -459,6 +459,41 @@ static void comm_change__pipeline_rows_all_waiting__not_the_first_calls_time(voi
 }
 
 /*
+ * A pipeline's rows, joined: half its ranks' time inside was all waiting (no transfer), the
+ * others' transfers take 250 ms of the 450 ms step. Those with none count as none: no
+ * communication-bound step (the median rank transfers 125 ms, under half the step); with every
+ * rank transferring 250 ms, communication.
+ */
+static void window__pipeline_ranks_without_transfer__count_as_none(void **state)
+{
+	struct window *x;
+	struct verdict v;
+	int pass, s, r;
+
+	for (pass = 0; pass < 2; pass++) {
+		x = healthy();
+		for (s = 0; s < NSTEPS; s++)
+			x->transfer[s] = 250 * MS;
+		build(x);
+		for (s = 0; s < NSTEPS; s++) {
+			struct step_obs *row = &x->obs[s * NRANKS];
+
+			for (r = 0; r < NRANKS; r++) {
+				row[r].has_late = true;
+				row[r].stages = 2;
+				row[r].wait_ns = row[r].ph.ns[PH_COMM] -
+						 (pass || r % 2 ? x->transfer[s] : 0);
+			}
+			detect__split_comm(row, NRANKS);
+		}
+		memset(&v, 0xa5, sizeof(v));
+		assert_int_equal(detect__window(x->obs, NSTEPS, NRANKS, &v), 0);
+		assert_int_equal(v.cls, pass ? V_COMMUNICATION : V_NONE);
+		free(x);
+	}
+}
+
+/*
  * The reference is made of steps, not windows. The first window judged has 4 steps only (the
  * job's first): they join once they left the window, and steps 5-12, 15 ms slower, are
  * communication against steps 1-4. A reference whose steps spread by 6 ms either side of
@@ -1455,6 +1490,7 @@ int main(void)
 		cmocka_unit_test(window__buckets_transfer_over_half_step__communication),
 		cmocka_unit_test(comm_change__steps_of_a_short_window__noisy_reference),
 		cmocka_unit_test(comm_change__pipeline_rows_all_waiting__not_the_first_calls_time),
+		cmocka_unit_test(window__pipeline_ranks_without_transfer__count_as_none),
 		cmocka_unit_test(window__healthy_small_jitter__none),
 		cmocka_unit_test(window__tiny_steps_skew_under_floor__none),
 		cmocka_unit_test(window__skew_under_step_fraction_quiet_peers__straggler),

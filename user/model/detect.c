@@ -804,8 +804,9 @@ int detect__window_seen(const struct step_obs *obs, int nsteps, int nranks, bool
 			if (row[r].arrival_ns > last)
 				last = row[r].arrival_ns;
 		}
+		/* a pipeline rank with none (all its time inside was waiting) had none: it counts */
 		for (r = 0; r < nranks; r++)
-			if (transfer_of(&row[r], last))
+			if (transfer_of(&row[r], last) || (row[r].has_late && row[r].stages > 1))
 				posts[np++] = transfer_of(&row[r], last);
 	}
 	if (!nrows) {
