@@ -28,4 +28,14 @@ v = collections.Counter((d["class"], d["rank"]) for d in out
 print("verdicts:", dict(v))
 assert v and v.most_common(1)[0][0] == ("compute", slow), v
 PY
-pass "asynchronous equal buckets: steps end at the job's own step ends, compute on rank $SLOW"
+# the same traces, rank 1's without its meta line: its ranks would be another job ("trace");
+# the replay says so in one line that names the fix
+tail -n +2 "$T/rank1.jsonl" >"$T/bare1.jsonl"
+"$RS" diagnose --replay "$T/rank0.jsonl" --replay "$T/bare1.jsonl" >"$T/bare.out" 2>&1 ||
+	fail "replay without a meta line failed: $(tail -3 "$T/bare.out")"
+grep -q "bare1.jsonl has no meta line, so its ranks form job 'trace', apart from job 'async-trace'" \
+	"$T/bare.out" && grep -q '{"type":"meta","job":"async-trace"} its first line' "$T/bare.out" ||
+	fail "no warning for a trace without its meta line: $(head -3 "$T/bare.out")"
+"$RS" diagnose --replay "$T/rank0.jsonl" --replay "$T/rank1.jsonl" 2>&1 | grep -q "no meta line" &&
+	fail "a warning with every trace's meta line there"
+pass "asynchronous equal buckets: steps end at the job's own step ends, compute on rank $SLOW; a trace without its meta line is named"

@@ -27,6 +27,14 @@ struct rp_file {
 	char job[128];		/* an op trace's job (meta), else "trace" */
 	int world;		/* from an op trace's meta; -1 */
 	bool saw_model;
+	bool saw_meta, saw_op;
+};
+
+/* Op traces merged: the first that names its job in a meta line, and the first with none
+ * (its ranks form the job "trace"). Both: their ranks are two jobs, likely by mistake. */
+struct trace_jobs {
+	char named[128];
+	const char *named_file, *bare_file;
 };
 
 static int bad(const struct rp_file *f, const char *what)
@@ -463,11 +471,14 @@ static int line(struct replay *rp, struct rp_file *f, bool exact_ok, const char 
 
 	if (rline__parse(text, len, &l) || rline__str(&l, "type", type, sizeof(type)) < 0)
 		return 1;	/* not ours: counted, said once */
-	if (!strcmp(type, "op"))
+	if (!strcmp(type, "op")) {
+		f->saw_op = true;
 		return op_line(rp, f, &l);
+	}
 	if (!strcmp(type, "meta")) {
 		int64_t w;
 
+		f->saw_meta = true;
 		if (rline__str(&l, "job", f->job, sizeof(f->job)) < 0)
 			snprintf(f->job, sizeof(f->job), "trace");
 		if (rline__i64(&l, "world_size", &w) && w > 0 && w < (1 << 20))
@@ -529,7 +540,8 @@ static int line(struct replay *rp, struct rp_file *f, bool exact_ok, const char 
 	return 0;
 }
 
-static int load_file(struct replay *rp, const char *name, int domain, bool exact_ok)
+static int load_file(struct replay *rp, const char *name, int domain, bool exact_ok,
+		     struct trace_jobs *tj)
 {
 	struct rp_file f = { .name = name, .domain = domain, .world = -1 };
 	struct stat st;
@@ -575,6 +587,12 @@ static int load_file(struct replay *rp, const char *name, int domain, bool exact
 	if (skipped)
 		pr_warn("replay: %s: %lu line%s not JSON objects with a type, skipped (the first: "
 			"line %lu)", name, skipped, skipped == 1 ? "" : "s", first_skip);
+	if (f.saw_op && !f.saw_meta && !tj->bare_file)
+		tj->bare_file = name;
+	if (f.saw_op && f.saw_meta && strcmp(f.job, "trace") && !tj->named_file) {
+		snprintf(tj->named, sizeof(tj->named), "%s", f.job);
+		tj->named_file = name;
+	}
 	free(buf);
 	if (in != stdin)
 		fclose(in);
@@ -583,6 +601,7 @@ static int load_file(struct replay *rp, const char *name, int domain, bool exact
 
 int rp__load(struct replay *rp, char *const *files, int n)
 {
+	struct trace_jobs tj = {};
 	int i, err, k;
 
 	rp->pids = calloc(RP_PIDS, sizeof(*rp->pids));
@@ -590,10 +609,14 @@ int rp__load(struct replay *rp, char *const *files, int n)
 		return -ENOMEM;
 	for (i = 0; i < n; i++) {
 		/* one recording replays as it ran; several are merged on their clocks */
-		err = load_file(rp, files[i], i, n == 1);
+		err = load_file(rp, files[i], i, n == 1, &tj);
 		if (err)
 			return err;
 	}
+	if (tj.named_file && tj.bare_file)
+		pr_warn("replay: %s has no meta line, so its ranks form job 'trace', apart from job "
+			"'%s' of %s; if they are one job, make {\"type\":\"meta\",\"job\":\"%s\"} "
+			"its first line", tj.bare_file, tj.named, tj.named_file, tj.named);
 	if (!rp->exact)
 		return 0;
 	for (k = 0; k < rp->njobs; k++)	/* a recording cut short: end where it ends */
