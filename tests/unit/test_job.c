@@ -655,6 +655,25 @@ static void pipeline_two_stages__stages_micro_batches_and_slow_stage(void **stat
 	job__free(j);
 }
 
+/* The step's gradient norm: an all-reduce on MPI's world (comm 7) of n ranks, entered at each
+ * rank's t and returned by all 30 us after the last came; each rank goes on `after` later.
+ * Returns the return. */
+static uint64_t world_allreduce(struct job *j, int n, uint64_t *t, uint64_t *seq,
+				uint64_t after)
+{
+	uint64_t done = 0;
+	int r;
+
+	for (r = 0; r < n; r++)
+		done = t[r] > done ? t[r] : done;
+	done += 30 * US;
+	for (r = 0; r < n; r++) {
+		job__on_coll(j, r, 100 + r, RS_OP_ALLREDUCE, RS_LIB_MPI, 7, ++seq[r], 8, t[r], done);
+		t[r] = done + after;
+	}
+	return done;
+}
+
 /*
  * A 4-stage pipeline on MPI's world (GPipe, 3 micro-batches): stage s receives each
  * activation from s-1, computes c[s] and sends it to s+1, then the gradients go back the same
@@ -710,14 +729,7 @@ static void gpipe4(struct job *j, int steps, const uint64_t *c, int slow_from, u
 				bwd[s][m] = t[s];
 			}
 		}
-		for (done = 0, s = 0; s < 4; s++)
-			done = t[s] > done ? t[s] : done;
-		done += 30 * US;
-		for (s = 0; s < 4; s++) {
-			job__on_coll(j, s, 100 + s, RS_OP_ALLREDUCE, RS_LIB_MPI, 7, ++seq[s], 8, t[s],
-				     done);
-			t[s] = done;
-		}
+		done = world_allreduce(j, 4, t, seq, 0);
 		job__advance(j, done, false);
 	}
 	job__advance(j, done + 1000 * MS, true);
@@ -838,14 +850,7 @@ static void pp3x2(struct job *j, int steps, int starved)
 				t[r] = e;
 			}
 		}
-		for (done = 0, r = 0; r < 6; r++)
-			done = t[r] > done ? t[r] : done;
-		done += 30 * US;
-		for (r = 0; r < 6; r++) {
-			job__on_coll(j, r, 100 + r, RS_OP_ALLREDUCE, RS_LIB_MPI, 7, ++seq[r], 8, t[r],
-				     done);
-			t[r] = done + 200 * US;
-		}
+		done = world_allreduce(j, 6, t, seq, 200 * US);
 		job__advance(j, done, false);
 	}
 	job__advance(j, done + 1000 * MS, true);
