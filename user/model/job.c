@@ -1366,6 +1366,10 @@ static void walk(struct job *j, bool final)
 
 			if (!q->aligned && !q->exited)
 				return;
+			/* a pipeline's other stages cut their steps at their copies of the
+			 * reference's anchors, not at its seqs */
+			if (c && (has_p2p(q) || has_p2p(&j->r[0])))
+				continue;
 			for (i = 0; i < q->ncoll && !any; i++) {
 				if (!is_main(q, &q->coll[i]))
 					continue;
@@ -1561,7 +1565,7 @@ static uint64_t bound_end(const struct job *j, const struct job_rank *r, const s
  * another communicator it closes with (bound_end's), else c when it is a reduction; NULL:
  * none, or (*done false) not known yet. */
 static const struct tl_coll *step_anchor(const struct job_rank *r, const struct tl_coll *c,
-					 bool *done)
+					 bool final, bool *done)
 {
 	const struct tl_coll *a = NULL;
 	int i;
@@ -1578,6 +1582,9 @@ static const struct tl_coll *step_anchor(const struct job_rank *r, const struct 
 		}
 		a = o;
 	}
+	/* the recording or the rank ended after it: nothing more will close it */
+	if (final || r->exited)
+		*done = true;
 	if (!a && *done && !is_p2p(c) && coll_role(c->op) == ROLE_REDUCE)
 		a = c;
 	return a && a->exit ? a : NULL;
@@ -1609,22 +1616,12 @@ static const struct tl_coll *anchor_on(const struct job *j, const struct job_ran
 	return best;
 }
 
-/* Main collectives of rank r from x to y. */
-static int mains_between(const struct job_rank *r, const struct tl_coll *x,
-			 const struct tl_coll *y)
-{
-	int i, n = 0;
-
-	for (i = (int)(x - r->coll); i <= (int)(y - r->coll); i++)
-		n += is_main(r, &r->coll[i]);
-	return n;
-}
-
 /*
  * Rank r's step by the anchors: 1 (*start, *end set), 0 not known yet, -1 never, -2 not by
  * the anchors (by the aligned seqs). Whether rank r goes by them is decided once, on the
- * first step both ends have: when its main collectives between its copies of the anchors
- * differ in number from the reference's.
+ * first step both ends have: when it or the reference sends or receives messages (a
+ * pipeline's stages: another stage's messages are not the reference's, even where it makes
+ * as many, and its step starts where it is, not at the reference's first seq).
  */
 static int anchor_bounds(const struct job *j, struct job_rank *r, int64_t as_a, int64_t as_b,
 			 bool final, uint64_t *start, uint64_t *end)
@@ -1637,8 +1634,8 @@ static int anchor_bounds(const struct job *j, struct job_rank *r, int64_t as_a, 
 
 	if (r->anchored < 0)
 		return -2;
-	ra = fa ? step_anchor(ref, fa, &da) : NULL;
-	rb = fb ? step_anchor(ref, fb, &db) : NULL;
+	ra = fa ? step_anchor(ref, fa, final, &da) : NULL;
+	rb = fb ? step_anchor(ref, fb, final, &db) : NULL;
 	if (!ra || !rb || rb->exit <= ra->exit || ra->comm != rb->comm) {
 		if (r->anchored > 0)
 			return fa && fb && da && db ? -1 : 0;
@@ -1651,11 +1648,11 @@ static int anchor_bounds(const struct job *j, struct job_rank *r, int64_t as_a, 
 	b = anchor_on(j, r, rb, tol);
 	past = r->exited || final || (r->ncoll && r->coll[r->ncoll - 1].enter > rb->exit + tol);
 	if (!r->anchored) {
-		/* only messages make the stages' counts differ: without any, a count that
-		 * differs is a rank whose main communicator is not settled yet */
+		/* a pipeline's stages: their messages are not the reference's, even where
+		 * they count as many (the first and the last stage); without messages, a
+		 * count that differs is a rank whose main communicator is not settled yet */
 		if (a && b)
-			r->anchored = mains_between(r, a, b) != mains_between(ref, ra, rb) &&
-				      (has_p2p(r) || has_p2p(ref)) ? 1 : -1;
+			r->anchored = has_p2p(r) || has_p2p(ref) ? 1 : -1;
 		else if (past)
 			r->anchored = -1;	/* it has no copy: another group's */
 		if (r->anchored < 0)
