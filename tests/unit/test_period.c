@@ -293,6 +293,49 @@ static void detect__periodic_eval_steps_long_run__training_period(void **state)
 	free(q);
 }
 
+/*
+ * One all-reduce a step (100 ms of compute before it), and every 5th step an eval first: its
+ * compute, then two collectives of its own. The eval cycle (7 collectives) repeats exactly;
+ * the step repeats at 4 of 7 positions only, under any divisor's floor, yet the cycle is 5
+ * steps and one block of extras: the step is 1. An FSDP-like interleaving (6 all-gathers,
+ * then 6 of (all-gather, reduce-scatter)) holds 12 all-gathers too, but its reduce-scatters
+ * come between them: no block, and the all-gather alone is not its step.
+ */
+static void detect__eval_block_every_5_steps_of_one__step_of_one(void **state)
+{
+	struct seq *q = new_seq();
+	struct period_result r;
+	int s, k, n;
+
+	for (s = 0; s < 40; s++) {
+		if (s && s % 5 == 0) {
+			q->gap[q->n - 1] = 23 * MS + (s % 3) * 100 * US;
+			push(q, odd_sig(0), 20 * US);
+			push(q, odd_sig(1), 90 * MS + (s % 5) * 100 * US);
+		}
+		push(q, train_sig(0), 100 * MS + (s % 7) * 100 * US);
+	}
+	/* as the job sees them: each time more have come, from 3 cycles on */
+	for (n = 21; n <= q->n; n++) {
+		assert_int_equal(period__detect(q->sig, q->gap, n, PERIOD_MAX, &r), 0);
+		if (r.period != 1)
+			print_error("%d collectives: period %d\n", n, r.period);
+		assert_int_equal(r.period, 1);
+	}
+	q->n = 0;
+	for (s = 0; s < 12; s++) {
+		for (k = 0; k < 6; k++)
+			push(q, train_sig(0), k == 5 ? 40 * MS : 2 * MS);
+		for (k = 0; k < 6; k++) {
+			push(q, train_sig(0), 1 * MS);
+			push(q, train_sig(1), k == 5 ? 60 * MS + (s % 3) * MS : 2 * MS);
+		}
+	}
+	assert_int_equal(period__detect(q->sig, q->gap, q->n, PERIOD_MAX, &r), 0);
+	assert_int_equal(r.period, 18);
+	free(q);
+}
+
 static void detect__all_different__low_confidence_no_period(void **state)
 {
 	struct seq *q = new_seq();
@@ -859,6 +902,7 @@ int main(void)
 		cmocka_unit_test(detect__grad_accumulation_8_equal_buckets__optimizer_step),
 		cmocka_unit_test(detect__periodic_eval_steps__training_period),
 		cmocka_unit_test(detect__periodic_eval_steps_long_run__training_period),
+		cmocka_unit_test(detect__eval_block_every_5_steps_of_one__step_of_one),
 		cmocka_unit_test(detect__all_different__low_confidence_no_period),
 		cmocka_unit_test(detect__equal_buckets__step_from_pauses),
 		cmocka_unit_test(detect__one_allreduce_a_step__period_one),

@@ -38,7 +38,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(os.path.dirname(HERE))
-RS = os.path.join(TOP, "build", "rankscope")
+RS = os.environ.get("RS_BIN") or os.path.join(TOP, "build", "rankscope")
 ZOO = os.path.join(TOP, "build", "workloads", "zoo_mpi")
 DDP = os.path.join(HERE, "zoo_ddp_launch.sh")
 sys.path.insert(0, HERE)
@@ -126,6 +126,10 @@ def cells():
                     expect=("none", None)))
     out.append(cell("pp4s4/compute2/np4", np=4, args=["--pp", "4", "--stages", "4"],
                     fault=["--fault", "compute:2:4000"], expect=("compute", 2), check=True))
+    # one all-reduce a step and an eval's every third: the eval cycle (4 collectives) repeats
+    # better than the step (2 of 4 positions), yet the step is one all-reduce
+    out.append(cell("eval3single/compute", np=2, args=["--eval-every", "3"],
+                    fault=["--fault", "compute:1:4000"], expect=("compute", 1), check=True))
     # a different rank's long batch each step (sequence lengths): an imbalance, nobody's
     for np_ in (2, 4):
         out.append(cell(f"buckets3/rotate/np{np_}", np=np_, args=["--buckets", "3"],

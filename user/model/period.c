@@ -334,6 +334,31 @@ static bool tiles(const uint64_t *sig, int n, int p, int cycle)
 }
 
 /*
+ * Is a cycle of `cycle` collectives (the last one seen) m steps of p in a row and one block of
+ * extras, fewer than m (an eval's all-reduces every m steps, a checkpoint's barrier)? Read
+ * around the cycle from each start: the unit repeats for m whole steps, the rest is one run.
+ * However few collectives a step makes, the extras then lower its score below any floor (one
+ * all-reduce a step and two for an eval every 5 steps repeat at 4 of 7 positions), yet it is
+ * the step. FSDP's all-gathers are not: its reduce-scatters come between them, not together.
+ */
+static bool tiles_block(const uint64_t *sig, int n, int p, int cycle)
+{
+	const uint64_t *c = sig + n - cycle;
+	int st, i, m;
+
+	if (n < cycle || p < 1 || 2 * p > cycle)
+		return false;
+	for (st = 0; st < cycle; st++) {
+		for (i = p; i < cycle && c[(st + i) % cycle] == c[(st + i - p) % cycle]; i++)
+			;
+		m = i / p;
+		if (m >= 2 && cycle - m * p > 0 && cycle - m * p < m)
+			return true;
+	}
+	return false;
+}
+
+/*
  * The step among the periods 1..limit (scores in s[]): the period of the runs of equal
  * signatures, else the smallest period that repeats about as well as any, or the smallest
  * over PERIOD_THRESHOLD (a multiple of the step repeats as well as the step; an extra
@@ -409,7 +434,7 @@ static int choose(const double *s, int limit, const uint64_t *sig, const uint64_
 	}
 	*conf = s[best_p];
 	for (p = 1; gap && p < best_p; p++) {
-		if (best_p % p || s[p] < PERIOD_DIVISOR_MIN)
+		if (s[p] < PERIOD_DIVISOR_MIN ? !tiles_block(sig, n, p, best_p) : best_p % p)
 			continue;
 		if (phase_gap(gap, n, p, &d_phase, &d_pause))
 			break;
