@@ -301,7 +301,7 @@ static void detect__periodic_eval_steps_long_run__training_period(void **state)
  * then 6 of (all-gather, reduce-scatter)) holds 12 all-gathers too, but its reduce-scatters
  * come between them: no block, and the all-gather alone is not its step.
  */
-static void detect__eval_block_every_5_steps_of_one__step_of_one(void **state)
+static void detect__eval_blocks__the_step_not_their_cycle(void **state)
 {
 	struct seq *q = new_seq();
 	struct period_result r;
@@ -321,6 +321,26 @@ static void detect__eval_block_every_5_steps_of_one__step_of_one(void **state)
 		if (r.period != 1)
 			print_error("%d collectives: period %d\n", n, r.period);
 		assert_int_equal(r.period, 1);
+	}
+	/* steps of 3 (the last ends at the longest pause), every 6th with an eval of 2, one of
+	 * them like the step's last: the cycle (20) is no multiple of the step, the places after
+	 * each eval shift by 2, and the step is still 3, ending where it did */
+	q->n = 0;
+	for (s = 0; s < 40; s++) {
+		if (s && s % 6 == 0) {
+			push(q, train_sig(2), 3 * MS);
+			push(q, odd_sig(0), 2 * MS);
+		}
+		push(q, train_sig(0), 9 * MS + (s % 3) * 100 * US);
+		push(q, train_sig(1), 11 * MS + (s % 5) * 100 * US);
+		push(q, train_sig(2), 30 * MS + (s % 7) * 100 * US);
+	}
+	for (n = 60; n <= q->n; n++) {
+		assert_int_equal(period__detect(q->sig, q->gap, n, PERIOD_MAX, &r), 0);
+		if (r.period != 3 || r.phase != 2)
+			print_error("%d collectives: period %d phase %d\n", n, r.period, r.phase);
+		assert_int_equal(r.period, 3);
+		assert_int_equal(r.phase, 2);
 	}
 	q->n = 0;
 	for (s = 0; s < 12; s++) {
@@ -902,7 +922,7 @@ int main(void)
 		cmocka_unit_test(detect__grad_accumulation_8_equal_buckets__optimizer_step),
 		cmocka_unit_test(detect__periodic_eval_steps__training_period),
 		cmocka_unit_test(detect__periodic_eval_steps_long_run__training_period),
-		cmocka_unit_test(detect__eval_block_every_5_steps_of_one__step_of_one),
+		cmocka_unit_test(detect__eval_blocks__the_step_not_their_cycle),
 		cmocka_unit_test(detect__all_different__low_confidence_no_period),
 		cmocka_unit_test(detect__equal_buckets__step_from_pauses),
 		cmocka_unit_test(detect__one_allreduce_a_step__period_one),

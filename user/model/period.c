@@ -341,7 +341,7 @@ static bool tiles(const uint64_t *sig, int n, int p, int cycle)
  * all-reduce a step and two for an eval every 5 steps repeat at 4 of 7 positions), yet it is
  * the step. FSDP's all-gathers are not: its reduce-scatters come between them, not together.
  */
-static bool tiles_block(const uint64_t *sig, int n, int p, int cycle)
+static bool tiles_block(const uint64_t *sig, int n, int p, int cycle, uint64_t *unit)
 {
 	const uint64_t *c = sig + n - cycle;
 	int st, i, m;
@@ -352,10 +352,63 @@ static bool tiles_block(const uint64_t *sig, int n, int p, int cycle)
 		for (i = p; i < cycle && c[(st + i) % cycle] == c[(st + i - p) % cycle]; i++)
 			;
 		m = i / p;
-		if (m >= 2 && cycle - m * p > 0 && cycle - m * p < m)
+		if (m >= 2 && cycle - m * p > 0 && cycle - m * p < m) {
+			for (i = 0; i < p; i++)
+				unit[i] = c[(st + i) % cycle];
 			return true;
+		}
 	}
 	return false;
+}
+
+/*
+ * phase_gap for a step of p (unit[]) among blocks of extras, which shift the positions after
+ * them: a collective's place in the step is read from the p before it (a turn of the unit),
+ * not from its index. The place followed by the longest typical pause: *pause (the median),
+ * *phase the index (mod p) of its first occurrence. False when no place is seen.
+ */
+static bool block_gap(const uint64_t *sig, const uint64_t *gap, int n, int p,
+		      const uint64_t *unit, int *phase, uint64_t *pause)
+{
+	uint64_t *v = malloc(sizeof(*v) * n), med;
+	int *at = malloc(sizeof(*at) * n), i, q, t, pos, m, k;
+
+	*pause = 0;
+	*phase = -1;
+	if (!v || !at) {
+		free(v);
+		free(at);
+		return false;
+	}
+	for (i = 0; i < n; i++)
+		at[i] = -1;
+	for (i = p - 1; i < n - 1; i++)
+		for (t = 0; t < p; t++) {
+			for (q = 0; q < p && sig[i - p + 1 + q] == unit[(t + q) % p]; q++)
+				;
+			if (q == p) {
+				at[i] = (t + p - 1) % p;
+				break;
+			}
+		}
+	for (pos = 0; pos < p; pos++) {
+		for (m = 0, k = -1, i = 0; i < n - 1; i++)
+			if (at[i] == pos) {
+				v[m++] = gap[i];
+				k = k < 0 ? i : k;
+			}
+		if (!m)
+			continue;
+		qsort(v, m, sizeof(*v), cmp_u64);
+		med = v[m / 2];
+		if (med > *pause) {
+			*pause = med;
+			*phase = k % p;
+		}
+	}
+	free(v);
+	free(at);
+	return *phase >= 0;
 }
 
 /*
@@ -371,7 +424,7 @@ static int choose(const double *s, int limit, const uint64_t *sig, const uint64_
 		  const bool *fold, int n, int *phase_out, double *conf, uint64_t *long_ns)
 {
 	double best = -1, want, share;
-	uint64_t pause = 0, d_pause, g_pause;
+	uint64_t pause = 0, d_pause, g_pause, *unit;
 	int p, best_p = 0, phase = 0, d_phase, gp, g_phase, fp, f_phase;
 
 	*long_ns = 0;
@@ -433,11 +486,15 @@ static int choose(const double *s, int limit, const uint64_t *sig, const uint64_
 		return gp;
 	}
 	*conf = s[best_p];
-	for (p = 1; gap && p < best_p; p++) {
-		if (s[p] < PERIOD_DIVISOR_MIN ? !tiles_block(sig, n, p, best_p) : best_p % p)
+	unit = malloc(sizeof(*unit) * best_p);
+	for (p = 1; gap && unit && p < best_p; p++) {
+		if (best_p % p == 0 && s[p] >= PERIOD_DIVISOR_MIN) {
+			if (phase_gap(gap, n, p, &d_phase, &d_pause))
+				break;
+		} else if (!tiles_block(sig, n, p, best_p, unit) ||
+			   !block_gap(sig, gap, n, p, unit, &d_phase, &d_pause)) {
 			continue;
-		if (phase_gap(gap, n, p, &d_phase, &d_pause))
-			break;
+		}
 		if (d_pause * 10 >= pause * 7) {
 			best_p = p;
 			*conf = s[p];
@@ -445,6 +502,7 @@ static int choose(const double *s, int limit, const uint64_t *sig, const uint64_
 			break;
 		}
 	}
+	free(unit);
 	*phase_out = phase;
 	return best_p;
 }
