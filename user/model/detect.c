@@ -505,12 +505,41 @@ out:
  * step (sequence lengths) holds the job back with nobody to blame: an imbalance in that phase,
  * with no rank (-1). Fills v and returns true; false leaves it alone.
  */
+/* The tail (DETECT_NOISE_Q) of the lateness of every rank but each step's latest, over the
+ * complete rows of a window: how late ranks are by noise alone; 0 when none is late. */
+static int64_t others_tail(const int64_t *lat, const bool *ok, int nsteps, int nranks)
+{
+	int64_t *v = malloc(sizeof(*v) * (size_t)nsteps * nranks), t = 0;
+	int s, r, top, n = 0;
+
+	if (!v)
+		return -1;
+	for (s = 0; s < nsteps; s++) {
+		const int64_t *l = &lat[s * nranks];
+
+		if (!ok[s])
+			continue;
+		for (top = 0, r = 1; r < nranks; r++)
+			if (l[r] > l[top])
+				top = r;
+		for (r = 0; r < nranks; r++)
+			if (r != top)
+				v[n++] = l[r];
+	}
+	if (n) {
+		qsort(v, n, sizeof(*v), detect__cmp_i64);
+		t = v[(int)((n - 1) * DETECT_NOISE_Q)] > 0 ? v[(int)((n - 1) * DETECT_NOISE_Q)] : 0;
+	}
+	free(v);
+	return t;
+}
+
 static bool imbalance(const struct step_obs *obs, int nsteps, int nranks, const bool *ok,
 		      const int64_t *lat, uint64_t threshold, uint64_t *tmp, struct verdict *v)
 {
 	static const enum phase cand[] = { PH_INPUT_WAIT, PH_IO, PH_COMPUTE, PH_SCHED_DELAY,
 					   PH_GPU_WAIT, PH_OTHER };
-	int64_t *skews = NULL, *exc = NULL, e, best_e = 0;
+	int64_t *skews = NULL, *exc = NULL, e, best_e = 0, noise;
 	int s, r, c, m = 0, h, best = -1, top, next, most;
 	int *tops = NULL, *cnt = NULL;
 	bool found = false;
@@ -521,6 +550,7 @@ static bool imbalance(const struct step_obs *obs, int nsteps, int nranks, const 
 	cnt = calloc(nranks, sizeof(*cnt));
 	if (!skews || !exc || !tops || !cnt)
 		goto out;
+	noise = nranks - 1 >= DETECT_NOISE_PEERS ? others_tail(lat, ok, nsteps, nranks) : -1;
 	for (s = 0; s < nsteps; s++) {	/* each step's latest rank */
 		const int64_t *l = &lat[s * nranks];
 
@@ -534,11 +564,13 @@ static bool imbalance(const struct step_obs *obs, int nsteps, int nranks, const 
 		for (next = top ? 0 : 1, r = 0; r < nranks; r++)
 			if (r != top && l[r] > l[next])
 				next = r;
-		/* late by the threshold, or, among enough peers, by DETECT_NOISE_K times the next
-		 * latest of the step (the tail of the noise, here and now) */
+		/* late by the threshold, or, among enough peers, by DETECT_NOISE_K times the tail
+		 * of the noise: the step's next latest (many ranks: one preempted is no outlier
+		 * when another was too), and the others' lateness over the window (few ranks:
+		 * 3 of 4 jittering alike put the top at 3x the next in half the steps) */
 		if (l[top] >= (int64_t)threshold ||
-		    (nranks - 1 >= DETECT_NOISE_PEERS && l[top] >= (int64_t)DETECT_SKEW_MIN_NS &&
-		     l[top] >= DETECT_NOISE_K * (l[next] > 0 ? l[next] : 0)))
+		    (noise >= 0 && l[top] >= (int64_t)DETECT_SKEW_MIN_NS &&
+		     l[top] >= DETECT_NOISE_K * (l[next] > noise ? l[next] : noise)))
 			tops[s] = top;
 	}
 	/* the phase of the latest rank's largest median excess over its peers */
