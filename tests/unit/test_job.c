@@ -934,7 +934,8 @@ static void pipeline_equal_stages__bubble_verdict_only_when_over_the_schedule(vo
  * the communicators have the same name in every member (NCCL's unique id, a communicator made
  * after the attach), TP {0,1} 10 and {2,3} 11, DP {0,2} 20 and {1,3} 21.
  */
-static void tp_dp(struct job *j, int steps, int slow, uint64_t extra, bool named)
+static void tp_dp_layers(struct job *j, int steps, int layers, int slow, uint64_t extra,
+			 bool named)
 {
 	static const int skip[] = { 0, 9, 4, 13 };
 	uint64_t cur[4], seq[4][2] = {}, arrive[4], done;
@@ -943,13 +944,13 @@ static void tp_dp(struct job *j, int steps, int slow, uint64_t extra, bool named
 	for (c = 0; c < 4; c++)
 		cur[c] = 1000 * MS;
 	for (s = 0; s < steps; s++) {
-		for (l = 0; l <= 6; l++) {	/* 6 layers on the TP comm, then the DP bucket */
+		for (l = 0; l <= layers; l++) {	/* the layers on the TP comm, then the DP bucket */
 			for (c = 0; c < 4; c++)
-				arrive[c] = cur[c] + (l < 6 ? 380 * US : 500 * US) +
-					    (c == slow && l < 6 ? extra / 6 : 0);
+				arrive[c] = cur[c] + (l < layers ? 380 * US : 500 * US) +
+					    (c == slow && l < layers ? extra / layers : 0);
 			for (g = 0; g < 2; g++) {
 				/* TP pairs (2g, 2g+1), DP pairs (g, g+2) */
-				int lo = l < 6 ? 2 * g : g, hi = l < 6 ? 2 * g + 1 : g + 2;
+				int lo = l < layers ? 2 * g : g, hi = l < layers ? 2 * g + 1 : g + 2;
 				int pair[2] = { lo, hi }, i;
 
 				done = (arrive[lo] > arrive[hi] ? arrive[lo] : arrive[hi]) + 60 * US;
@@ -959,9 +960,10 @@ static void tp_dp(struct job *j, int steps, int slow, uint64_t extra, bool named
 					if (k[c]++ < skip[c])
 						continue;
 					job__on_coll(j, c, 100 + c, RS_OP_ALLREDUCE, RS_LIB_MPI,
-						     !named ? (l < 6 ? 10 : 20) + c :
-						     l < 6 ? 10 + c / 2 : 20 + c % 2, ++seq[c][l == 6],
-						     l < 6 ? 16 << 10 : 64 << 10, arrive[c], cur[c]);
+						     !named ? (l < layers ? 10 : 20) + c :
+						     l < layers ? 10 + c / 2 : 20 + c % 2,
+						     ++seq[c][l == layers],
+						     l < layers ? 16 << 10 : 64 << 10, arrive[c], cur[c]);
 				}
 			}
 		}
@@ -970,6 +972,11 @@ static void tp_dp(struct job *j, int steps, int slow, uint64_t extra, bool named
 		job__advance(j, cur[0], false);
 	}
 	job__advance(j, cur[0] + 1000 * MS, true);
+}
+
+static void tp_dp(struct job *j, int steps, int slow, uint64_t extra, bool named)
+{
+	tp_dp_layers(j, steps, 6, slow, extra, named);
 }
 
 /*
@@ -1151,6 +1158,26 @@ static void tensor_data_parallel_mid_run__slow_rank_named_healthy_none(void **st
 		assert_in_range(s.steps[c], 120, 150);
 	assert_int_equal(s.last_period, 6);
 	expect_verdicts(&s, V_COMPUTE, 0);
+	job__free(j);
+}
+
+/*
+ * Tensor + data parallel with 52 layers: a step makes 52 equal tensor-parallel all-reduces,
+ * alike in size and pause, before its data-parallel one. The period is first looked for at 48
+ * main collectives, all alike then: one a step, had the ranks not been on two main
+ * communicators (two TP groups), which meet on another one once a step; until the reference
+ * made a call there, its step was not seen whole.
+ */
+static void tensor_parallel_step_longer_than_the_first_look__one_step_not_52(void **state)
+{
+	static struct seen s;
+	struct job *j = new_job(&s, 4, STEPS_AUTO);
+	int c;
+
+	tp_dp_layers(j, 30, 52, -1, 0, false);
+	assert_int_equal(s.last_period, 52);
+	for (c = 0; c < 4; c++)
+		assert_in_range(s.steps[c], 25, 30);
 	job__free(j);
 }
 
@@ -1651,6 +1678,7 @@ int main(void)
 		cmocka_unit_test(recording_ends_before_the_step_reduces__no_step),
 		cmocka_unit_test(checkpoint_every_7th_step__steps_of_one),
 		cmocka_unit_test(tensor_data_parallel_mid_run__slow_rank_named_healthy_none),
+		cmocka_unit_test(tensor_parallel_step_longer_than_the_first_look__one_step_not_52),
 		cmocka_unit_test(partial_job__aligned_wait__remote_wait_not_communication),
 		cmocka_unit_test(partial_job__late_rank_then_waits_for_another__remote_wait),
 		cmocka_unit_test(marker_attached_a_step_apart__skew_is_the_extra_compute),

@@ -126,6 +126,11 @@ def cells():
                     expect=("none", None)))
     out.append(cell("pp4s4/compute2/np4", np=4, args=["--pp", "4", "--stages", "4"],
                     fault=["--fault", "compute:2:4000"], expect=("compute", 2), check=True))
+    # 80 equal tensor-parallel all-reduces a step, 3 ms apart: the period is first looked for
+    # when about 50 have come, all alike, before the step's data-parallel buckets
+    out.append(cell("tp40long/none/np4", np=4,
+                    args=["--tp", "40", "--buckets", "2", "--compute-us", "240000"],
+                    steps=20, expect=("none", None), check=True))
     # one all-reduce a step and an eval's every third: the eval cycle (4 collectives) repeats
     # better than the step (2 of 4 positions), yet the step is one all-reduce
     out.append(cell("eval3single/compute", np=2, args=["--eval-every", "3"],

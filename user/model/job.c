@@ -1077,6 +1077,17 @@ out:
 
 /* The last JOB_PERIOD_SEEN main collectives of the reference rank, learned once there are
  * enough (more while the pauses say steps may be longer than what was seen). */
+/* Whether the job's ranks are on more than one main communicator. */
+static bool split_mains(const struct job *j)
+{
+	int c;
+
+	for (c = 1; c < j->n; c++)
+		if (j->r[c].have_main && j->r[0].have_main && j->r[c].main_comm != j->r[0].main_comm)
+			return true;
+	return false;
+}
+
 static void detect_period(struct job *j, bool final)
 {
 	const struct job_rank *r = &j->r[0];
@@ -1131,6 +1142,15 @@ static void detect_period(struct job *j, bool final)
 		ref[n] = c;
 		n++;
 		prev_exit = c->exit;
+	}
+	/* ranks on different main communicators (tensor- or pipeline-parallel groups) meet on
+	 * another one once a step: until the reference made a call there, its step was not seen
+	 * whole (48 equal tensor-parallel all-reduces are not 48 steps), for a while */
+	if (!final && n < JOB_PERIOD_WAIT && split_mains(j)) {
+		for (i = 0; i < n && !fold[i]; i++)
+			;
+		if (i == n)
+			goto out;
 	}
 	common_gaps(j, ref, gap, n);
 	fill_saves(gap, n - 1);
