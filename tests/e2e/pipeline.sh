@@ -106,4 +106,36 @@ assert not [d for d in v if d["class"] == "communication"], "communication: " + 
     next(d["evidence"]["detail"] for d in v if d["class"] == "communication")
 assert n and n.most_common(1)[0][0] == ("cpu_contention", 1), n
 PY
-pass "pipeline stages, busy time and theoretical bubble; stage 0 over 1.5x; straggler named; a stage starved inside its sends is cpu_contention"
+
+# Megatron's layout on 6 ranks: 2 pipelines of 3 stages (stage r / 2), each on a communicator
+# of its own (zoo_mpi --pp-comm), so a message's peer is a stage there, not a rank: rank 5
+# receives from peer 1, which is rank 3 (rank 1 is the other pipeline's stage 0). rankscope is
+# on the ranks before MPI_Init (--init-file), so it sees each pipeline's split and names the
+# communicator alike in its members. Every step line's stage must be the workload's own.
+bg mjob mpirun --allow-run-as-root --oversubscribe -np 6 "$TOP/build/workloads/zoo_mpi" \
+	--pp 2 --stages 3 --pp-comm --steps 150 --go-file "$T/mgo" --init-file "$T/minit" \
+	--data-dir "$T/mdata"
+wait_lines "$T/mjob.out" '^pre-init pid=' 6 60 || fail "the 6-rank MPI job did not start"
+bg mrs "$RS" diagnose -p "$(grep '^pre-init pid=' "$T/mjob.out" | sed 's/.*pid=\([0-9]*\).*/\1/' |
+	paste -sd,)" --json
+wait_lines "$T/mrs.out" '"type":"rank"' 6 30 || fail "rankscope did not attach before MPI_Init"
+touch "$T/minit"
+wait_lines "$T/mjob.out" '^ready rank=' 6 60 || fail "the 6-rank MPI job did not get ready"
+touch "$T/mgo"
+wait_exit "$PID_mjob" 120 || fail "the 6-rank job failed: $(tail -5 "$T/mjob.out")"
+wait_exit "$PID_mrs" 60 || fail "rankscope did not exit after the 6-rank job"
+$PY - "$T/mjob.out" "$T/mrs.out" <<'PY' || exit 1
+import collections, json, sys
+def lines(path, ty):
+    return [json.loads(l) for l in open(path) if l.startswith('{"type":"%s"' % ty)]
+truth = {t["rank"]: t["stage"] for t in lines(sys.argv[1], "truth")}
+got = collections.defaultdict(collections.Counter)
+for s in lines(sys.argv[2], "step"):
+    got[s["rank"]][(s.get("stage"), s.get("stages"))] += 1
+print("workload stages:", truth, "rankscope's:", {r: dict(c) for r, c in sorted(got.items())})
+assert sorted(truth) == list(range(6)) and sorted(got) == list(range(6)), (truth, dict(got))
+for r, c in got.items():
+    (stage, stages), n = c.most_common(1)[0]
+    assert stage == truth[r] and stages == 3 and n >= 0.9 * sum(c.values()), (r, dict(c))
+PY
+pass "pipeline stages, busy time and theoretical bubble; stage 0 over 1.5x; straggler named; a stage starved inside its sends is cpu_contention; stages of pipelines on their own communicators"

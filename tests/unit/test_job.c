@@ -757,6 +757,68 @@ static void pipeline_four_stages__steps_end_together_at_the_shared_all_reduce(vo
 }
 
 /*
+ * Two pipelines of 3 stages (Megatron's layout: stage s of replica p is rank 2s + p), each on
+ * its own communicator (31 + p), so a message's peer is its stage there, not a rank: stage 2
+ * of replica 1 (rank 5) receives from peer 1, which is rank 3 on its communicator (rank 1 is
+ * the other replica's stage 0). One micro-batch a step, then the gradient norm on the world.
+ */
+static void pipeline_per_replica_communicators__stages_by_place(void **state)
+{
+	static struct seen s;
+	struct job *j = new_job(&s, 6, STEPS_AUTO);
+	uint64_t t[6], seq[6] = {}, x, done = 1000 * MS;
+	int k, st, p, r;
+
+	for (r = 0; r < 6; r++)
+		t[r] = done;
+	for (k = 0; k < 60; k++) {
+		for (p = 0; p < 2; p++) {
+			for (st = 0; st < 3; st++) {	/* forward */
+				r = 2 * st + p;
+				if (st) {
+					x = (t[r] > t[r - 2] ? t[r] : t[r - 2]) + 20 * US;
+					job__on_coll_peer(j, r, 100 + r, RS_OP_RECV, RS_LIB_MPI, 31 + p,
+							  ++seq[r], 64 << 10, t[r], x, st - 1);
+					t[r] = x;
+				}
+				t[r] += 400 * US;
+				if (st < 2) {
+					job__on_coll_peer(j, r, 100 + r, RS_OP_SEND, RS_LIB_MPI, 31 + p,
+							  ++seq[r], 64 << 10, t[r], t[r] + 20 * US,
+							  st + 1);
+					t[r] += 20 * US;
+				}
+			}
+			for (st = 2; st >= 0; st--) {	/* backward */
+				r = 2 * st + p;
+				if (st < 2) {
+					x = (t[r] > t[r + 2] ? t[r] : t[r + 2]) + 20 * US;
+					job__on_coll_peer(j, r, 100 + r, RS_OP_RECV, RS_LIB_MPI, 31 + p,
+							  ++seq[r], 64 << 10, t[r], x, st + 1);
+					t[r] = x;
+				}
+				t[r] += 800 * US;
+				if (st) {
+					job__on_coll_peer(j, r, 100 + r, RS_OP_SEND, RS_LIB_MPI, 31 + p,
+							  ++seq[r], 64 << 10, t[r], t[r] + 20 * US,
+							  st - 1);
+					t[r] += 20 * US;
+				}
+			}
+		}
+		done = world_allreduce(j, 6, t, seq, 300 * US);
+		job__advance(j, done, false);
+	}
+	job__advance(j, done + 1000 * MS, true);
+	assert_int_equal(s.stages, 3);
+	for (r = 0; r < 6; r++) {
+		assert_true(s.steps[r] > 40);
+		assert_int_equal(s.stage[r], r / 2);
+	}
+	job__free(j);
+}
+
+/*
  * The 4-stage pipeline, equal stages, whose link between stages 1 and 2 gets slower at step
  * 40: each of its 12 sends a step takes 1 ms, not 20 us. No stage computes more: the step
  * grows by its transfers, which rankscope reads as the time both ends of a send and its
@@ -1668,6 +1730,7 @@ int main(void)
 		cmocka_unit_test(pipeline_two_stages__stages_micro_batches_and_slow_stage),
 		cmocka_unit_test(pipeline_equal_stages__bubble_verdict_only_when_over_the_schedule),
 		cmocka_unit_test(pipeline_four_stages__steps_end_together_at_the_shared_all_reduce),
+		cmocka_unit_test(pipeline_per_replica_communicators__stages_by_place),
 		cmocka_unit_test(pipeline_link_slower_mid_run__communication),
 		cmocka_unit_test(pipeline_starved_in_its_stage_all_reduce__only_where_the_step_waits),
 		cmocka_unit_test(async_last_of_the_waits_never_ends__no_step),

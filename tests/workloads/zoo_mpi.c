@@ -38,6 +38,10 @@
  *                 r+1 and gradients to r-1, so middle stages make twice the sends and
  *                 receives of the ends; S > 2 ends each step with the gradient norm, an
  *                 8-byte MPI_Allreduce on MPI_COMM_WORLD (the one collective all share)
+ *   --pp-comm     with --pp: Megatron's layout, each pipeline on a communicator of its own:
+ *                 with R = ranks / S replicas, rank r is stage r / R of pipeline r % R, which
+ *                 is MPI_Comm_split(MPI_COMM_WORLD, r % R, r), so a send's or receive's peer
+ *                 is a stage there, not a rank
  *   --moe L       mixture of experts: L layers forward, then L backward, each: compute/4L,
  *                 MPI_Alltoall of --act-bytes per peer on MPI_COMM_WORLD (dispatch),
  *                 compute/4L (the experts), MPI_Alltoall (combine); then the buckets on
@@ -266,7 +270,7 @@ static void parse_opts(int argc, char **argv)
 		{ "ckpt-dir", 1, NULL, 'P' }, { "resume", 0, NULL, 'R' },
 		{ "ckpt-shards", 0, NULL, 'H' },
 		{ "moe", 1, NULL, 'E' }, { "fsdp-interleave", 0, NULL, 'G' },
-		{ "stages", 1, NULL, 'T' },
+		{ "stages", 1, NULL, 'T' }, { "pp-comm", 0, NULL, 'Q' },
 		{ NULL, 0, NULL, 0 },
 	};
 	long big = INT_MAX / 4 * 4;
@@ -291,6 +295,7 @@ static void parse_opts(int argc, char **argv)
 		case 't': z.tp = parse_num(optarg, "--tp", 1, 4096); break;
 		case 'p': z.pp = parse_num(optarg, "--pp", 1, 4096); break;
 		case 'T': z.stages = parse_num(optarg, "--stages", 2, 64); break;
+		case 'Q': z.pp_comm_own = true; break;
 		case 'E': z.moe = parse_num(optarg, "--moe", 1, 4096); break;
 		case 'G': z.fsdp_interleave = true; break;
 		case 'a': z.act_bytes = parse_num(optarg, "--act-bytes", 4, big); break;
@@ -331,6 +336,8 @@ static void parse_opts(int argc, char **argv)
 		usage_error("--accum does not combine with --pp (its micro-batches accumulate)");
 	if (z.stages && !z.pp)
 		usage_error("--stages needs --pp M (the micro-batches the stages pass on)");
+	if (z.pp_comm_own && !z.pp)
+		usage_error("--pp-comm needs --pp M (the pipelines it puts on their own communicators)");
 	if (!z.stages)
 		z.stages = 2;
 	if (z.moe && z.accum > 1)
@@ -917,13 +924,18 @@ int main(int argc, char **argv)
 	}
 
 	z.stage = z.pp ? z.rank % (int)z.stages : 0;
-	z.tp_comm = z.dp_comm = MPI_COMM_NULL;
+	z.tp_comm = z.dp_comm = z.pp_comm = MPI_COMM_NULL;
+	if (z.pp && z.pp_comm_own) {
+		z.stage = z.rank / (z.size / (int)z.stages);
+		MPI_Comm_split(MPI_COMM_WORLD, z.rank % (z.size / (int)z.stages), z.rank,
+			       &z.pp_comm);
+	}
 	z.dp_size = z.size;
 	if (z.tp)
 		MPI_Comm_split(MPI_COMM_WORLD, z.rank / 2, z.rank, &z.tp_comm);
 	if (z.tp || z.pp) {
-		MPI_Comm_split(MPI_COMM_WORLD, z.rank % (z.pp ? (int)z.stages : 2), z.rank,
-			       &z.dp_comm);
+		MPI_Comm_split(MPI_COMM_WORLD, z.pp_comm != MPI_COMM_NULL ? z.stage :
+			       z.rank % (z.pp ? (int)z.stages : 2), z.rank, &z.dp_comm);
 		MPI_Comm_size(z.dp_comm, &z.dp_size);
 	}
 	ret = setup(err, sizeof(err));
@@ -986,6 +998,8 @@ int main(int argc, char **argv)
 		MPI_Comm_free(&z.tp_comm);
 	if (z.dp_comm != MPI_COMM_NULL)
 		MPI_Comm_free(&z.dp_comm);
+	if (z.pp_comm != MPI_COMM_NULL)
+		MPI_Comm_free(&z.pp_comm);
 	free(z.sbuf);
 	free(z.rbuf);
 	free(z.inbuf);

@@ -48,14 +48,14 @@ struct zoo {
 	long fault_every;
 	long stages;		/* --pp: pipeline stages */
 	long ckpt_every, ckpt_mb;
-	bool overlap, len_skew, loader, resume, fsdp_interleave, ckpt_shards;
+	bool overlap, len_skew, loader, resume, fsdp_interleave, ckpt_shards, pp_comm_own;
 	const char *go_file, *init_file, *data_dir, *ckpt_dir;
 	struct fault faults[MAX_FAULTS];
 	int nfaults;
 	/* run time */
 	int rank, size, stage, pid;
 	bool loud;		/* this process reports option errors */
-	MPI_Comm tp_comm, dp_comm;
+	MPI_Comm tp_comm, dp_comm, pp_comm;
 	int dp_size;
 	float *sbuf, *rbuf;
 	char *inbuf, *dbuf, *ckbuf;

@@ -141,13 +141,14 @@ static void tp(struct acct *a, int64_t c)
 
 static void p2p(struct acct *a, bool send, int peer, int tag)
 {
+	MPI_Comm comm = z.pp_comm != MPI_COMM_NULL ? z.pp_comm : MPI_COMM_WORLD;
 	int cnt = (int)(z.act_bytes / 4);
 	int64_t t;
 
 	if (send)
-		MPI_Send(z.sbuf, cnt, MPI_FLOAT, peer, tag, MPI_COMM_WORLD);
+		MPI_Send(z.sbuf, cnt, MPI_FLOAT, peer, tag, comm);
 	else
-		MPI_Recv(z.rbuf, cnt, MPI_FLOAT, peer, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+		MPI_Recv(z.rbuf, cnt, MPI_FLOAT, peer, tag, comm, MPI_STATUS_IGNORE);
 	a->p2p++;
 	t = a->t;
 	lap(a, A_COMM);
@@ -160,21 +161,22 @@ static void pp(struct acct *a, int64_t c)
 {
 	int64_t slice = c / (2 * z.pp);
 	bool first = z.stage == 0, last = z.stage == z.stages - 1;
+	int me = z.pp_comm != MPI_COMM_NULL ? z.stage : z.rank;	/* its rank where it sends */
 	long m;
 
 	for (m = 0; m < z.pp; m++) {
 		if (!first)
-			p2p(a, false, z.rank - 1, (int)m);
+			p2p(a, false, me - 1, (int)m);
 		compute(a, slice, true);
 		if (!last)
-			p2p(a, true, z.rank + 1, (int)m);
+			p2p(a, true, me + 1, (int)m);
 	}
 	for (m = z.pp - 1; m >= 0; m--) {
 		if (!last)
-			p2p(a, false, z.rank + 1, (int)(100000 + m));
+			p2p(a, false, me + 1, (int)(100000 + m));
 		compute(a, slice, true);
 		if (!first)
-			p2p(a, true, z.rank - 1, (int)(100000 + m));
+			p2p(a, true, me - 1, (int)(100000 + m));
 	}
 }
 

@@ -2482,30 +2482,86 @@ static const struct tl_coll *first_p2p(const struct job_rank *r, uint64_t s, uin
  * receive. Peers are ranks of the communicator, taken as the ranks' own numbers (the world
  * communicator); a rank whose chain does not resolve stays -1.
  */
+/*
+ * The column of the peer of column c's send or receive first[c] (first: each column's first
+ * of the step; ord: the columns with one, by its communicator then rank, n of them). The peer
+ * is its rank in the communicator. With the step's messages on one communicator (the world's,
+ * or one pipeline's), that is the rank itself, which holds when only some ranks are seen;
+ * on several (one pipeline per data-parallel replica, as Megatron's), the place by rank number
+ * among the ranks whose messages are on it. -1: none seen.
+ */
+static int p2p_peer(const struct job *j, const struct tl_coll *const *first, const int *ord,
+		    int n, int c)
+{
+	uint64_t comm = first[c]->comm;
+	int lo = 0, hi = n, i, peer = first[c]->peer;
+
+	if (first[ord[0]]->comm == first[ord[n - 1]]->comm) {
+		for (i = 0; i < n; i++)
+			if (j->r[ord[i]].rank == peer)
+				return ord[i] == c ? -1 : ord[i];
+		return -1;
+	}
+	while (lo < hi) {	/* the communicator's first column */
+		i = (lo + hi) / 2;
+		if (first[ord[i]]->comm < comm)
+			lo = i + 1;
+		else
+			hi = i;
+	}
+	i = lo + peer;
+	if (peer < 0 || i >= n || first[ord[i]]->comm != comm || ord[i] == c)
+		return -1;
+	return ord[i];
+}
+
+static const struct tl_coll *const *by_first_p2p;	/* qsort's context */
+static const struct job *by_first_job;
+
+static int by_first(const void *pa, const void *pb)
+{
+	int a = *(const int *)pa, b = *(const int *)pb;
+	uint64_t x = by_first_p2p[a]->comm, y = by_first_p2p[b]->comm;
+
+	if (x != y)
+		return x < y ? -1 : 1;
+	return (by_first_job->r[a].rank > by_first_job->r[b].rank) -
+	       (by_first_job->r[a].rank < by_first_job->r[b].rank);
+}
+
 static void pipeline_stages(const struct job *j, struct job_step *st, const struct step_obs *row)
 {
 	const struct tl_coll **first;
-	int c, i, pass, changed, max = -1, micro = 0;
+	int c, i, pass, changed, max = -1, micro = 0, *ord, n = 0;
 
 	first = calloc(j->n, sizeof(*first));
-	if (!first)
+	ord = calloc(j->n, sizeof(*ord));
+	if (!first || !ord) {
+		free(first);
+		free(ord);
 		return;
+	}
 	for (c = 0; c < j->n; c++) {
 		st[c].stage = -1;
 		if (row[c].present)
 			first[c] = first_p2p(&j->r[c], st[c].start_ns, st[c].start_ns + st[c].dur_ns);
 		if (first[c] && first[c]->op == RS_OP_SEND)
 			st[c].stage = 0;
+		if (first[c])
+			ord[n++] = c;
 	}
+	by_first_p2p = first;
+	by_first_job = j;
+	qsort(ord, n, sizeof(*ord), by_first);
 	for (pass = 0, changed = 1; changed && pass < j->n; pass++) {
 		for (changed = 0, c = 0; c < j->n; c++) {
 			if (st[c].stage >= 0 || !first[c] || first[c]->op != RS_OP_RECV)
 				continue;
-			for (i = 0; i < j->n; i++)
-				if (i != c && j->r[i].rank == first[c]->peer && st[i].stage >= 0) {
-					st[c].stage = st[i].stage + 1;
-					changed = 1;
-				}
+			i = p2p_peer(j, first, ord, n, c);
+			if (i >= 0 && st[i].stage >= 0) {
+				st[c].stage = st[i].stage + 1;
+				changed = 1;
+			}
 		}
 	}
 	for (c = 0; c < j->n; c++)
@@ -2547,6 +2603,7 @@ static void pipeline_stages(const struct job *j, struct job_step *st, const stru
 			st[c].stage = -1;
 	}
 	free(first);
+	free(ord);
 }
 
 /* The first step index every live rank can have: after all of them were attached. */
