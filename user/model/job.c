@@ -2515,44 +2515,31 @@ static int p2p_peer(const struct job *j, const struct tl_coll *const *first, con
 	return ord[i];
 }
 
-static const struct tl_coll *const *by_first_p2p;	/* qsort's context */
-static const struct job *by_first_job;
-
-static int by_first(const void *pa, const void *pb)
-{
-	int a = *(const int *)pa, b = *(const int *)pb;
-	uint64_t x = by_first_p2p[a]->comm, y = by_first_p2p[b]->comm;
-
-	if (x != y)
-		return x < y ? -1 : 1;
-	return (by_first_job->r[a].rank > by_first_job->r[b].rank) -
-	       (by_first_job->r[a].rank < by_first_job->r[b].rank);
-}
-
 static void pipeline_stages(const struct job *j, struct job_step *st, const struct step_obs *row)
 {
 	const struct tl_coll **first;
 	int c, i, pass, changed, max = -1, micro = 0, *ord, n = 0;
+	uint64_t *key;
 
 	first = calloc(j->n, sizeof(*first));
 	ord = calloc(j->n, sizeof(*ord));
-	if (!first || !ord) {
-		free(first);
-		free(ord);
-		return;
-	}
+	key = calloc(j->n, sizeof(*key));
+	if (!first || !ord || !key)
+		goto out;
 	for (c = 0; c < j->n; c++) {
 		st[c].stage = -1;
 		if (row[c].present)
 			first[c] = first_p2p(&j->r[c], st[c].start_ns, st[c].start_ns + st[c].dur_ns);
 		if (first[c] && first[c]->op == RS_OP_SEND)
 			st[c].stage = 0;
-		if (first[c])
+		if (first[c]) {
+			key[c] = first[c]->comm;
 			ord[n++] = c;
+		}
 	}
-	by_first_p2p = first;
-	by_first_job = j;
-	qsort(ord, n, sizeof(*ord), by_first);
+	by_comm_job = j;
+	by_comm_key = key;
+	qsort(ord, n, sizeof(*ord), by_comm);
 	for (pass = 0, changed = 1; changed && pass < j->n; pass++) {
 		for (changed = 0, c = 0; c < j->n; c++) {
 			if (st[c].stage >= 0 || !first[c] || first[c]->op != RS_OP_RECV)
@@ -2602,8 +2589,10 @@ static void pipeline_stages(const struct job *j, struct job_step *st, const stru
 		if (max <= 0)
 			st[c].stage = -1;
 	}
+out:
 	free(first);
 	free(ord);
+	free(key);
 }
 
 /* The first step index every live rank can have: after all of them were attached. */
