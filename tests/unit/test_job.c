@@ -760,18 +760,18 @@ static void pipeline_four_stages__steps_end_together_at_the_shared_all_reduce(vo
  * Two pipelines of 3 stages (Megatron's layout: stage s of replica p is rank 2s + p), each on
  * its own communicator (31 + p), so a message's peer is its stage there, not a rank: stage 2
  * of replica 1 (rank 5) receives from peer 1, which is rank 3 on its communicator (rank 1 is
- * the other replica's stage 0). One micro-batch a step, then the gradient norm on the world.
+ * the other replica's stage 0). One micro-batch a step, then each stage's gradients across its
+ * replicas (communicator 40 + stage), then the gradient norm on the world. Stage slow computes
+ * extra more in each pass, in both replicas.
  */
-static void pipeline_per_replica_communicators__stages_by_place(void **state)
+static void pp_replicas(struct job *j, int steps, int slow, uint64_t extra)
 {
-	static struct seen s;
-	struct job *j = new_job(&s, 6, STEPS_AUTO);
 	uint64_t t[6], seq[6] = {}, x, done = 1000 * MS;
 	int k, st, p, r;
 
 	for (r = 0; r < 6; r++)
 		t[r] = done;
-	for (k = 0; k < 60; k++) {
+	for (k = 0; k < steps; k++) {
 		for (p = 0; p < 2; p++) {
 			for (st = 0; st < 3; st++) {	/* forward */
 				r = 2 * st + p;
@@ -781,7 +781,7 @@ static void pipeline_per_replica_communicators__stages_by_place(void **state)
 							  ++seq[r], 64 << 10, t[r], x, st - 1);
 					t[r] = x;
 				}
-				t[r] += 400 * US;
+				t[r] += 400 * US + (st == slow ? extra : 0);
 				if (st < 2) {
 					job__on_coll_peer(j, r, 100 + r, RS_OP_SEND, RS_LIB_MPI, 31 + p,
 							  ++seq[r], 64 << 10, t[r], t[r] + 20 * US,
@@ -797,7 +797,7 @@ static void pipeline_per_replica_communicators__stages_by_place(void **state)
 							  ++seq[r], 64 << 10, t[r], x, st + 1);
 					t[r] = x;
 				}
-				t[r] += 800 * US;
+				t[r] += 800 * US + (st == slow ? extra : 0);
 				if (st) {
 					job__on_coll_peer(j, r, 100 + r, RS_OP_SEND, RS_LIB_MPI, 31 + p,
 							  ++seq[r], 64 << 10, t[r], t[r] + 20 * US,
@@ -806,15 +806,65 @@ static void pipeline_per_replica_communicators__stages_by_place(void **state)
 				}
 			}
 		}
+		for (st = 0; st < 3; st++) {	/* the stage's gradients, across its replicas */
+			x = (t[2 * st] > t[2 * st + 1] ? t[2 * st] : t[2 * st + 1]) + 30 * US;
+			for (p = 0; p < 2; p++) {
+				r = 2 * st + p;
+				job__on_coll(j, r, 100 + r, RS_OP_ALLREDUCE, RS_LIB_MPI, 40 + st,
+					     ++seq[r], 1 << 20, t[r], x);
+				t[r] = x;
+			}
+		}
 		done = world_allreduce(j, 6, t, seq, 300 * US);
 		job__advance(j, done, false);
 	}
 	job__advance(j, done + 1000 * MS, true);
+}
+
+static void pipeline_per_replica_communicators__stages_by_place(void **state)
+{
+	static struct seen s;
+	struct job *j = new_job(&s, 6, STEPS_AUTO);
+	int r;
+
+	pp_replicas(j, 60, -1, 0);
 	assert_int_equal(s.stages, 3);
 	for (r = 0; r < 6; r++) {
 		assert_true(s.steps[r] > 40);
 		assert_int_equal(s.stage[r], r / 2);
 	}
+	for (r = 0; r < s.nv; r++)
+		assert_int_equal(s.v[r].cls, V_NONE);
+	job__free(j);
+}
+
+/*
+ * Stage 1 of both pipelines computes 1 ms more in each pass: each of its ranks is as slow as
+ * its replica in the other pipeline and reaches their all-reduce on time, so no rank is late
+ * against its stage's peers (the cap on a stage's lateness), but the
+ * stage is busy 3.3 ms a step to the others' 1.3 ms and the pipelines run at its pace: compute,
+ * on a rank of stage 1. Stage 2 as slow by a tenth of that is within a quarter: none.
+ */
+static void pipeline_stage_slower_in_every_replica__compute_on_it(void **state)
+{
+	static struct seen s;
+	struct job *j = new_job(&s, 6, STEPS_AUTO);
+	int i, named = 0;
+
+	pp_replicas(j, 60, 1, 1 * MS);
+	for (i = 0; i < s.nv; i++) {
+		if (s.v[i].cls == V_NONE)
+			continue;
+		assert_int_equal(s.v[i].cls, V_COMPUTE);
+		assert_true(s.v[i].col == 2 || s.v[i].col == 3);
+		named++;
+	}
+	assert_true(named > 0);
+	job__free(j);
+	j = new_job(&s, 6, STEPS_AUTO);
+	pp_replicas(j, 60, 2, 100 * US);
+	for (i = 0; i < s.nv; i++)
+		assert_int_equal(s.v[i].cls, V_NONE);
 	job__free(j);
 }
 
@@ -1731,6 +1781,7 @@ int main(void)
 		cmocka_unit_test(pipeline_equal_stages__bubble_verdict_only_when_over_the_schedule),
 		cmocka_unit_test(pipeline_four_stages__steps_end_together_at_the_shared_all_reduce),
 		cmocka_unit_test(pipeline_per_replica_communicators__stages_by_place),
+		cmocka_unit_test(pipeline_stage_slower_in_every_replica__compute_on_it),
 		cmocka_unit_test(pipeline_link_slower_mid_run__communication),
 		cmocka_unit_test(pipeline_starved_in_its_stage_all_reduce__only_where_the_step_waits),
 		cmocka_unit_test(async_last_of_the_waits_never_ends__no_step),

@@ -2775,6 +2775,63 @@ static void pipeline_bubble(const struct step_obs *win, int m, int n, struct job
 }
 
 /* The newest m rows of the ring, oldest first (the caller frees it). */
+/*
+ * A pipeline whose straggler rules named nobody, with one stage busier than the others by
+ * over a quarter of their median (what pp->balanced allows): the pipeline runs at that stage's
+ * pace. The rules compare a rank with its own stage's replicas, which are all as slow. Its
+ * phase: the one of the stage's largest median excess over the other stages' (input, storage,
+ * compute, CPU); its rank the stage's first in the window's last row, late by that excess.
+ */
+static bool busiest_stage(const struct step_obs *win, int m, int n, const struct job_pp *pp,
+			  struct verdict *v)
+{
+	static const enum phase cand[] = { PH_INPUT_WAIT, PH_IO, PH_COMPUTE, PH_SCHED_DELAY };
+	static const enum vclass cls[] = { V_INPUT, V_STORAGE, V_COMPUTE, V_CPU_CONTENTION };
+	uint64_t others[JOB_PP_SHOW], med[JOB_PP_SHOW], *x, e, best = 0;
+	int s, hi = -1, k, c, i, p, col = -1, pick = -1;
+
+	if (pp->stages < 2 || pp->stages > JOB_PP_SHOW || pp->balanced || pp->worst < 0)
+		return false;
+	for (s = 0; s < pp->stages; s++)
+		hi = hi < 0 || pp->busy_ns[s] > pp->busy_ns[hi] ? s : hi;
+	for (k = 0, s = 0; s < pp->stages; s++)
+		if (s != hi)
+			others[k++] = pp->busy_ns[s];
+	e = detect__median(others, k);
+	if (pp->busy_ns[hi] * 4 <= e * 5 || pp->busy_ns[hi] < e + DETECT_SKEW_MIN_NS)
+		return false;
+	for (c = 0; c < n && col < 0; c++)
+		if (win[(size_t)(m - 1) * n + c].present && win[(size_t)(m - 1) * n + c].stage == hi)
+			col = c;
+	if (col < 0 || !(x = calloc((size_t)m * n, sizeof(*x))))
+		return false;
+	for (p = 0; p < (int)(sizeof(cand) / sizeof(cand[0])); p++) {
+		for (s = 0; s < pp->stages; s++) {
+			for (k = 0, i = 0; i < m; i++)
+				for (c = 0; c < n; c++)
+					if (win[i * n + c].present && win[i * n + c].stage == s)
+						x[k++] = win[i * n + c].ph.ns[cand[p]];
+			med[s] = detect__median(x, k);
+		}
+		for (k = 0, s = 0; s < pp->stages; s++)
+			if (s != hi)
+				others[k++] = med[s];
+		e = detect__median(others, k);
+		if (med[hi] > e && (pick < 0 || med[hi] - e > best)) {
+			best = med[hi] - e;
+			pick = p;
+		}
+	}
+	free(x);
+	if (pick < 0)
+		return false;
+	v->cls = cls[pick];
+	v->phase = cand[pick];
+	v->rank = col;
+	v->skew_ns = v->phase_excess_ns = (int64_t)best;
+	return true;
+}
+
 static struct step_obs *newest_rows(const struct job *j, int m)
 {
 	struct step_obs *win;
@@ -2846,6 +2903,12 @@ static void judge(struct job *j, uint64_t k)
 		detect__comm_change(&j->cref, win, m, j->n, w, j->relearns, k, &jv.v, jv.detail,
 				    sizeof(jv.detail));
 	pipeline_bubble(win, m, j->n, &jv.pp);
+	if (jv.v.cls == V_NONE && !partial(j) && busiest_stage(win, m, j->n, &jv.pp, &jv.v))
+		snprintf(jv.detail, sizeof(jv.detail), "stage %d is busy %.1f ms a step, %.1f ms "
+			 "more than the other stages' median in %s: the pipeline runs at its pace",
+			 win[(size_t)(m - 1) * j->n + jv.v.rank].stage,
+			 jv.pp.busy_ns[win[(size_t)(m - 1) * j->n + jv.v.rank].stage] / 1e6,
+			 jv.v.skew_ns / 1e6, steps__phase_name(jv.v.phase));
 	free(win);
 	/* late among the ranks seen here, but they wait longer still for ranks elsewhere */
 	if (partial(j))
