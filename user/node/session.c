@@ -62,8 +62,12 @@ static void emit(struct session *s)
 {
 	if (s->j.err || !s->j.len)
 		goto out;
+	/* one call for the line and its newline: a message logged meanwhile (log_msg flushes
+	 * stdout under its lock first) comes before or after the line, never inside it */
+	flockfile(s->out);
 	if (fwrite(s->j.buf, 1, s->j.len, s->out) != s->j.len || fputc('\n', s->out) == EOF)
 		s->write_err = -EPIPE;
+	funlockfile(s->out);
 out:
 	json__reset(&s->j);
 }
