@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
@@ -348,11 +349,26 @@ static void window__transfer_under_half_step__none(void **state)
 	free(x);
 }
 
+/* A reference of x's steps (judged none, v): the window at step 10, then one at 20 (it joins
+ * once a window's worth of later judgements said none). */
+static void reference_of(struct comm_ref *ref, struct window *x, struct verdict *v)
+{
+	char why[256];
+
+	memset(ref, 0, sizeof(*ref));
+	assert_false(detect__comm_change(ref, x->obs, NSTEPS, NRANKS, NSTEPS, 0, 10, v, why,
+					 sizeof(why)));
+	assert_int_equal(ref->n, 0);
+	assert_false(detect__comm_change(ref, x->obs, NSTEPS, NRANKS, NSTEPS, 0, 20, v, why,
+					 sizeof(why)));
+	assert_int_equal(ref->n, NSTEPS);
+}
+
 /*
  * The same job's windows against its reference (its earlier full windows that said none): 20 ms
  * a step after the last arrival, a few tens of microseconds apart. Later, 35 ms in every step
- * and the step 15 ms longer: communication, 15 ms more, on no rank. A rise under
- * DETECT_COMM_MIN_NS, one in few steps, one the step does not show (it overlaps other work),
+ * and the step 15 ms longer: communication, 15 ms more, on no rank; 4 ms more, too. A rise
+ * under DETECT_SKEW_MIN_NS, one in few steps, one the step does not show (it overlaps other work),
  * or one the ranks spent runnable and not running (a host short of CPUs, where collectives
  * that poll slow down): none, and another pattern (gen) starts a new reference.
  */
@@ -366,17 +382,18 @@ static void window__collectives_slower_than_the_reference__communication(void **
 		enum vclass cls;
 	} t[] = {
 		{ 15 * MS, 15 * MS, NSTEPS, 0, 0, V_COMMUNICATION },
-		{ 4 * MS, 4 * MS, NSTEPS, 0, 0, V_NONE },		/* under the floor */
+		{ 1500 * US, 1500 * US, NSTEPS, 0, 0, V_NONE },	/* under the floor */
+		{ 4 * MS, 4 * MS, NSTEPS, 0, 0, V_COMMUNICATION },	/* over it, a fifth of it */
 		{ 15 * MS, 15 * MS, 6, 0, 0, V_NONE },		/* in 6 of 10 steps only */
 		{ 15 * MS, 0, NSTEPS, 0, 0, V_NONE },		/* the step does not show it */
 		{ 15 * MS, 15 * MS, NSTEPS, 1, 0, V_NONE },		/* another pattern */
-		{ 15 * MS, 15 * MS, NSTEPS, 0, 12 * MS, V_NONE },	/* starved of CPU in it */
+		{ 15 * MS, 15 * MS, NSTEPS, 0, 14 * MS, V_NONE },	/* starved of CPU in it */
 		{ 15 * MS, 15 * MS, NSTEPS, 0, 2 * MS, V_COMMUNICATION },	/* a little */
 	};
 	struct comm_ref ref = {};
 	struct window *x;
 	struct verdict v;
-	char why[256];
+	char why[256], want[64];
 	int i, s, r;
 
 	for (i = 0; i < (int)(sizeof(t) / sizeof(t[0])); i++) {
@@ -386,13 +403,7 @@ static void window__collectives_slower_than_the_reference__communication(void **
 			x->transfer[s] = 20 * MS + jitter(s, 0);
 		judge(x, &v);
 		assert_int_equal(v.cls, V_NONE);
-		/* it joins the reference once a window's worth of later judgements say none */
-		assert_false(detect__comm_change(&ref, x->obs, NSTEPS, NRANKS, NSTEPS, 0, 10, &v,
-						 why, sizeof(why)));
-		assert_int_equal(ref.n, 0);
-		assert_false(detect__comm_change(&ref, x->obs, NSTEPS, NRANKS, NSTEPS, 0, 20, &v,
-						 why, sizeof(why)));
-		assert_int_equal(ref.n, NSTEPS);
+		reference_of(&ref, x, &v);
 		for (s = 0; s < t[i].steps; s++) {
 			x->transfer[s] += t[i].add;
 			x->starved[s] = t[i].starved;
@@ -407,9 +418,50 @@ static void window__collectives_slower_than_the_reference__communication(void **
 			print_error("case %d: class %d: %s\n", i, v.cls, why);
 		assert_int_equal(v.cls, t[i].cls);
 		assert_int_equal(v.rank, -1);
+		snprintf(want, sizeof(want), "%.1f ms more than in steps 1-10",
+			 (t[i].add - t[i].starved) / 1e6);
 		if (t[i].cls == V_COMMUNICATION)
-			assert_non_null(strstr(why, t[i].starved ? "13.0 ms more than in steps 1-10" :
-						 "15.0 ms more than in steps 1-10"));
+			assert_non_null(strstr(why, want));
+		free(x);
+	}
+}
+
+/*
+ * The collectives take 15 ms more once all ranks came, and the window's latest rank is late
+ * by 10 ms (over half of that): what they wait for is that rank (its launches return at once,
+ * so its lateness shows in the collectives as well), not the link: none. Late by 5 ms:
+ * communication.
+ */
+static void comm_change__a_rank_late_by_half_the_rise__not_the_link(void **state)
+{
+	static const struct {
+		int64_t skew;
+		enum vclass cls;
+	} t[] = {
+		{ 10 * MS, V_NONE },
+		{ 5 * MS, V_COMMUNICATION },
+	};
+	struct comm_ref ref;
+	struct window *x;
+	struct verdict v;
+	char why[256];
+	int i, s;
+
+	for (i = 0; i < (int)(sizeof(t) / sizeof(t[0])); i++) {
+		memset(&ref, 0, sizeof(ref));
+		x = healthy();
+		for (s = 0; s < NSTEPS; s++)
+			x->transfer[s] = 20 * MS + jitter(s, 0);
+		judge(x, &v);
+		reference_of(&ref, x, &v);
+		for (s = 0; s < NSTEPS; s++)
+			x->transfer[s] += 15 * MS;
+		judge(x, &v);
+		assert_int_equal(v.cls, V_NONE);
+		v.skew_ns = t[i].skew;
+		detect__comm_change(&ref, x->obs, NSTEPS, NRANKS, NSTEPS, 0, 30, &v, why,
+				    sizeof(why));
+		assert_int_equal(v.cls, t[i].cls);
 		free(x);
 	}
 }
@@ -433,11 +485,7 @@ static void comm_change__pipeline_rows_all_waiting__not_the_first_calls_time(voi
 		memset(&ref, 0, sizeof(ref));
 		x = healthy();
 		judge(x, &v);
-		assert_false(detect__comm_change(&ref, x->obs, NSTEPS, NRANKS, NSTEPS, 0, 10, &v,
-						 why, sizeof(why)));
-		assert_false(detect__comm_change(&ref, x->obs, NSTEPS, NRANKS, NSTEPS, 0, 20, &v,
-						 why, sizeof(why)));
-		assert_int_equal(ref.n, NSTEPS);
+		reference_of(&ref, x, &v);
 		for (s = 0; s < NSTEPS; s++)
 			x->transfer[s] += 15 * MS;
 		judge(x, &v);
@@ -500,18 +548,24 @@ static void window__pipeline_ranks_without_transfer__count_as_none(void **state)
  * communication against steps 1-4. A reference whose steps spread by 6 ms either side of
  * their median (noise: one step's work differs from the next) tells no rise of 15 ms, under
  * DETECT_NOISE_K times that spread; one of 25 ms it tells. A current window as noisy tells
- * none either.
+ * none either. A change inside the first window (its steps 3-4 already slower) leaves them in
+ * the reference: they are like the later steps, and steps 1-2 are the reference; with one
+ * step before the change only (under half of DETECT_REF_MIN), none.
  */
 static void comm_change__steps_of_a_short_window__noisy_reference(void **state)
 {
 	static const struct {
 		uint64_t ref_noise, cur_noise, add;
+		int from;	/* the first window's steps from this one are slower already */
 		enum vclass cls;
+		const char *than;
 	} t[] = {
-		{ 0, 0, 15 * MS, V_COMMUNICATION },
-		{ 6 * MS, 0, 15 * MS, V_NONE },
-		{ 6 * MS, 0, 25 * MS, V_COMMUNICATION },
-		{ 0, 6 * MS, 15 * MS, V_NONE },
+		{ 0, 0, 15 * MS, 4, V_COMMUNICATION, "than in steps 1-4" },
+		{ 6 * MS, 0, 15 * MS, 4, V_NONE, NULL },
+		{ 6 * MS, 0, 25 * MS, 4, V_COMMUNICATION, "than in steps 1-4" },
+		{ 0, 6 * MS, 15 * MS, 4, V_NONE, NULL },
+		{ 0, 0, 15 * MS, 2, V_COMMUNICATION, "than in steps 1-2" },
+		{ 0, 0, 15 * MS, 1, V_NONE, NULL },
 	};
 	struct comm_ref ref;
 	struct window *x;
@@ -523,7 +577,8 @@ static void comm_change__steps_of_a_short_window__noisy_reference(void **state)
 		memset(&ref, 0, sizeof(ref));
 		x = healthy();
 		for (s = 0; s < NSTEPS; s++)
-			x->transfer[s] = 20 * MS + (s % 2 ? t[i].ref_noise : -t[i].ref_noise);
+			x->transfer[s] = 20 * MS + (s % 2 ? t[i].ref_noise : -t[i].ref_noise) +
+					 (s >= t[i].from ? t[i].add : 0);
 		judge(x, &v);
 		assert_false(detect__comm_change(&ref, x->obs, 4, NRANKS, 8, 0, 4, &v, why,
 						 sizeof(why)));
@@ -547,7 +602,7 @@ static void comm_change__steps_of_a_short_window__noisy_reference(void **state)
 		assert_int_equal(v.cls, t[i].cls);
 		if (t[i].cls == V_COMMUNICATION) {
 			assert_int_equal(s, 13);
-			assert_non_null(strstr(why, "than in steps 1-4"));
+			assert_non_null(strstr(why, t[i].than));
 		}
 		free(x);
 	}
@@ -1528,6 +1583,7 @@ int main(void)
 		cmocka_unit_test(window__buckets_transfer_over_half_step__communication),
 		cmocka_unit_test(comm_change__steps_of_a_short_window__noisy_reference),
 		cmocka_unit_test(comm_change__pipeline_rows_all_waiting__not_the_first_calls_time),
+		cmocka_unit_test(comm_change__a_rank_late_by_half_the_rise__not_the_link),
 		cmocka_unit_test(window__pipeline_ranks_without_transfer__count_as_none),
 		cmocka_unit_test(window__healthy_small_jitter__none),
 		cmocka_unit_test(window__tiny_steps_skew_under_floor__none),

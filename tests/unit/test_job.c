@@ -307,6 +307,30 @@ static void async_last_of_the_waits_never_ends__no_step(void **state)
 	job__free(j);
 }
 
+/*
+ * 30 steps of asynchronous buckets, then a 31st whose buckets are launched and return, and
+ * what was recorded ends before the rank waits for them (each step before it waited). The
+ * 31st is no step: the steps before ended with their wait.
+ */
+static void async_recording_cut_before_the_wait__no_step(void **state)
+{
+	static struct seen s;
+	struct job *j = new_job(&s, 4, STEPS_AUTO);
+	uint64_t seq[4] = {}, t;
+	int c, b;
+
+	async_steps(j, 30, seq, &t);
+	for (c = 0; c < 4; c++)
+		for (b = 0; b < 3; b++)
+			job__on_coll(j, c, 100 + c, RS_OP_ALLREDUCE, RS_LIB_MPI, 7, ++seq[c],
+				     (1 + b) << 20, t + 3 * MS + b * MS, t + 3 * MS + b * MS + 10 * US);
+	job__advance(j, t + 6 * MS, false);
+	job__advance(j, t + 6 * MS, true);
+	assert_int_equal(s.steps[0], 29);
+	assert_int_equal(s.steps[3], 29);
+	job__free(j);
+}
+
 static void async_buckets__slow_rank_waits_least__compute_on_it(void **state)
 {
 	static struct seen s;
@@ -338,6 +362,46 @@ static void async_equal_buckets__reference_late__steps_end_together(void **state
 		assert_int_equal(s.steps[c], s.steps[0]);
 		assert_true(s.end[c] < s.end[0] + 50 * US && s.end[0] < s.end[c] + 50 * US);
 	}
+	expect_verdicts(&s, V_COMPUTE, 0);
+	job__free(j);
+}
+
+/*
+ * Eight asynchronous buckets a step, each launched after a slice of compute (1 ms; 2.25 ms on
+ * the reference rank, 0), then a wait for all of them and 150 us of optimizer. The reference
+ * rank waits 0.1 ms, so its pause after a step's last launch (its wait, the optimizer and its
+ * first slice: 2.51 ms) is not clearly longer than its other slices; its peers wait 10 ms
+ * there. Steps end at the
+ * job's longest pause: every rank's steps are the job's 8 launches, compute on rank 0.
+ */
+static void async_sliced_buckets__reference_late__steps_of_eight(void **state)
+{
+	static struct seen s;
+	struct job *j = new_job(&s, 4, STEPS_AUTO);
+	uint64_t seq[4] = {}, t = 1000 * MS, done, last, slice;
+	int k, b, c;
+
+	for (k = 0; k < 120; k++) {
+		done = t + 8 * 2250 * US + 120 * US;
+		for (c = 0; c < 4; c++) {
+			slice = c ? 1 * MS : 2250 * US;
+			for (b = 0; b < 8; b++)
+				job__on_coll(j, c, 100 + c, RS_OP_ALLREDUCE, RS_LIB_MPI, 7, ++seq[c],
+					     1 << 20, t + (b + 1) * slice,
+					     t + (b + 1) * slice + 10 * US);
+			last = t + 8 * slice + 20 * US;
+			job__on_coll(j, c, 100 + c, RS_OP_STEP_BACKWARD, RS_LIB_TORCH, 0, 0, 0,
+				     last, last);
+			job__on_off(j, c, 100 + c, last, done + c * US, 0, 202);
+		}
+		t = done + 150 * US;
+		job__advance(j, t, false);
+	}
+	job__advance(j, t + 1000 * MS, true);
+	assert_int_equal(s.last_period, 8);
+	assert_true(s.steps[0] > 100);
+	for (c = 1; c < 4; c++)
+		assert_int_equal(s.steps[c], s.steps[0]);
 	expect_verdicts(&s, V_COMPUTE, 0);
 	job__free(j);
 }
@@ -1211,6 +1275,72 @@ static void checkpoint_every_7th_step__steps_of_one(void **state)
 	job__free(j);
 }
 
+/*
+ * Three ranks, 60 ms of compute and one all-reduce a step; every EVERY-th step rank 0 saves a
+ * checkpoint (60 ms of file writes) before it while the others wait: a save, not a straggler.
+ * From step 60 the all-reduce takes 35 ms once all came, not 5 (under half the step: no
+ * window tells it by itself): the link got slower. The
+ * windows that tell the save still judge the collectives against the job's earlier steps:
+ * communication, on no rank, from the change on, and nothing else but saves before it.
+ * Returns the first step told.
+ */
+static uint64_t ckpt_link_slower_at_60(int every)
+{
+	static struct seen s;
+	uint64_t t = 1000 * MS, seq[3] = {}, t0, first = UINT64_MAX;
+	struct job *j = new_job(&s, 3, STEPS_AUTO);
+	int k, c, i;
+
+	for (k = 0; k < 120; k++) {
+		t += 60 * MS;
+		t0 = t;
+		if (k % every == every - 1) {
+			job__on_io(j, 0, 100, false, RS_FD_REG, true, t, t + 60 * MS, 64 << 20);
+			t += 60 * MS;
+		}
+		for (c = 0; c < 3; c++)
+			job__on_coll(j, c, 100 + c, RS_OP_ALLREDUCE, RS_LIB_MPI, 10, ++seq[c],
+				     1 << 20, c ? t0 : t, t + (k < 60 ? 5 : 35) * MS);
+		t += (k < 60 ? 5 : 35) * MS;
+		job__advance(j, t, false);
+	}
+	job__advance(j, t + 1000 * MS, true);
+	for (i = 0; i < s.nv; i++) {
+		if (s.v[i].cls == V_NONE || s.v[i].cls == V_CHECKPOINT)
+			continue;
+		if (s.v[i].cls != V_COMMUNICATION || s.v[i].col != -1 || s.v[i].step < 60)
+			print_error("every %d, verdict %d at step %" PRIu64 ": class %d col %d\n",
+				    every, i, s.v[i].step, s.v[i].cls, s.v[i].col);
+		assert_int_equal(s.v[i].cls, V_COMMUNICATION);
+		assert_int_equal(s.v[i].col, -1);
+		assert_true(s.v[i].step >= 60);
+		first = s.v[i].step < first ? s.v[i].step : first;
+	}
+	job__free(j);
+	return first;
+}
+
+/*
+ * Told once a window holds only slower steps (60 + 8 rows, a few more with the save's step).
+ * Saves every 9th step: a window holds one at most and tells none, the longer view tells the
+ * save; the window's rows are still the ones judged, not the longer view's, most of them
+ * from before the change (their median step is the old one).
+ */
+static void saves_every_5th_or_9th_step_link_slower_mid_run__communication(void **state)
+{
+	static const int every[] = { 5, 9 };
+	uint64_t first;
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		first = ckpt_link_slower_at_60(every[i]);
+		if (first > 60 + 2 * 8)
+			print_error("saves every %d steps: first told at step %" PRIu64 "\n",
+				    every[i], first);
+		assert_true(first <= 60 + 2 * 8);
+	}
+}
+
 static void tensor_data_parallel_mid_run__slow_rank_named_healthy_none(void **state)
 {
 	static struct seen s;
@@ -1596,6 +1726,51 @@ static void stuck_before_steps_learned__the_odd_launch_diverges(void **state)
 	}
 }
 
+/* Columns 0 and 1 wait for what they launched; column 2 is stuck in its own work. */
+static bool waiting_but_2(void *ctx, int col, struct job_inflight *in)
+{
+	return col != 2 && waiting_inflight(ctx, col, in);
+}
+
+/*
+ * Stuck before its steps were learned, one rank in its work: the others launched the next
+ * step's all-reduce and wait for it, so the stuck rank made one call fewer than the
+ * reference. Its steps are lined up with the others' (the reference's last call has no
+ * counterpart on it: not paired one call off) and built, and the hang is on it.
+ */
+static void stuck_in_work_before_steps_learned__steps_still_built(void **state)
+{
+	static struct seen s;
+	static const int skip[4] = {};
+	struct gen g = { .t = 1000 * MS };
+	struct job *j;
+	int c, v;
+
+	stuck_enter = 0;
+	j = job_with(&s, 3, STEPS_AUTO, 2000 * MS, waiting_but_2, running);
+	mpi_buckets(j, 3, 12, 3, -1, 0, skip, &g);
+	assert_int_equal(s.steps[0], 0);
+	stuck_enter = g.t + 2400 * US;
+	for (c = 0; c < 2; c++)
+		job__on_coll(j, c, 100 + c, RS_OP_ALLREDUCE, RS_LIB_MPI, 7, ++g.seq[c], 256 << 10,
+			     stuck_enter - 20 * US, stuck_enter - 10 * US);
+	memcpy(stuck_seq, g.seq, sizeof(stuck_seq));
+	job__advance(j, stuck_enter + 1000 * MS, false);
+	job__advance(j, stuck_enter + 2500 * MS, false);
+	job__advance(j, stuck_enter + 2600 * MS, true);
+	/* the same steps everywhere: paired one bucket off, its steps end a bucket early */
+	for (c = 0; c < 3; c++) {
+		assert_int_equal(s.steps[c], 11);
+		assert_in_range(s.end[c], s.end[0] - 10 * US, s.end[0] + 10 * US);
+	}
+	for (v = 0; v < s.nv && s.v[v].cls == V_NONE; v++)
+		;
+	assert_true(v < s.nv);
+	assert_int_equal(s.v[v].cls, V_HANG);
+	assert_int_equal(s.v[v].col, 2);
+	job__free(j);
+}
+
 /* What each rank's process is doing, for the first-look tests: rank 1 as first_state says. */
 static const char *first_state;
 
@@ -1785,12 +1960,15 @@ int main(void)
 		cmocka_unit_test(pipeline_link_slower_mid_run__communication),
 		cmocka_unit_test(pipeline_starved_in_its_stage_all_reduce__only_where_the_step_waits),
 		cmocka_unit_test(async_last_of_the_waits_never_ends__no_step),
+		cmocka_unit_test(async_recording_cut_before_the_wait__no_step),
 		cmocka_unit_test(async_buckets__slow_rank_waits_least__compute_on_it),
 		cmocka_unit_test(async_equal_buckets__reference_late__steps_end_together),
+		cmocka_unit_test(async_sliced_buckets__reference_late__steps_of_eight),
 		cmocka_unit_test(async_recording_cut_in_a_wait__no_step_and_the_odd_launch_named),
 		cmocka_unit_test(step_ends_with_its_long_data_parallel_all_reduce),
 		cmocka_unit_test(recording_ends_before_the_step_reduces__no_step),
 		cmocka_unit_test(checkpoint_every_7th_step__steps_of_one),
+		cmocka_unit_test(saves_every_5th_or_9th_step_link_slower_mid_run__communication),
 		cmocka_unit_test(tensor_data_parallel_mid_run__slow_rank_named_healthy_none),
 		cmocka_unit_test(tensor_parallel_step_longer_than_the_first_look__one_step_not_52),
 		cmocka_unit_test(partial_job__aligned_wait__remote_wait_not_communication),
@@ -1800,6 +1978,7 @@ int main(void)
 		cmocka_unit_test(stuck_split_across_seqs__the_stopped_rank_or_remote),
 		cmocka_unit_test(all_inside__the_odd_call_diverges_else_a_hang_on_none),
 		cmocka_unit_test(stuck_before_steps_learned__the_odd_launch_diverges),
+		cmocka_unit_test(stuck_in_work_before_steps_learned__steps_still_built),
 		cmocka_unit_test(no_step_yet_but_collectives_return__not_stuck),
 	};
 

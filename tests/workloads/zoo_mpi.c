@@ -117,7 +117,8 @@
  *   line (a pipe write to mpirun: ~10-50 us, more on a busy machine, where the woken reader
  *   can preempt the rank). preempt_ns: the part of compute_ns the burn loop spent off CPU
  *   (gaps over 10 us). pp adds stage, busy_ns (micro-batch compute, part of compute_ns),
- *   bubble_ns (in MPI_Send/MPI_Recv, part of comm_ns) and p2p. "collectives" counts the step's
+ *   bubble_ns (in MPI_Send/MPI_Recv, part of comm_ns) and p2p; tp adds tp_ns (in the TP
+ *   all-reduces, part of comm_ns). "collectives" counts the step's
  *   collective calls. At the end: "done rank= pid= steps=N checksum=C" (C: the bucket
  *   all-reduces' results summed, the same on every run of the same arguments).
  *   tests/workloads/check_truth.py checks a job's stdout.
@@ -776,6 +777,8 @@ static void emit(const struct acct *a, int64_t step_ns)
 	if (z.pp)
 		snprintf(pp, sizeof(pp), ",\"stage\":%d,\"busy_ns\":%lld,\"bubble_ns\":%lld,\"p2p\":%d",
 			 z.stage, (long long)a->busy, (long long)a->bubble, a->p2p);
+	if (z.tp)
+		snprintf(pp, sizeof(pp), ",\"tp_ns\":%lld", (long long)a->tp);
 	printf("{\"type\":\"truth\",\"rank\":%d,\"pid\":%d,\"step\":%ld,\"start_ns\":%lld,"
 	       "\"step_ns\":%lld,\"input_ns\":%lld,\"io_ns\":%lld,\"compute_ns\":%lld,"
 	       "\"sleep_ns\":%lld,\"comm_ns\":%lld,\"stopped_ns\":%lld,\"log_ns\":%lld,"

@@ -37,6 +37,7 @@ struct acct {			/* one step's ground truth */
 	long step;
 	int64_t start, t;	/* t: the end of the last lap */
 	int64_t ns[A_N], preempt, busy, bubble;
+	int64_t tp;		/* --tp: in the TP all-reduces (part of ns[A_COMM]) */
 	int coll, p2p;
 };
 

@@ -133,9 +133,13 @@ static void tp(struct acct *a, int64_t c)
 {
 	long i;
 
+	int64_t t;
+
 	for (i = 0; i < 2 * z.tp; i++) {
 		compute(a, c / (2 * z.tp), false);
+		t = a->t;
 		allreduce(a, z.act_bytes, z.tp_comm);
+		a->tp += a->t - t;
 	}
 }
 

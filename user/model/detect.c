@@ -419,6 +419,43 @@ static bool intermittent(const struct step_obs *obs, int nsteps, int nranks, con
 static uint64_t threshold_of(const int64_t *lat, const bool *ok, int nsteps, int nranks,
 			     int late, uint64_t step_ns);
 
+int detect__late_column(const int64_t *ex, const bool *ok, int nsteps, int ncols,
+			uint64_t step_ns, int64_t *excess, uint64_t *threshold)
+{
+	int64_t *col, e, best = INT64_MIN;
+	int s, r, m, c, late = -1;
+	uint64_t t;
+
+	if (nsteps < 1 || !(col = calloc(nsteps, sizeof(*col))))
+		return -1;
+	for (r = 0; r < ncols; r++) {
+		for (m = 0, s = 0; s < nsteps; s++)
+			if (ok[s])
+				col[m++] = ex[s * ncols + r];
+		if (!m)
+			break;
+		e = median_i64(col, m);
+		if (e > best) {
+			best = e;
+			late = r;
+		}
+	}
+	free(col);
+	if (late < 0 || best <= 0)
+		return -1;
+	t = threshold_of(ex, ok, nsteps, ncols, late, step_ns);
+	for (m = 0, c = 0, s = 0; s < nsteps; s++)
+		if (ok[s]) {
+			m++;
+			c += ex[s * ncols + late] >= (int64_t)t / 2;
+		}
+	if (best < (int64_t)t || c < m * DETECT_CONSISTENT)
+		return -1;
+	*excess = best;
+	*threshold = t;
+	return late;
+}
+
 /*
  * No rank late: one starved of CPU inside the collectives (runnable, not running, while
  * busy-polling) holds each of them back for everyone, after they all came. The rank whose
@@ -429,16 +466,15 @@ static uint64_t threshold_of(const int64_t *lat, const bool *ok, int nsteps, int
 static bool starved_inside(const struct step_obs *obs, int nsteps, int nranks, const bool *ok,
 			   uint64_t step_ns, uint64_t *tmp, struct verdict *v)
 {
-	int64_t *ex, *col, e, best = INT64_MIN;
-	int s, r, m, late = -1, c, n = 0;
+	int64_t *ex, e, best;
+	int s, r, m, late, n = 0;
 	uint64_t threshold, *mine, *peer;
 	bool found = false;
 
 	ex = calloc((size_t)nsteps * nranks, sizeof(*ex));
-	col = calloc(nsteps, sizeof(*col));
 	mine = calloc(nsteps, sizeof(*mine));
 	peer = calloc(nsteps, sizeof(*peer));
-	if (!ex || !col || !mine || !peer)
+	if (!ex || !mine || !peer)
 		goto out;
 	for (s = 0; s < nsteps; s++) {
 		const struct step_obs *row = &obs[s * nranks];
@@ -465,34 +501,20 @@ static bool starved_inside(const struct step_obs *obs, int nsteps, int nranks, c
 		}
 		n++;
 	}
-	for (r = 0; n && r < nranks; r++) {
-		for (m = 0, s = 0; s < nsteps; s++)
-			if (ok[s])
-				col[m++] = ex[s * nranks + r];
-		e = median_i64(col, m);
-		if (e > best) {
-			best = e;
-			late = r;
-		}
-	}
-	if (late < 0 || best <= 0)
+	if (!n || (late = detect__late_column(ex, ok, nsteps, nranks, step_ns, &best,
+					       &threshold)) < 0)
 		goto out;
-	threshold = threshold_of(ex, ok, nsteps, nranks, late, step_ns);
-	for (m = 0, c = 0, s = 0; s < nsteps; s++) {
+	for (m = 0, s = 0; s < nsteps; s++) {
 		if (!ok[s])
 			continue;
-		c += ex[s * nranks + late] >= (int64_t)threshold / 2;
 		mine[m] = obs[s * nranks + late].ph.comm_sched;
 		peer[m++] = obs[s * nranks + late].ph.comm_sched - ex[s * nranks + late];
 	}
-	if (best < (int64_t)threshold || c < m * DETECT_CONSISTENT)
-		goto out;
 	name_rank(v, late, best, PH_SCHED_DELAY, best, mine, peer, m);
 	v->threshold_ns = threshold;
 	found = true;
 out:
 	free(ex);
-	free(col);
 	free(mine);
 	free(peer);
 	return found;
@@ -704,39 +726,54 @@ static bool row_transfer(const struct step_obs *row, int nranks, uint64_t *tmp,
 	return n > 0;
 }
 
-/* The reference's median transfer, the tail of its transfers (DETECT_NOISE_Q), their spread
- * (the median distance from their median: one step of a change among them moves it little),
- * its median step and the first and last step it holds. */
-static void ref_stats(const struct comm_ref *ref, uint64_t *med, uint64_t *tail,
+/* The reference's steps in step order (out: DETECT_REF_STEPS), less a trailing run of steps
+ * like the window's (each at least the least of its transfers, low): a change inside the
+ * first windows leaves its first slow steps in the reference, which then holds both links.
+ * Returns how many are left; 0 when under half of DETECT_REF_MIN are. */
+static int ref_before(const struct comm_ref *ref, uint64_t low, struct comm_step *out)
+{
+	int i, n, first = ref->n < DETECT_REF_STEPS ? 0 : ref->pos;
+
+	for (i = 0; i < ref->n; i++)
+		out[i] = ref->s[(first + i) % DETECT_REF_STEPS];
+	for (n = ref->n; n > 0 && out[n - 1].x >= low; n--)
+		;
+	return n >= DETECT_REF_MIN / 2 ? n : 0;
+}
+
+/* The median transfer of n reference steps, the tail of their transfers (DETECT_NOISE_Q),
+ * their spread (the median distance from their median: one step of a change among them moves
+ * it little), their median step and the first and last step they hold. */
+static void ref_stats(const struct comm_step *s, int n, uint64_t *med, uint64_t *tail,
 		      uint64_t *spread, uint64_t *step, uint64_t *first, uint64_t *last)
 {
 	uint64_t x[DETECT_REF_STEPS], d[DETECT_REF_STEPS];
 	int i;
 
-	*first = *last = ref->s[0].k;
-	for (i = 0; i < ref->n; i++) {
-		x[i] = ref->s[i].x;
-		d[i] = ref->s[i].step;
-		*first = ref->s[i].k < *first ? ref->s[i].k : *first;
-		*last = ref->s[i].k > *last ? ref->s[i].k : *last;
+	*first = *last = s[0].k;
+	for (i = 0; i < n; i++) {
+		x[i] = s[i].x;
+		d[i] = s[i].step;
+		*first = s[i].k < *first ? s[i].k : *first;
+		*last = s[i].k > *last ? s[i].k : *last;
 	}
-	*med = detect__median(x, ref->n);
-	*step = detect__median(d, ref->n);
-	qsort(x, ref->n, sizeof(*x), detect__cmp_u64);
-	*tail = x[(int)((ref->n - 1) * DETECT_NOISE_Q)];
-	for (i = 0; i < ref->n; i++)
+	*med = detect__median(x, n);
+	*step = detect__median(d, n);
+	qsort(x, n, sizeof(*x), detect__cmp_u64);
+	*tail = x[(int)((n - 1) * DETECT_NOISE_Q)];
+	for (i = 0; i < n; i++)
 		d[i] = x[i] > *med ? x[i] - *med : *med - x[i];
-	*spread = detect__median(d, ref->n);
+	*spread = detect__median(d, n);
 }
 
 bool detect__comm_change(struct comm_ref *ref, const struct step_obs *win, int m, int nranks,
 			 int window, int gen, uint64_t k, struct verdict *v, char *detail,
 			 size_t ndetail)
 {
-	struct comm_step cur[DETECT_REF_MAX];
+	struct comm_step cur[DETECT_REF_MAX], before[DETECT_REF_STEPS];
 	uint64_t x[DETECT_REF_MAX], dev[DETECT_REF_MAX], *tmp, med, spread, rmed, rtail, rspread;
-	uint64_t rstep, first, last, i0;
-	int s, i, n = 0, above = 0;
+	uint64_t rstep, first, last, i0, low = UINT64_MAX;
+	int s, i, n = 0, nb = 0, above = 0;
 
 	if (m > DETECT_REF_MAX || !(tmp = calloc(nranks, sizeof(*tmp))))
 		return false;
@@ -753,16 +790,23 @@ bool detect__comm_change(struct comm_ref *ref, const struct step_obs *win, int m
 		ref->gen = gen;
 	}
 	med = n ? detect__median(x, n) : 0;
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		dev[i] = x[i] > med ? x[i] - med : med - x[i];
+		low = x[i] < low ? x[i] : low;
+	}
 	spread = n ? detect__median(dev, n) : 0;
-	if (ref->n >= DETECT_REF_MIN && n) {
-		ref_stats(ref, &rmed, &rtail, &rspread, &rstep, &first, &last);
+	if (ref->n >= DETECT_REF_MIN && n)
+		nb = ref_before(ref, low, before);
+	if (nb) {
+		ref_stats(before, nb, &rmed, &rtail, &rspread, &rstep, &first, &last);
 		for (i = 0; i < n; i++)
 			above += x[i] > rtail;
-		if (med >= rmed + DETECT_COMM_MIN_NS && above >= n * DETECT_CONSISTENT &&
+		if (med >= rmed + DETECT_SKEW_MIN_NS && above >= n * DETECT_CONSISTENT &&
 		    med - rmed >= DETECT_NOISE_K * (rspread > spread ? rspread : spread) &&
-		    v->step_ns >= rstep + (med - rmed) / 2) {
+		    v->step_ns >= rstep + (med - rmed) / 2 &&
+		    /* a rank late by half as much is what they wait for (its launches return
+		     * at once, so its lateness shows in the collectives too), not the link */
+		    v->skew_ns < (int64_t)(med - rmed) / 2) {
 			ref->npend = 0;		/* those overlap the change */
 			ref->next_k = k + 1;
 			v->cls = V_COMMUNICATION;
@@ -952,15 +996,8 @@ classify:
 			break;
 		}
 	}
-	switch (v->phase) {
-	case PH_INPUT_WAIT: v->cls = V_INPUT; break;
-	case PH_IO:
-		v->cls = v->rank >= 0 && writes_most(obs, nsteps, nranks, v->rank) ?
-			 V_CHECKPOINT : V_STORAGE;
-		break;
-	case PH_SCHED_DELAY: v->cls = V_CPU_CONTENTION; break;
-	default: v->cls = V_COMPUTE; break;
-	}
+	v->cls = v->phase == PH_IO && v->rank >= 0 && writes_most(obs, nsteps, nranks, v->rank) ?
+		 V_CHECKPOINT : detect__phase_class(v->phase);
 out:
 	free(tmp);
 	free(mine);
@@ -994,6 +1031,16 @@ bool detect__held_elsewhere(struct verdict *v, int rank, int seen, int world, co
 	v->cls = V_REMOTE_WAIT;
 	v->intermittent = v->imbalance = false;
 	return true;
+}
+
+enum vclass detect__phase_class(enum phase ph)
+{
+	switch (ph) {
+	case PH_INPUT_WAIT: return V_INPUT;
+	case PH_IO: return V_STORAGE;
+	case PH_SCHED_DELAY: return V_CPU_CONTENTION;
+	default: return V_COMPUTE;	/* compute, other and gpu_wait */
+	}
 }
 
 bool detect__straggler(enum vclass c, bool persistent)

@@ -102,6 +102,18 @@ int detect__window(const struct step_obs *obs, int nsteps, int nranks, struct ve
 int detect__window_seen(const struct step_obs *obs, int nsteps, int nranks, bool all_seen,
 			struct verdict *v);
 
+/* The class of a straggler whose excess is in phase ph (io: storage; a save's writes are the
+ * caller's to tell). */
+enum vclass detect__phase_class(enum phase ph);
+
+/* The late column of an excess matrix (nsteps rows of ncols, ok rows only), by the rule
+ * ranks are judged by: the largest median excess, at least the window's threshold (a quarter
+ * of the step, or DETECT_NOISE_K times what the other columns reach in DETECT_NOISE_Q of
+ * the rows, at least DETECT_SKEW_MIN_NS) and half of it in DETECT_CONSISTENT of the rows.
+ * Returns it, with its median excess and the threshold; -1 when none is. */
+int detect__late_column(const int64_t *ex, const bool *ok, int nsteps, int ncols,
+			uint64_t step_ns, int64_t *excess, uint64_t *threshold);
+
 /* Fill the comm_wait/comm_transfer split of one step row: arrival is entry, the last arrival
  * the largest; wait = last arrival - own arrival, clamped to the time inside. When every rank
  * of the row has an NCCL kernel from CUPTI, arrival and completion are the kernel's start and
@@ -130,9 +142,14 @@ struct comm_ref {
  * once all ranks came, less the time runnable and not running there (a host short of CPUs
  * slows polling collectives; that is not the link). Most of this window's steps' transfers
  * (DETECT_CONSISTENT) above the reference's tail (DETECT_NOISE_Q), their median up by
- * DETECT_COMM_MIN_NS at least on the reference's, and the step by at least half of that:
+ * DETECT_NOISE_K times the spread of either and by DETECT_SKEW_MIN_NS at least on the
+ * reference's (the floor of a rank's lateness: the time starved is out of it already), the
+ * step by at least half of that, and the window's latest rank (v->skew_ns) late by under half
+ * of it (a rank late by as much is what they wait for):
  * communication (a slower link or network), v->cls set and why in detail; true. Else false,
- * and its steps not seen before are pending.
+ * and its steps not seen before are pending. The reference's latest steps as slow as this
+ * window's (each at least its least transfer) are left out of it: a change inside the first
+ * windows put them there; half of DETECT_REF_MIN steps before them at least.
  */
 bool detect__comm_change(struct comm_ref *ref, const struct step_obs *win, int m, int nranks,
 			 int window, int gen, uint64_t k, struct verdict *v, char *detail,

@@ -10,6 +10,7 @@
 #include "decode.h"
 #include "io.h"
 #include "job.h"
+#include "links.h"
 
 /* A step boundary: a marker's entry, or the return of a period's last collective. */
 struct job_mark {
@@ -108,6 +109,7 @@ struct job {
 	uint64_t long_k;	/* the step it was judged at */
 	bool long_tried;
 	struct comm_ref cref;	/* for collectives that got slower (detect__comm_change) */
+	struct links *links;	/* for a link slower than its siblings (links.h) */
 	enum vclass cand_cls;	/* a new verdict seen, not yet confirmed */
 	int cand_col, cand_n;
 	struct job_verdict last;
@@ -156,7 +158,8 @@ struct job *job__new(const struct job_cfg *cfg, int nranks, const struct job_pro
 	j->grp = calloc(nranks, sizeof(*j->grp));
 	j->vg = calloc((size_t)nranks * JOB_VGROUPS, sizeof(*j->vg));
 	j->nvg = calloc(nranks, sizeof(*j->nvg));
-	if (!j->r || !j->rows || !j->row_k || !j->co || !j->grp || !j->vg || !j->nvg)
+	j->links = links__new(nranks, j->cfg.window);
+	if (!j->r || !j->rows || !j->row_k || !j->co || !j->grp || !j->vg || !j->nvg || !j->links)
 		goto fail;
 	for (i = 0; i < nranks; i++) {
 		struct job_rank *r = &j->r[i];
@@ -212,6 +215,7 @@ void job__free(struct job *j)
 	free(j->grp);
 	free(j->vg);
 	free(j->nvg);
+	links__free(j->links);
 	free(j);
 }
 
@@ -231,6 +235,7 @@ void job__set_rank(struct job *j, int col, int rank, uint32_t tid)
 		return;
 	j->r[col].rank = rank;
 	j->r[col].main_tid = tid;
+	links__set_rank(j->links, col, rank);
 }
 
 void job__set_world(struct job *j, int world_size)
@@ -453,6 +458,8 @@ static void pick_main_comm(struct job *j)
 #define ALIGN_SHORT 6
 #define ALIGN_SHARED 8
 #define ALIGN_NEAR 8	/* collectives either side of the nearest return tried too */
+#define ALIGN_SLACK 3	/* once the job ended or hung: collectives of the reference's run a
+			 * rank that stopped earlier may lack */
 
 /*
  * Asynchronous collectives return at their launch, which says nothing of the other ranks:
@@ -524,37 +531,50 @@ static bool align_run(int nr, int run, bool final, int *lo, int *hi)
 }
 
 static uint64_t run_cost(const struct job_rank *ref, const struct align_at *ri, int lo, int hi,
-			 const struct job_rank *r, const struct align_at *ci, int nc, int off)
+			 const struct job_rank *r, const struct align_at *ci, int nc, int off,
+			 int slack)
 {
 	uint64_t cost = 0, a, b;
-	int k;
+	int k, n = 0, slack_at = slack;
 
 	for (k = lo; k < hi; k++) {
 		const struct tl_coll *x, *y;
 
-		if (k + off < 0 || k + off >= nc)
-			return UINT64_MAX;
+		if (k + off < 0 || k + off >= nc) {
+			if (--slack < 0)
+				return UINT64_MAX;
+			continue;
+		}
 		x = &ref->coll[ri[k].i];
 		y = &r->coll[ci[k + off].i];
 		/* the same collective has the same op and size everywhere; a message is a send on
 		 * one side and a receive on the other */
-		if ((x->op != y->op && !(is_p2p(x) && is_p2p(y))) || x->bytes != y->bytes)
-			return UINT64_MAX;
+		if ((x->op != y->op && !(is_p2p(x) && is_p2p(y))) || x->bytes != y->bytes) {
+			/* a divergent rank's last call differs: as missing, within the slack */
+			if (k < hi - slack_at || --slack < 0)
+				return UINT64_MAX;
+			continue;
+		}
 		a = ri[k].t;
 		b = ci[k + off].t;
 		cost += a > b ? a - b : b - a;
+		n++;
 	}
-	return cost;
+	/* per pair, over the whole run: runs that pair fewer are not cheaper for it */
+	return n < hi - lo ? (n ? cost / n * (uint64_t)(hi - lo) : UINT64_MAX) : cost;
 }
 
 /*
  * The offset from the reference run ri to ci with the closest returns; false: none pairs.
  * The nearest return to each reference collective gives a candidate, and so do its
  * neighbours: when the ranks' work differs, the nearest return may be a collective or two
- * away from the same one, and only the op and size pattern fixes which.
+ * away from the same one, and only the op and size pattern fixes which. slack: how many of
+ * the run may have no counterpart on r (once the job ended or hung, a rank stopped a
+ * collective or a few before the reference: the one stuck in its work never made the last).
  */
 static bool best_offset(const struct job_rank *ref, const struct align_at *ri, int lo, int hi,
-			const struct job_rank *r, const struct align_at *ci, int nc, int *best_off)
+			const struct job_rank *r, const struct align_at *ci, int nc, int slack,
+			int *best_off)
 {
 	uint64_t cost, best_cost = UINT64_MAX, d, dn;
 	int k, i, near, off;
@@ -574,7 +594,7 @@ static bool best_offset(const struct job_rank *ref, const struct align_at *ri, i
 		if (near < 0)
 			continue;
 		for (off = near - k - ALIGN_NEAR; off <= near - k + ALIGN_NEAR; off++) {
-			cost = run_cost(ref, ri, lo, hi, r, ci, nc, off);
+			cost = run_cost(ref, ri, lo, hi, r, ci, nc, off, slack);
 			if (cost < best_cost) {
 				best_cost = cost;
 				*best_off = off;
@@ -612,7 +632,7 @@ static bool align_one(const struct job_rank *ref, const struct job_rank *r, enum
 	if (!final && nr < hi + ALIGN_NEAR &&
 	    last_return(ci, nc) < last_return(ri, hi))
 		return false;
-	if (!best_offset(ref, ri, lo, hi, r, ci, nc, &off))
+	if (!best_offset(ref, ri, lo, hi, r, ci, nc, final ? ALIGN_SLACK : 0, &off))
 		return false;
 	for (k = lo; k < nr && k + off < nc; k++) {
 		const struct tl_coll *a = &ref->coll[ri[k].i], *b = &r->coll[ci[k + off].i];
@@ -1258,13 +1278,48 @@ static void start_search(struct job_rank *r, int64_t as)
 }
 
 /*
+ * Whether a rank other than the reference ends a step of p collectives at aligned seq as by
+ * its own pauses: the pause after it clearly the longest since the step's first. Asynchronous
+ * launches return at once, so a late reference rank's pauses are its compute slices, all
+ * alike; the others wait for it after their last launch, where the step ends for all.
+ */
+static bool other_rank_ends(const struct job *j, int64_t as, int p)
+{
+	const struct tl_coll *s, *e;
+	uint64_t inside, gap;
+	int c, i, prev;
+
+	for (c = 1; c < j->n; c++) {
+		const struct job_rank *q = &j->r[c];
+
+		if (has_p2p(q) || !(e = find_seq(j, q, as)) || !(s = find_seq(j, q, as - p + 1)))
+			continue;
+		for (inside = 0, prev = (int)(s - q->coll), i = prev + 1; i < q->ncoll; i++) {
+			if (!is_main(q, &q->coll[i]))
+				continue;
+			gap = q->coll[i].enter > q->coll[prev].exit ?
+				q->coll[i].enter - q->coll[prev].exit : 0;
+			if (&q->coll[prev] == e) {
+				if (period__step_end(gap, inside))
+					return true;
+				break;
+			}
+			inside = gap > inside ? gap : inside;
+			prev = i;
+		}
+	}
+	return false;
+}
+
+/*
  * Follow the step template over one collective of the reference rank; after: the pause that
  * followed it. A step's boundary is its template's last collective: an extra collective (an
  * eval, a checkpoint barrier) stays inside the step it falls in, a missing one is skipped
  * over, and after a run of strangers the walk searches for a whole template again. When the
  * steps were found from their pauses (equal buckets), a boundary must also be followed by the
- * step's longest pause; two template ends in a row that are not mean the walk lost the step
- * (a lost collective), and it searches again.
+ * step's longest pause, on the reference rank or another (other_rank_ends); two template ends
+ * in a row that are not mean the walk lost the step (a lost collective), and it searches
+ * again.
  */
 static void walk_one(struct job *j, struct job_rank *r, const struct tl_coll *c, uint64_t sig,
 		     int64_t as, uint64_t after)
@@ -1295,7 +1350,7 @@ static void walk_one(struct job *j, struct job_rank *r, const struct tl_coll *c,
 			return;
 		for (inside = 0, k = 0; k < p - 1; k++)
 			inside = r->hgap[k] > inside ? r->hgap[k] : inside;
-		if (gaps && !period__step_end(after, inside))
+		if (gaps && !period__step_end(after, inside) && !other_rank_ends(j, as, p))
 			return;
 		r->walk_j = 0;
 		r->step_hits = 0;
@@ -1329,7 +1384,7 @@ static void walk_one(struct job *j, struct job_rank *r, const struct tl_coll *c,
 	}
 	r->walk_j = 0;
 	r->step_hits = 0;
-	if (gaps && !period__step_end(after, r->step_gmax)) {
+	if (gaps && !period__step_end(after, r->step_gmax) && !other_rank_ends(j, as, p)) {
 		r->step_gmax = after > r->step_gmax ? after : r->step_gmax;
 		if (++r->bad_ends >= 2) {
 			start_search(r, as);
@@ -1511,24 +1566,33 @@ static int closing(const struct job_rank *r, const struct tl_coll *c)
 	return n;
 }
 
+/* Whether rank r waited for collective c in the background after its return (an
+ * asynchronous collective, and its wait). */
+static bool waited(const struct job_rank *r, const struct tl_coll *c)
+{
+	return c->exit && coll_done(r, c) > c->exit;
+}
+
 /* Whether what was recorded of rank r ends inside the step boundary collective c ends: fewer
  * reductions close it than closed each of the (up to) two steps before still kept (a period of
  * main collectives back each, on c's thread): the steps of a pipeline's stage, or of TP+DP,
- * end with them. */
+ * end with them; or those were waited for after their return (asynchronous), and c not yet. */
 static bool cut_before_closed(const struct job *j, const struct job_rank *r,
 			      const struct tl_coll *c)
 {
 	int i, k, n = j->per.period, have = closing(r, c), least = INT_MAX;
+	bool all_waited = true;
 
 	for (i = (int)(c - r->coll) - 1, k = 0; i >= 0 && k < 2; i--)
 		if (r->coll[i].tid == c->tid && is_main(r, &r->coll[i]) && --n <= 0) {
 			int m = closing(r, &r->coll[i]);
 
 			least = m < least ? m : least;
+			all_waited &= waited(r, &r->coll[i]);
 			n = j->per.period;
 			k++;
 		}
-	return k && have < least;
+	return k && (have < least || (all_waited && !waited(r, c)));
 }
 
 static uint64_t bound_end(const struct job *j, const struct job_rank *r, const struct tl_coll *c,
@@ -1846,8 +1910,9 @@ static void step_sig(struct job_step_comm *sc, const struct tl_coll *c)
 	out[blen] = '\0';
 }
 
-/* Count a collective of the step on its communicator. */
-static void step_comm(struct job_step *st, const struct tl_coll *c)
+/* Count a collective of the step on its communicator (held: the time runnable and not
+ * running inside it). */
+static void step_comm(struct job_step *st, const struct tl_coll *c, uint64_t held)
 {
 	int i;
 
@@ -1862,11 +1927,16 @@ static void step_comm(struct job_step *st, const struct tl_coll *c)
 	}
 	st->comm[i].ops++;
 	st->comm[i].bytes += c->bytes;
+	if (c->exit && is_p2p(c))
+		st->comm[i].p2p_ns += c->exit - c->enter;
 	if (c->exit)
 		st->comm[i].inside_ns += c->exit - c->enter;
+	st->comm[i].held_ns += held;
 	if (!is_p2p(c))
 		step_sig(&st->comm[i], c);
 }
+
+static uint64_t runnable_in(const struct job_rank *r, int *cur, uint64_t a, uint64_t b);
 
 static void build_step(const struct job *j, const struct job_rank *r, uint64_t k, uint64_t s,
 		       uint64_t e, struct step_obs *o, struct job_step *st)
@@ -1875,7 +1945,7 @@ static void build_step(const struct job *j, const struct job_rank *r, uint64_t k
 	struct tl_off *offs;
 	struct tl_io *ios;
 	uint64_t comm_from = 0;
-	int i, nc = 0, noff = 0, nio = 0;
+	int i, nc = 0, noff = 0, nio = 0, cur = 0;
 
 	memset(st, 0, sizeof(*st));
 	st->index = k;
@@ -1891,7 +1961,8 @@ static void build_step(const struct job *j, const struct job_rank *r, uint64_t k
 			st->collectives++;
 			if (c->exit)
 				st->inside_ns += c->exit - c->enter;
-			step_comm(st, c);
+			step_comm(st, c, c->exit && !is_p2p(c) ?
+				  runnable_in(r, &cur, c->enter, c->exit) : 0);
 			/* arrival: the step's first collective, on any thread (gloo workers) */
 			if (!o->arrival_ns) {
 				o->arrival_ns = c->enter;
@@ -2180,7 +2251,7 @@ static void p2p_transfer(const struct job *j, const uint64_t *lo, const uint64_t
 			 const uint64_t *pcomm, uint64_t *xfer, uint64_t *held)
 {
 	int c, d, i, a, b, k, *ord, *place, *first, done[4], ndone, cc, cd;
-	uint64_t s, e, sc, sd, st;
+	uint64_t s, e, sc, sd, st, rx;
 
 	if (j->n < 2)
 		return;
@@ -2230,13 +2301,19 @@ static void p2p_transfer(const struct job *j, const uint64_t *lo, const uint64_t
 				    j->r[d].coll[b].enter;
 				e = r->coll[a].exit < j->r[d].coll[b].exit ? r->coll[a].exit :
 				    j->r[d].coll[b].exit;
-				if (e <= s)
+				/* the receive once both came: a send that returns once its bytes
+				 * are queued (TCP's buffer) leaves the transfer to the receive */
+				rx = j->r[d].coll[b].exit > s ? j->r[d].coll[b].exit - s : 0;
+				if (e <= s) {
+					links__p2p(j->links, c, d, r->coll[a].bytes, 0);
 					continue;
+				}
 				sc = runnable_in(r, &cc, s, e);
 				sd = runnable_in(&j->r[d], &cd, s, e);
 				st = sc > sd ? sc : sd;
 				xfer[c] += e - s > st ? e - s - st : 0;
 				xfer[d] += e - s > st ? e - s - st : 0;
+				links__p2p(j->links, c, d, r->coll[a].bytes, rx > st ? rx - st : 0);
 				held[c] += sc;
 				held[d] += sd;
 			}
@@ -2786,7 +2863,6 @@ static bool busiest_stage(const struct step_obs *win, int m, int n, const struct
 			  struct verdict *v)
 {
 	static const enum phase cand[] = { PH_INPUT_WAIT, PH_IO, PH_COMPUTE, PH_SCHED_DELAY };
-	static const enum vclass cls[] = { V_INPUT, V_STORAGE, V_COMPUTE, V_CPU_CONTENTION };
 	uint64_t others[JOB_PP_SHOW], med[JOB_PP_SHOW], *x, e, best = 0;
 	int s, hi = -1, k, c, i, p, col = -1, pick = -1;
 
@@ -2825,7 +2901,7 @@ static bool busiest_stage(const struct step_obs *win, int m, int n, const struct
 	free(x);
 	if (pick < 0)
 		return false;
-	v->cls = cls[pick];
+	v->cls = detect__phase_class(cand[pick]);
 	v->phase = cand[pick];
 	v->rank = col;
 	v->skew_ns = v->phase_excess_ns = (int64_t)best;
@@ -2882,6 +2958,7 @@ static void judge(struct job *j, uint64_t k)
 {
 	struct step_obs *win;
 	struct job_verdict jv = {};
+	struct verdict sv;
 	int w = j->cfg.window, m, lm;
 	bool weak;
 
@@ -2896,19 +2973,41 @@ static void judge(struct job *j, uint64_t k)
 		free(win);
 		return;
 	}
+	sv = jv.v;
 	lm = jv.v.cls == V_NONE ? judge_long(j, w, k, &jv.v) : 0;
-	/* no rank late, none intermittent: the collectives against the job's own earlier ones,
-	 * in steps of one template (steps built before the pattern changed are other steps) */
-	if (jv.v.cls == V_NONE && !partial(j) && k + 1 >= j->gen_k + m)
-		detect__comm_change(&j->cref, win, m, j->n, w, j->relearns, k, &jv.v, jv.detail,
-				    sizeof(jv.detail));
+	/* no rank late, none intermittent (a save every few steps blames none either): the
+	 * collectives against the job's own earlier ones, in steps of one template (steps built
+	 * before the pattern changed are other steps). The window's rows are judged, not the
+	 * longer view's: most of those may be from before a change. */
+	if ((jv.v.cls == V_NONE || jv.v.cls == V_CHECKPOINT) && !partial(j) &&
+	    k + 1 >= j->gen_k + m) {
+		struct verdict cv = sv;
+
+		if (cv.cls == V_CHECKPOINT) {	/* the save's rank is no culprit of this */
+			cv.cls = V_NONE;
+			cv.rank = -1;
+			cv.intermittent = false;
+			cv.skew_ns = cv.phase_excess_ns = 0;
+			cv.hits = 0;
+		}
+		if (detect__comm_change(&j->cref, win, m, j->n, w, j->relearns, k, &cv, jv.detail,
+					sizeof(jv.detail))) {
+			jv.v = cv;
+			lm = 0;
+		}
+	}
+	/* nor slower than before: a link slower than those that do the same work */
+	if (jv.v.cls == V_NONE && !partial(j))
+		links__judge(j->links, m, jv.v.step_ns, &jv.v, jv.detail, sizeof(jv.detail));
 	pipeline_bubble(win, m, j->n, &jv.pp);
-	if (jv.v.cls == V_NONE && !partial(j) && busiest_stage(win, m, j->n, &jv.pp, &jv.v))
+	if (jv.v.cls == V_NONE && !partial(j) && busiest_stage(win, m, j->n, &jv.pp, &jv.v)) {
+		int stage = win[(size_t)(m - 1) * j->n + jv.v.rank].stage;
+
 		snprintf(jv.detail, sizeof(jv.detail), "stage %d is busy %.1f ms a step, %.1f ms "
 			 "more than the other stages' median in %s: the pipeline runs at its pace",
-			 win[(size_t)(m - 1) * j->n + jv.v.rank].stage,
-			 jv.pp.busy_ns[win[(size_t)(m - 1) * j->n + jv.v.rank].stage] / 1e6,
-			 jv.v.skew_ns / 1e6, steps__phase_name(jv.v.phase));
+			 stage, jv.pp.busy_ns[stage] / 1e6, jv.v.skew_ns / 1e6,
+			 steps__phase_name(jv.v.phase));
+	}
 	free(win);
 	/* late among the ranks seen here, but they wait longer still for ranks elsewhere */
 	if (partial(j))
@@ -3071,12 +3170,21 @@ static void trim(struct job_rank *r, uint64_t t)
 	TRIM(r->sync, r->nsync, r->sync[_i].exit && r->sync[_i].exit < t);
 }
 
+/* A communicator of column c the same on all its members: its name, unless that is the
+ * process's own (an MPI handle's address) and the group of its main one was learned. */
+static uint64_t comm_id(const struct job *j, int c, uint64_t comm)
+{
+	if (j->grp_known && j->r[c].have_main && comm == j->r[c].main_comm && j->grp[c] >= 0)
+		return 0x9e3779b97f4a7c15ULL * (uint64_t)(j->grp[c] + 1) ^ 0x67726f7570ULL;
+	return comm;
+}
+
 static void assemble(struct job *j, uint64_t now, bool final)
 {
 	struct step_obs *row;
 	struct job_step *st;
 	uint64_t s, e;
-	int c, guard, b;
+	int c, i, guard, b;
 
 	if (!j->have_next && !first_k(j))
 		return;
@@ -3086,6 +3194,7 @@ static void assemble(struct job *j, uint64_t now, bool final)
 	for (guard = 0; guard < 1000; guard++) {
 		row = &j->rows[(size_t)(j->nrows % JOB_ROWS) * j->n];
 		memset(row, 0, sizeof(*row) * j->n);
+		links__begin(j->links, j->next_k);
 		for (c = 0; c < j->n; c++) {
 			const struct job_rank *r = &j->r[c];
 
@@ -3116,8 +3225,17 @@ static void assemble(struct job *j, uint64_t now, bool final)
 			;
 		if (c == j->n)
 			goto done;
+		for (c = 0; c < j->n; c++)
+			for (i = 0; row[c].present && i < st[c].ncomm; i++)
+				links__coll(j->links, c, comm_id(j, c, st[c].comm[i].comm),
+					    st[c].comm[i].sig,
+					    st[c].comm[i].inside_ns - st[c].comm[i].p2p_ns,
+					    st[c].comm[i].held_ns);
 		step_lateness(j, j->next_k, row);
 		pipeline_stages(j, st, row);
+		for (c = 0; c < j->n; c++)
+			links__place(j->links, c, st[c].stage);
+		links__end(j->links);
 		for (c = 0; c < j->n; c++) {
 			row[c].stage = st[c].stage;
 			row[c].stages = st[c].stages;

@@ -65,6 +65,8 @@ struct job_step_comm {
 	uint32_t ops;
 	uint64_t bytes;
 	uint64_t inside_ns;
+	uint64_t p2p_ns;	/* of which in sends and receives */
+	uint64_t held_ns;	/* runnable and not running inside its collectives */
 	/* the step's sequence of collectives on it (sends and receives left out: a pipeline's
 	 * stages differ), for a hub to compare across nodes: a hash of each one's operation and
 	 * bytes in order (0: none), and its start as "op:bytes op:bytes ..." */

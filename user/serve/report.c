@@ -341,9 +341,10 @@ void report__verdict_text(FILE *f, const struct job_verdict *v, int rank, char *
 		break;
 	case V_COMMUNICATION:
 		snprintf(buf, n, "verdict: communication: arrivals are aligned but collectives take %s "
-			 "after the last arrival (median step %s)",
+			 "after the last arrival (median step %s)%s%s",
 			 report__dur(v->v.post_arrival_ns, a, sizeof(a)),
-			 report__dur(v->v.step_ns, b, sizeof(b)));
+			 report__dur(v->v.step_ns, b, sizeof(b)), v->detail[0] ? "; " : "",
+			 v->detail);
 		break;
 	case V_DIVERGENT:
 	case V_HANG:
