@@ -57,8 +57,8 @@ wait_lines() {
 		[ "${got:-0}" -ge "$n" ] && return 0
 		sleep 0.1
 	done
-	echo "timed out waiting for $n lines /$re/ in $f:"
-	tail -20 "$f"
+	echo "timed out waiting for $n lines /$re/ in $f${5:+ (${5})}:"
+	[ -n "$5" ] || tail -20 "$f"
 	return 1
 }
 
@@ -237,6 +237,102 @@ cleanup_netns() {
 	[ -n "${NS_a:-}" ] && ip netns del "$NS_a" 2>/dev/null
 	[ -n "${NS_b:-}" ] && ip netns del "$NS_b" 2>/dev/null
 	ip link del "rsa$$" 2>/dev/null	# only if it never moved into its namespace
+}
+
+# mpi_wrap_in_b RANK (after test_netns): $T/wrap.sh runs an OpenMPI rank (mpirun ... $T/wrap.sh
+# PROGRAM) in namespace A, except rank RANK, in B. The launcher (PMIx) listens on loopback in A
+# only: RANK reaches it through a TCP forwarder on A's veth address, started by its wrapper
+# before it enters B.
+mpi_wrap_in_b() {
+	cat >"$T/fwd.py" <<'PY'
+import socket, sys, threading
+lh, lp, th, tp = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+srv = socket.socket()
+srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind((lh, lp))
+srv.listen(8)
+def pump(a, b):
+    try:
+        while (d := a.recv(65536)):
+            b.sendall(d)
+    except OSError:
+        pass
+    try:
+        b.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass
+while True:
+    c, _ = srv.accept()
+    t = socket.create_connection((th, tp))
+    for a, b in ((c, t), (t, c)):
+        threading.Thread(target=pump, args=(a, b), daemon=True).start()
+PY
+	cat >"$T/wrap.sh" <<EOF
+#!/bin/sh
+# rank $1 runs in namespace B; the others stay in A, where mpirun is
+[ "\$OMPI_COMM_WORLD_RANK" = $1 ] || exec "\$@"
+port=\$(printenv PMIX_SERVER_URI4 | sed 's/.*://')
+$PY "$T/fwd.py" $ADDR_a "\$port" 127.0.0.1 "\$port" &
+for v in \$(env | grep '^PMIX_SERVER_URI' | cut -d= -f1); do
+	export "\$v=\$(printenv "\$v" | sed 's/127\.0\.0\.1/$ADDR_a/g')"
+done
+sleep 0.5
+exec ip netns exec $NS_b "\$@"
+EOF
+	chmod +x "$T/wrap.sh"
+}
+
+# mpi_two_ns RANK: the preconditions of a test of zoo_mpi over OpenMPI's TCP transport across
+# two network namespaces (root, mpirun, tc, the workload), the namespaces, and $T/wrap.sh that
+# runs rank RANK in B, the others in A (mpi_wrap_in_b).
+mpi_two_ns() {
+	need_root
+	command -v mpirun >/dev/null || skip "OpenMPI not installed (make deps)"
+	command -v tc >/dev/null || skip "iproute2 (tc) not installed"
+	[ -x "$TOP/build/workloads/zoo_mpi" ] || fail "build/workloads/zoo_mpi is missing: make fixtures"
+	test_netns a b
+	mpi_wrap_in_b "$1"
+}
+
+# mpi_two_ns_job NP ZOO_ARGS...: after mpi_two_ns, NP ranks of zoo_mpi as bg job (over the
+# veth, --go-file $T/go, --data-dir $T/data); returns once every rank is ready.
+mpi_two_ns_job() {
+	local np=$1
+	shift
+	bg job ip netns exec "$NS_a" mpirun --allow-run-as-root --oversubscribe --mca btl self,tcp \
+		--mca btl_tcp_if_include rsn0 --mca oob_tcp_if_include rsn0 -np "$np" "$T/wrap.sh" \
+		"$TOP/build/workloads/zoo_mpi" "$@" --go-file "$T/go" --data-dir "$T/data"
+	wait_lines "$T/job.out" '^ready rank=' "$np" 90 ||
+		fail "the MPI job did not start: $(tail -3 "$T/job.out")"
+}
+
+# throttle_veth RATE: a tbf qdisc of RATE on both ends of the veth between A and B.
+throttle_veth() {
+	local ns
+	for ns in "$NS_a" "$NS_b"; do
+		ip netns exec "$ns" tc qdisc add dev rsn0 root tbf rate "$1" burst 32kb latency 400ms ||
+			fail "cannot throttle rsn0 in $ns with tbf"
+	done
+}
+
+# wait_class CLASS TIMEOUT_S: until rankscope's output ($T/rs.out) has a CLASS verdict; fails
+# with the step rule's lines, every verdict as "step [window] class rank" and the last two whole.
+wait_class() {
+	wait_lines "$T/rs.out" "\"class\":\"$1\"" 1 "$2" "verdicts below" && return 0
+	grep '"type":"rule"' "$T/rs.out"
+	grep '"type":"verdict"' "$T/rs.out" |
+		sed -E 's/.*"step":([0-9]+),"window":(\[[0-9]+,[0-9]+\]),"class":"([a-z_]+)","rank":(-?[0-9]+).*/\1 \2 \3 \4/' |
+		tr '\n' ';' | tail -c 3000
+	echo
+	fail "no $1 verdict in $2 s: $(grep '"verdict"' "$T/rs.out" | tail -2 | cut -c1-600)"
+}
+
+# stop_rs_job: rankscope (bg rs) stopped, then the job's process group (bg job).
+stop_rs_job() {
+	kill -TERM "$PID_rs"
+	wait_exit "$PID_rs" 30 >/dev/null
+	kill -TERM -- "-$PID_job"
+	wait_exit "$PID_job" 30 >/dev/null
 }
 
 # run_fuzz BIN WHAT [libFuzzer options...]: BIN over the seeds in $T/corpus for FUZZ_SECONDS

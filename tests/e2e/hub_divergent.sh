@@ -19,8 +19,9 @@ test_cgroups a b
 
 ODD=$((RANDOM % 4))
 HANG=$(((ODD + 1) % 4))
-# ~3 ms a step: the fault comes some 10 s after go, once the hub is lined up and judging
-AT=3000
+# ~3 ms a step: the fault comes some 20 s after go, once the hub is lined up and judging (10 s
+# was too little once on a busy host: the hub had lined up 2 of the 4 ranks)
+AT=6000
 bg job mpirun --allow-run-as-root --oversubscribe -np 4 "$TOP/build/workloads/zoo_mpi" \
 	--buckets 3 --steps 100000 --go-file "$T/go" --fault "divergent:$ODD:$AT" \
 	--fault "divhang:$HANG:$((AT + 1500))"

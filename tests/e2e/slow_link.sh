@@ -30,23 +30,14 @@ wait_lines "$T/rs.out" '"type":"rank"' 4 30 || fail "rankscope did not attach"
 touch "$T/go"
 sleep 12
 t_throttle=$($PY -c 'import time; print(time.monotonic_ns())')
-for ns in "$NS_a" "$NS_b"; do
-	ip netns exec "$ns" tc qdisc add dev rsn0 root tbf rate 300mbit burst 32kb latency 400ms ||
-		fail "cannot throttle rsn0 in $ns with tbf"
-done
-wait_lines "$T/rs.out" '"class":"communication"' 1 40 ||
-	fail "no communication verdict after the throttle: $(grep '"verdict"' "$T/rs.out" |
-		tail -2 | cut -c1-300)"
+throttle_veth 300mbit
+wait_class communication 40
 sleep 5		# throttled steps for the workload's own measure
-kill -TERM "$PID_rs"
-wait_exit "$PID_rs" 30 >/dev/null
-kill -TERM -- "-$PID_job"
-wait_exit "$PID_job" 30 >/dev/null
-$PY - "$T" "$t_throttle" <<'PY' || exit 1
-import json, statistics, sys
+stop_rs_job
+PYTHONPATH="$TOP/tests/e2e" $PY - "$T" "$t_throttle" <<'PY' || exit 1
+import records, statistics, sys
 t, at = sys.argv[1], int(sys.argv[2])
-def lines(name, ty):
-    return [json.loads(l) for l in open(f"{t}/{name}") if l.startswith('{"type":"%s"' % ty)]
+lines = lambda name, ty: records.lines(f"{t}/{name}", ty)
 truth = lines("job.out", "truth")
 before = [x for x in truth if x["start_ns"] + x["step_ns"] < at and x["step"] >= 10]
 after = [x for x in truth if x["start_ns"] > at + 1_000_000_000]

@@ -15,84 +15,24 @@
 #  - the workload's own clock agrees: rank 2's time in MPI calls rises by most of the step's
 #    rise, and no rank's compute rises by half of it.
 # OpenMPI's launcher (PMIx) listens on loopback in A only: rank 2 reaches it through a TCP
-# forwarder on A's veth address, started by rank 2's wrapper before it enters B.
+# forwarder on A's veth address (lib.sh's mpi_wrap_in_b).
 . "$(dirname "$0")/../lib.sh"
-need_root
-command -v mpirun >/dev/null || skip "OpenMPI not installed (make deps)"
-command -v tc >/dev/null || skip "iproute2 (tc) not installed"
-[ -x "$TOP/build/workloads/zoo_mpi" ] || fail "build/workloads/zoo_mpi is missing: make fixtures"
-test_netns a b
+mpi_two_ns 2
 
-cat >"$T/fwd.py" <<'PY'
-import socket, sys, threading
-lh, lp, th, tp = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
-srv = socket.socket()
-srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-srv.bind((lh, lp))
-srv.listen(8)
-def pump(a, b):
-    try:
-        while (d := a.recv(65536)):
-            b.sendall(d)
-    except OSError:
-        pass
-    try:
-        b.shutdown(socket.SHUT_WR)
-    except OSError:
-        pass
-while True:
-    c, _ = srv.accept()
-    t = socket.create_connection((th, tp))
-    for a, b in ((c, t), (t, c)):
-        threading.Thread(target=pump, args=(a, b), daemon=True).start()
-PY
-cat >"$T/wrap.sh" <<EOF
-#!/bin/sh
-# rank 2 runs in namespace B; the others stay in A, where mpirun is
-[ "\$OMPI_COMM_WORLD_RANK" = 2 ] || exec "\$@"
-port=\$(printenv PMIX_SERVER_URI4 | sed 's/.*://')
-$PY "$T/fwd.py" $ADDR_a "\$port" 127.0.0.1 "\$port" &
-for v in \$(env | grep '^PMIX_SERVER_URI' | cut -d= -f1); do
-	export "\$v=\$(printenv "\$v" | sed 's/127\.0\.0\.1/$ADDR_a/g')"
-done
-sleep 0.5
-exec ip netns exec $NS_b "\$@"
-EOF
-chmod +x "$T/wrap.sh"
-
-bg job ip netns exec "$NS_a" mpirun --allow-run-as-root --oversubscribe --mca btl self,tcp \
-	--mca btl_tcp_if_include rsn0 --mca oob_tcp_if_include rsn0 -np 4 "$T/wrap.sh" \
-	"$TOP/build/workloads/zoo_mpi" --pp 4 --act-bytes 262144 --steps 100000 \
-	--go-file "$T/go" --data-dir "$T/data"
-wait_lines "$T/job.out" '^ready rank=' 4 60 || fail "the MPI job did not start: $(tail -3 "$T/job.out")"
+mpi_two_ns_job 4 --pp 4 --act-bytes 262144 --steps 100000
 bg rs "$RS" diagnose -p "$(ready_pids "$T/job.out")" --json
 wait_lines "$T/rs.out" '"type":"rank"' 4 30 || fail "rankscope did not attach"
 touch "$T/go"
 sleep 15
 t_throttle=$($PY -c 'import time; print(time.monotonic_ns())')
-for ns in "$NS_a" "$NS_b"; do
-	ip netns exec "$ns" tc qdisc add dev rsn0 root tbf rate 400mbit burst 32kb latency 400ms ||
-		fail "cannot throttle rsn0 in $ns with tbf"
-done
-wait_lines "$T/rs.out" '"class":"communication"' 1 40 ||
-	fail "no communication verdict after the throttle: $(grep '"verdict"' "$T/rs.out" |
-		tail -2 | cut -c1-300)"
+throttle_veth 400mbit
+wait_class communication 40
 sleep 3		# throttled steps for the workload's own measure
-kill -TERM "$PID_rs"
-wait_exit "$PID_rs" 30 >/dev/null
-kill -TERM -- "-$PID_job"
-wait_exit "$PID_job" 30 >/dev/null
-$PY - "$T" "$t_throttle" <<'PY' || exit 1
-import json, statistics, sys
+stop_rs_job
+PYTHONPATH="$TOP/tests/e2e" $PY - "$T" "$t_throttle" <<'PY' || exit 1
+import records, statistics, sys
 t, at = sys.argv[1], int(sys.argv[2])
-def lines(name, ty):
-    out = []
-    for l in open(f"{t}/{name}"):
-        try:    # mpirun forwards 4 ranks' output: killed, their last lines can run together
-            out += [json.loads(l)] if l.startswith('{"type":"%s"' % ty) else []
-        except ValueError:
-            pass
-    return out
+lines = lambda name, ty: records.lines(f"{t}/{name}", ty)
 truth = [x for x in lines("job.out", "truth") if x["step"] >= 10]
 before = [x for x in truth if x["start_ns"] + x["step_ns"] < at]
 after = [x for x in truth if x["start_ns"] > at + 1_000_000_000]
