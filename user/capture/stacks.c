@@ -425,7 +425,8 @@ static struct symtab *symtab_of(pid_t pid, const struct proc_lib *pl)
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	if (!elfsym__open(path, &e)) {
 		elfsym__foreach(e, add_sym, t);
-		qsort(t->s, t->n, sizeof(*t->s), by_addr);
+		if (t->n)
+			qsort(t->s, t->n, sizeof(*t->s), by_addr);
 		t->e = e;
 	}
 	close(fd);

@@ -378,7 +378,8 @@ int trace__write(int fd, bool gz, struct trace_in *in)
 	if (trace__out_open(&o, fd, gz))
 		return -ENOMEM;
 	mark_flows(in);
-	qsort(in->ev, in->nev, sizeof(*in->ev), by_track);
+	if (in->nev)	/* none: ev may be NULL */
+		qsort(in->ev, in->nev, sizeof(*in->ev), by_track);
 	if (sm)
 		snprintf(smp, sizeof(smp), ",\"samples\":{\"dwarf\":%" PRIu64 ",\"frame_pointer\":%"
 			 PRIu64 ",\"stack_cut\":%" PRIu64 ",\"stack_bytes\":%" PRIu64 "}",

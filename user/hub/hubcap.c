@@ -416,7 +416,8 @@ static void align_seqs(struct merge *m)
 	starts = calloc(m->nc ? m->nc : 1, sizeof(*starts));
 	if (!buf || !dd || !ends || !starts)
 		goto out;
-	qsort(m->c, m->nc, sizeof(*m->c), by_comm_proc_seq);
+	if (m->nc)
+		qsort(m->c, m->nc, sizeof(*m->c), by_comm_proc_seq);
 	for (a = 0; a < m->nc; a = b) {
 		for (b = a; b < m->nc && m->c[b].comm == m->c[a].comm; b++)
 			;
@@ -505,7 +506,8 @@ static void flows(struct merge *m)
 	size_t a, b, i, ns = 0;
 	char name[48];
 
-	qsort(m->c, m->nc, sizeof(*m->c), by_comm_seq_start);
+	if (m->nc)
+		qsort(m->c, m->nc, sizeof(*m->c), by_comm_seq_start);
 	spread = calloc(m->nc ? m->nc : 1, sizeof(*spread));
 	for (a = 0; a < m->nc; a = b) {
 		int64_t lo = INT64_MAX, hi = INT64_MIN;

@@ -96,7 +96,8 @@ void links__begin(struct links *l, uint64_t k)
 	l->ncur = 0;
 	l->open = true;
 	l->cur_k = k;
-	memset(l->place, 0xff, sizeof(*l->place) * l->ncols);
+	if (l->ncols)
+		memset(l->place, 0xff, sizeof(*l->place) * l->ncols);
 }
 
 void links__place(struct links *l, int col, int place)
@@ -208,7 +209,8 @@ void links__end(struct links *l)
 		return;
 	l->open = false;
 	r = &l->rows[l->next];
-	qsort(l->cur, l->ncur, sizeof(*l->cur), by_key_col);
+	if (l->ncur)	/* none: cur may be NULL still */
+		qsort(l->cur, l->ncur, sizeof(*l->cur), by_key_col);
 	/* a unit for each key, its members at most its parts (a pair: 2) */
 	if (r->cu < l->ncur || r->cmem < l->ncur + 2 * l->ncur) {
 		free(r->u);
