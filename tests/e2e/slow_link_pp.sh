@@ -8,8 +8,12 @@
 # transfers alone, and only where rank 2 is one end.
 #  - before the throttle: never communication;
 #  - after it: communication, on no rank, from the change, within 40 s. rankscope measures a
-#    pipeline's transfers as the time both ends of a send and its receive were inside them, and
-#    the replicas' all-reduce once all came; the slowest rank holds the step. Before that a
+#    pipeline's transfers as the time both ends of a send and its receive were inside them, on
+#    to the receive's return for the receiver (a send returns once TCP queued its bytes); the
+#    replicas' all-reduce here is named by per-process handles (attached after MPI_Init), so
+#    its time is no transfer: counted as one, a host short of CPUs (3 ranks starved, one not,
+#    waiting for its replica) read as a slower link before the throttle, 6 runs of 6 on one
+#    machine. The slowest rank holds the step. Before that a
 #    pipeline's transfer was read at its first call (a receive waiting for the previous stage),
 #    and this job read no verdict or a compute blame on rank 3;
 #  - the workload's own clock agrees: rank 2's time in MPI calls rises by most of the step's

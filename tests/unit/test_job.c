@@ -971,7 +971,7 @@ static void pipeline_link_slower_mid_run__communication(void **state)
  * all-reduce. The last stage ends its backward first, the first stage last. Rank `starved` is
  * runnable and not running for 3 ms inside its stage's all-reduce once both members came.
  */
-static void pp3x2(struct job *j, int steps, int starved)
+static void pp3x2_named(struct job *j, int steps, int starved, bool own, int late_from)
 {
 	uint64_t t[6], seq[6] = {}, fwd[6][2], bwd[6][2], x, last, done = 1000 * MS, e;
 	int k, m, r, st, g;
@@ -1017,14 +1017,19 @@ static void pp3x2(struct job *j, int steps, int starved)
 					}
 					bwd[r][m] = t[r];
 				}
+		for (r = 0; late_from >= 0 && k >= late_from && r < 6; r++)
+			if (r != 2) {		/* runnable, not running, before the all-reduce */
+				job__on_off(j, r, 100 + r, t[r], t[r] + 3 * MS, 3 * MS, -1);
+				t[r] += 3 * MS;
+			}
 		for (g = 0; g < 3; g++) {		/* each stage's all-reduce */
 			last = t[g] > t[g + 3] ? t[g] : t[g + 3];
 			e = last + 100 * US + (starved % 3 == g ? 3 * MS : 0);
 			for (r = g; r < 6; r += 3) {
 				if (r == starved)
 					job__on_off(j, r, 100 + r, last, last + 3 * MS, 3 * MS, -1);
-				job__on_coll(j, r, 100 + r, RS_OP_ALLREDUCE, RS_LIB_MPI, 30 + g,
-					     ++seq[r], 1 << 20, t[r], e);
+				job__on_coll(j, r, 100 + r, RS_OP_ALLREDUCE, RS_LIB_MPI,
+					     own ? 60 + r : 30 + g, ++seq[r], 1 << 20, t[r], e);
 				t[r] = e;
 			}
 		}
@@ -1032,6 +1037,33 @@ static void pp3x2(struct job *j, int steps, int starved)
 		job__advance(j, done, false);
 	}
 	job__advance(j, done + 1000 * MS, true);
+}
+
+static void pp3x2(struct job *j, int steps, int starved)
+{
+	pp3x2_named(j, steps, starved, false, -1);
+}
+
+/*
+ * The stages' all-reduces named by each process's own handle (MPI, attached after MPI_Init:
+ * no two ranks share the name), and from step 40 on a host short of CPUs: every rank but 2 is
+ * runnable and not running for 3 ms before its stage's all-reduce, where rank 2 waits for its
+ * replica, rank 5. Nothing says when a member of such a communicator came, so rank 2's time
+ * in it is no transfer: no communication verdict (it was: the collectives 3 ms slower).
+ */
+static void pipeline_stage_all_reduce_named_by_handles__its_wait_no_transfer(void **state)
+{
+	static struct seen s;
+	struct job *j = new_job(&s, 6, STEPS_AUTO);
+	int i;
+
+	pp3x2_named(j, 100, -1, true, 40);
+	for (i = 0; i < s.nv; i++) {
+		if (s.v[i].cls == V_COMMUNICATION)
+			print_error("verdict %d at step %" PRIu64 ": communication\n", i, s.v[i].step);
+		assert_int_not_equal(s.v[i].cls, V_COMMUNICATION);
+	}
+	job__free(j);
 }
 
 /* Rank 3 (first stage) starved inside its stage's all-reduce, the last to end: the step waits
@@ -1959,6 +1991,7 @@ int main(void)
 		cmocka_unit_test(pipeline_stage_slower_in_every_replica__compute_on_it),
 		cmocka_unit_test(pipeline_link_slower_mid_run__communication),
 		cmocka_unit_test(pipeline_starved_in_its_stage_all_reduce__only_where_the_step_waits),
+		cmocka_unit_test(pipeline_stage_all_reduce_named_by_handles__its_wait_no_transfer),
 		cmocka_unit_test(async_last_of_the_waits_never_ends__no_step),
 		cmocka_unit_test(async_recording_cut_before_the_wait__no_step),
 		cmocka_unit_test(async_buckets__slow_rank_waits_least__compute_on_it),

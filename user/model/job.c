@@ -2250,8 +2250,8 @@ static int by_comm(const void *pa, const void *pb)
 static void p2p_transfer(const struct job *j, const uint64_t *lo, const uint64_t *hi,
 			 const uint64_t *pcomm, uint64_t *xfer, uint64_t *held)
 {
-	int c, d, i, a, b, k, *ord, *place, *first, done[4], ndone, cc, cd;
-	uint64_t s, e, sc, sd, st, rx;
+	int c, d, i, a, b, k, *ord, *place, *first, done[4], ndone, cc, cd, cr;
+	uint64_t s, e, sc, sd, st, rx, sr;
 
 	if (j->n < 2)
 		return;
@@ -2291,7 +2291,7 @@ static void p2p_transfer(const struct job *j, const uint64_t *lo, const uint64_t
 			if (k >= j->n || pcomm[ord[k]] != pcomm[c] || ord[k] == c)
 				continue;
 			d = ord[k];
-			cc = cd = 0;
+			cc = cd = cr = 0;
 			for (a = i, b = 0;; a++, b++) {
 				a = nth_p2p(r, lo[c], hi[c], a, RS_OP_SEND, o->comm, o->peer);
 				b = nth_p2p(&j->r[d], lo[d], hi[d], b, RS_OP_RECV, o->comm, place[c]);
@@ -2302,9 +2302,12 @@ static void p2p_transfer(const struct job *j, const uint64_t *lo, const uint64_t
 				e = r->coll[a].exit < j->r[d].coll[b].exit ? r->coll[a].exit :
 				    j->r[d].coll[b].exit;
 				/* the receive once both came: a send that returns once its bytes
-				 * are queued (TCP's buffer) leaves the transfer to the receive */
+				 * are queued (TCP's buffer) leaves the transfer to the receive, less
+				 * the time the receiver was runnable and not running in it */
 				rx = j->r[d].coll[b].exit > s ? j->r[d].coll[b].exit - s : 0;
+				sr = rx ? runnable_in(&j->r[d], &cr, s, j->r[d].coll[b].exit) : 0;
 				if (e <= s) {
+					xfer[d] += rx > sr ? rx - sr : 0;
 					links__p2p(j->links, c, d, r->coll[a].bytes, 0);
 					continue;
 				}
@@ -2312,7 +2315,8 @@ static void p2p_transfer(const struct job *j, const uint64_t *lo, const uint64_t
 				sd = runnable_in(&j->r[d], &cd, s, e);
 				st = sc > sd ? sc : sd;
 				xfer[c] += e - s > st ? e - s - st : 0;
-				xfer[d] += e - s > st ? e - s - st : 0;
+				sr = sr > st ? sr : st;
+				xfer[d] += rx > sr ? rx - sr : 0;
 				links__p2p(j->links, c, d, r->coll[a].bytes, rx > st ? rx - st : 0);
 				held[c] += sc;
 				held[d] += sd;
@@ -2328,7 +2332,7 @@ out:
 static void stage_arrivals(const struct job *j, uint64_t k, struct step_obs *row)
 {
 	uint64_t *comm = NULL, *enter = NULL, *leave = NULL, *tmp = NULL, *lo = NULL, *hi = NULL;
-	uint64_t *pcomm = NULL, *xfer = NULL, *held = NULL, s, e, last, in, sc, maxleave = 0;
+	uint64_t *pcomm = NULL, *xfer = NULL, *held = NULL, s, e, last, in, sc, sm, maxleave = 0;
 	int c, i, p, have = 0, cur;
 
 	if (j->n < 2)
@@ -2384,11 +2388,22 @@ static void stage_arrivals(const struct job *j, uint64_t k, struct step_obs *row
 				last = enter[i] > last ? enter[i] : last;
 			}
 		/* its stage's collective once all its members came is a transfer, not a wait
-		 * for another stage's work (a slower link between replicas lengthens it) */
+		 * for another stage's work (a slower link between replicas lengthens it), less
+		 * the longest any member was runnable and not running in it: a member that polls
+		 * holds the others back while it waits for a CPU, the link has no part in that.
+		 * With none of its members seen (an MPI communicator named by its handle, its own
+		 * to each process) nothing says when they came: its time in it is no transfer. */
 		if (leave[c] > last) {
+			for (sm = 0, i = 0; i < j->n; i++)
+				if (comm[i] == comm[c]) {
+					cur = 0;
+					sc = runnable_in(&j->r[i], &cur, last, leave[c]);
+					sm = sc > sm ? sc : sm;
+				}
 			cur = 0;
 			sc = runnable_in(&j->r[c], &cur, last, leave[c]);
-			xfer[c] += leave[c] - last > sc ? leave[c] - last - sc : 0;
+			if (p)
+				xfer[c] += leave[c] - last > sm ? leave[c] - last - sm : 0;
 			/* another stage's all-reduce ended later: the step waited for that one,
 			 * and so much of this one's delay cost nothing */
 			held[c] += sc > maxleave - leave[c] ? sc - (maxleave - leave[c]) : 0;
