@@ -10,9 +10,10 @@
 # receive's entries to the receive's return (a send returns once TCP has queued its bytes).
 #  - a communication verdict within 60 s of the start, on rank 4, 5 or none (nothing says
 #    which end is slow), its detail naming ranks 4 and 5;
-#  - no persistent straggler verdict (compute, input, storage, CPU) on any rank (6 ranks
-#    polling on 2 vCPUs are each runnable and not running for half their step: one window's
-#    medians can put one of them past the others, once);
+#  - no persistent compute, input or storage verdict on any rank. CPU contention may be named:
+#    6 ranks polling on 2 vCPUs are each runnable and not running for a third of their step or
+#    more, and the scheduler may keep one of them waiting twice as long as the others, window
+#    after window (seen on one machine in 4 runs of 5: 19 ms a step against its peers' 10);
 #  - the workload's own clock agrees: ranks 4 and 5 spend more in their sends and receives
 #    (bubble_ns) than the other pairs by a quarter of the step or more, and what rankscope says
 #    the pair takes more is between half and twice that.
@@ -34,7 +35,7 @@ wait_class communication 60
 sleep 3
 stop_rs_job
 PYTHONPATH="$TOP/tests/e2e" $PY - "$T" <<'PY' || exit 1
-import records, statistics, sys
+import collections, records, statistics, sys
 t = sys.argv[1]
 lines = lambda name, ty: records.lines(f"{t}/{name}", ty)
 truth = [x for x in lines("job.out", "truth") if x["step"] >= 5 and "bubble_ns" in x]
@@ -46,8 +47,10 @@ print(f"workload: step {step / 1e6:.1f} ms; in sends and receives a step: ranks 
       f"{slow / 1e6:.1f} ms, ranks 0-3 {fast / 1e6:.1f} ms")
 assert slow - fast > step / 4, "the throttled pair is not slower by a quarter of the step"
 v = lines("rs.out", "verdict")
-blame = [x for x in v if x["class"] in ("compute", "input", "storage", "cpu_contention")
-         and x["persistent"]]
+blame = [x for x in v if x["class"] in ("compute", "input", "storage") and x["persistent"]]
+cpu = collections.Counter(x["rank"] for x in v if x["class"] == "cpu_contention")
+if cpu:
+    print(f"cpu_contention (an oversubscribed host), verdicts by rank: {dict(cpu)}")
 assert not blame, f"a straggler blamed: {blame[0]['class']} on {blame[0]['rank']}: " \
     f"{blame[0]['evidence']['detail']}"
 comm = [x for x in v if x["class"] == "communication"]
