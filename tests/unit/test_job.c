@@ -30,6 +30,7 @@ struct seen {
 	uint32_t colls[SEEN_COLS][8];	/* steps by collectives in them (capped at 7) */
 	uint64_t dur[SEEN_COLS];	/* summed step time */
 	uint64_t end[SEEN_COLS];	/* the last step's end */
+	uint64_t dmin[SEEN_COLS];	/* the shortest step from the third on */
 	uint64_t ph[SEEN_COLS][PH_MAX];	/* summed phases */
 	int rules, changed;
 	int last_period;
@@ -53,6 +54,8 @@ static void on_step(void *ctx, const struct job_step *st, const char *rule)
 	s->colls[st->col][st->collectives < 7 ? st->collectives : 7]++;
 	s->dur[st->col] += st->dur_ns;
 	s->end[st->col] = st->start_ns + st->dur_ns;
+	if (s->steps[st->col] > 2 && (!s->dmin[st->col] || st->dur_ns < s->dmin[st->col]))
+		s->dmin[st->col] = st->dur_ns;
 	for (p = 0; p < PH_MAX; p++)
 		s->ph[st->col][p] += st->ph.ns[p];
 }
@@ -403,6 +406,51 @@ static void async_sliced_buckets__reference_late__steps_of_eight(void **state)
 	for (c = 1; c < 4; c++)
 		assert_int_equal(s.steps[c], s.steps[0]);
 	expect_verdicts(&s, V_COMPUTE, 0);
+	job__free(j);
+}
+
+/*
+ * Eight asynchronous buckets a step, each after a slice of compute (1 ms; 1.5 ms on rank 1),
+ * then a wait for all of them. Every 5th step rank 0 is preempted for 400 us between its last
+ * launch's return and its wait (a loaded host): the wait is still for that launch, and the
+ * step ends where the wait does, not at the launch's return (a step of 8 ms, then one of 16).
+ */
+static void async_wait_late_after_last_launch__step_ends_with_the_wait(void **state)
+{
+	static struct seen s;
+	struct job *j = new_job(&s, 4, STEPS_AUTO);
+	uint64_t seq[4] = {}, t = 1000 * MS, done, last, slice;
+	int k, b, c;
+
+	for (k = 0; k < 60; k++) {
+		done = t + 8 * 1500 * US + 120 * US;
+		for (c = 0; c < 4; c++) {
+			slice = c == 1 ? 1500 * US : 1 * MS;
+			for (b = 0; b < 8; b++)
+				job__on_coll(j, c, 100 + c, RS_OP_ALLREDUCE, RS_LIB_MPI, 7, ++seq[c],
+					     1 << 20, t + (b + 1) * slice,
+					     t + (b + 1) * slice + 10 * US);
+			last = t + 8 * slice + 20 * US;
+			if (!c && k % 5 == 4) {
+				job__on_off(j, c, 100 + c, last, last + 400 * US, 400 * US, -1);
+				last += 400 * US;
+			}
+			job__on_coll(j, c, 100 + c, RS_OP_STEP_BACKWARD, RS_LIB_TORCH, 0, 0, 0,
+				     last, last);
+			job__on_off(j, c, 100 + c, last, done + c * US, 0, 202);
+		}
+		t = done + 150 * US;
+		job__advance(j, t, false);
+	}
+	job__advance(j, t + 1000 * MS, true);
+	assert_true(s.steps[0] > 50);
+	for (c = 0; c < 4; c++) {
+		assert_int_equal(s.steps[c], s.steps[0]);
+		if (s.dmin[c] < 12 * MS)
+			print_error("rank %d: a step of %" PRIu64 " us\n", c, (uint64_t)(s.dmin[c] / US));
+		assert_true(s.dmin[c] >= 12 * MS);
+	}
+	expect_verdicts(&s, V_COMPUTE, 1);
 	job__free(j);
 }
 
@@ -1997,6 +2045,7 @@ int main(void)
 		cmocka_unit_test(async_buckets__slow_rank_waits_least__compute_on_it),
 		cmocka_unit_test(async_equal_buckets__reference_late__steps_end_together),
 		cmocka_unit_test(async_sliced_buckets__reference_late__steps_of_eight),
+		cmocka_unit_test(async_wait_late_after_last_launch__step_ends_with_the_wait),
 		cmocka_unit_test(async_recording_cut_in_a_wait__no_step_and_the_odd_launch_named),
 		cmocka_unit_test(step_ends_with_its_long_data_parallel_all_reduce),
 		cmocka_unit_test(recording_ends_before_the_step_reduces__no_step),

@@ -720,13 +720,21 @@ static uint64_t ddp_done(const struct job_rank *r, uint64_t s, uint64_t e)
  * right after the call: asynchronous collectives), the end of that wait. */
 static uint64_t coll_done(const struct job_rank *r, const struct tl_coll *c)
 {
-	uint64_t d;
+	uint64_t d, upto;
 	int i;
 
 	if (!c->exit)
 		return c->exit;
+	/* a wait begun before the thread's next collective is for this one (the thread may be
+	 * preempted between the return and the wait); none seen yet: one right after it */
+	upto = c->exit + JOB_GROUP_GAP_NS;
+	for (i = (int)(c - r->coll) + 1; i < r->ncoll; i++)
+		if (r->coll[i].tid == c->tid) {
+			upto = r->coll[i].enter;
+			break;
+		}
 	for (i = 0; i < r->nbwd; i++)
-		if (r->bwd[i] >= c->exit && r->bwd[i] < c->exit + JOB_GROUP_GAP_NS)
+		if (r->bwd[i] >= c->exit && r->bwd[i] < upto)
 			break;
 	if (i == r->nbwd)
 		return c->exit;
