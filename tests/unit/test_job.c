@@ -370,68 +370,26 @@ static void async_equal_buckets__reference_late__steps_end_together(void **state
 }
 
 /*
- * Eight asynchronous buckets a step, each launched after a slice of compute (1 ms; 2.25 ms on
- * the reference rank, 0), then a wait for all of them and 150 us of optimizer. The reference
- * rank waits 0.1 ms, so its pause after a step's last launch (its wait, the optimizer and its
- * first slice: 2.51 ms) is not clearly longer than its other slices; its peers wait 10 ms
- * there. Steps end at the
- * job's longest pause: every rank's steps are the job's 8 launches, compute on rank 0.
+ * Eight asynchronous buckets a step on 4 ranks, each launched after a slice of compute (1 ms;
+ * slow_slice on rank slow), then a wait for all of them and 150 us of optimizer. With
+ * preempt, every 5th step rank 0 is runnable and not running for 400 us between its last
+ * launch's return and its wait.
  */
-static void async_sliced_buckets__reference_late__steps_of_eight(void **state)
+static void sliced_async(struct job *j, int steps, int slow, uint64_t slow_slice, bool preempt)
 {
-	static struct seen s;
-	struct job *j = new_job(&s, 4, STEPS_AUTO);
 	uint64_t seq[4] = {}, t = 1000 * MS, done, last, slice;
 	int k, b, c;
 
-	for (k = 0; k < 120; k++) {
-		done = t + 8 * 2250 * US + 120 * US;
+	for (k = 0; k < steps; k++) {
+		done = t + 8 * slow_slice + 120 * US;
 		for (c = 0; c < 4; c++) {
-			slice = c ? 1 * MS : 2250 * US;
+			slice = c == slow ? slow_slice : 1 * MS;
 			for (b = 0; b < 8; b++)
 				job__on_coll(j, c, 100 + c, RS_OP_ALLREDUCE, RS_LIB_MPI, 7, ++seq[c],
 					     1 << 20, t + (b + 1) * slice,
 					     t + (b + 1) * slice + 10 * US);
 			last = t + 8 * slice + 20 * US;
-			job__on_coll(j, c, 100 + c, RS_OP_STEP_BACKWARD, RS_LIB_TORCH, 0, 0, 0,
-				     last, last);
-			job__on_off(j, c, 100 + c, last, done + c * US, 0, 202);
-		}
-		t = done + 150 * US;
-		job__advance(j, t, false);
-	}
-	job__advance(j, t + 1000 * MS, true);
-	assert_int_equal(s.last_period, 8);
-	assert_true(s.steps[0] > 100);
-	for (c = 1; c < 4; c++)
-		assert_int_equal(s.steps[c], s.steps[0]);
-	expect_verdicts(&s, V_COMPUTE, 0);
-	job__free(j);
-}
-
-/*
- * Eight asynchronous buckets a step, each after a slice of compute (1 ms; 1.5 ms on rank 1),
- * then a wait for all of them. Every 5th step rank 0 is preempted for 400 us between its last
- * launch's return and its wait (a loaded host): the wait is still for that launch, and the
- * step ends where the wait does, not at the launch's return (a step of 8 ms, then one of 16).
- */
-static void async_wait_late_after_last_launch__step_ends_with_the_wait(void **state)
-{
-	static struct seen s;
-	struct job *j = new_job(&s, 4, STEPS_AUTO);
-	uint64_t seq[4] = {}, t = 1000 * MS, done, last, slice;
-	int k, b, c;
-
-	for (k = 0; k < 60; k++) {
-		done = t + 8 * 1500 * US + 120 * US;
-		for (c = 0; c < 4; c++) {
-			slice = c == 1 ? 1500 * US : 1 * MS;
-			for (b = 0; b < 8; b++)
-				job__on_coll(j, c, 100 + c, RS_OP_ALLREDUCE, RS_LIB_MPI, 7, ++seq[c],
-					     1 << 20, t + (b + 1) * slice,
-					     t + (b + 1) * slice + 10 * US);
-			last = t + 8 * slice + 20 * US;
-			if (!c && k % 5 == 4) {
+			if (preempt && !c && k % 5 == 4) {
 				job__on_off(j, c, 100 + c, last, last + 400 * US, 400 * US, -1);
 				last += 400 * US;
 			}
@@ -443,6 +401,41 @@ static void async_wait_late_after_last_launch__step_ends_with_the_wait(void **st
 		job__advance(j, t, false);
 	}
 	job__advance(j, t + 1000 * MS, true);
+}
+
+/*
+ * The reference rank (0) slices 2.25 ms and waits 0.1 ms, so its pause after a step's last
+ * launch (its wait, the optimizer and its first slice: 2.51 ms) is not clearly longer than
+ * its other slices; its peers wait 10 ms there. Steps end at the job's longest pause: every
+ * rank's steps are the job's 8 launches, compute on rank 0.
+ */
+static void async_sliced_buckets__reference_late__steps_of_eight(void **state)
+{
+	static struct seen s;
+	struct job *j = new_job(&s, 4, STEPS_AUTO);
+	int c;
+
+	sliced_async(j, 120, 0, 2250 * US, false);
+	assert_int_equal(s.last_period, 8);
+	assert_true(s.steps[0] > 100);
+	for (c = 1; c < 4; c++)
+		assert_int_equal(s.steps[c], s.steps[0]);
+	expect_verdicts(&s, V_COMPUTE, 0);
+	job__free(j);
+}
+
+/*
+ * Rank 1 slices 1.5 ms; every 5th step rank 0 is preempted for 400 us between its last
+ * launch's return and its wait (a loaded host): the wait is still for that launch, and the
+ * step ends where the wait does, not at the launch's return (a step of 8 ms, then one of 16).
+ */
+static void async_wait_late_after_last_launch__step_ends_with_the_wait(void **state)
+{
+	static struct seen s;
+	struct job *j = new_job(&s, 4, STEPS_AUTO);
+	int c;
+
+	sliced_async(j, 60, 1, 1500 * US, true);
 	assert_true(s.steps[0] > 50);
 	for (c = 0; c < 4; c++) {
 		assert_int_equal(s.steps[c], s.steps[0]);

@@ -27,42 +27,65 @@ static void safe__long__truncated_terminated(void **state)
 	assert_string_equal(log__safe(NULL, buf, sizeof(buf)), "");
 }
 
-/* stdout and stderr into one file (2>&1), stdout fully buffered in 128 bytes: a 200-byte line
- * is written out in part (glibc writes the full buffer, keeps the rest); a message logged
- * after it must come after the whole line */
+/* stdout and stderr into one temporary file (2>&1), stdout fully buffered in buf */
+struct capture {
+	char path[32];
+	int fd, out, err;
+};
+
+static void capture_begin(struct capture *c, char *buf, size_t n)
+{
+	snprintf(c->path, sizeof(c->path), "/tmp/rs-test-log-XXXXXX");
+	c->fd = mkstemp(c->path);
+	c->out = dup(1);
+	c->err = dup(2);
+	assert_true(c->fd >= 0 && c->out >= 0 && c->err >= 0);
+	fflush(stdout);
+	dup2(c->fd, 1);
+	dup2(c->fd, 2);
+	setvbuf(stdout, buf, _IOFBF, n);
+}
+
+/* back to the terminal; the file, open for reading (and gone once closed) */
+static FILE *capture_end(struct capture *c)
+{
+	FILE *f;
+
+	fflush(stdout);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	dup2(c->out, 1);
+	dup2(c->err, 2);
+	f = fopen(c->path, "r");
+	assert_non_null(f);
+	unlink(c->path);
+	close(c->fd);
+	close(c->out);
+	close(c->err);
+	return f;
+}
+
+/* stdout fully buffered in 128 bytes: a 200-byte line is written out in part (glibc writes the
+ * full buffer, keeps the rest); a message logged after it must come after the whole line */
 static void msg__after_cut_line__line_whole(void **state)
 {
-	char path[] = "/tmp/rs-test-log-XXXXXX", line[201], want[256], got[256] = "", buf[128];
-	int fd = mkstemp(path), out = dup(1), err = dup(2);
+	char line[201], want[256], got[256] = "", buf[128];
+	struct capture c;
 	FILE *f;
 	size_t n;
 
-	assert_true(fd >= 0 && out >= 0 && err >= 0);
 	memset(line, 'x', sizeof(line));
 	line[0] = '{';
 	line[sizeof(line) - 3] = '}';
 	line[sizeof(line) - 2] = '\n';
 	line[sizeof(line) - 1] = '\0';
 	snprintf(want, sizeof(want), "%srankscope: late\n", line);
-	fflush(stdout);
-	dup2(fd, 1);
-	dup2(fd, 2);
-	setvbuf(stdout, buf, _IOFBF, sizeof(buf));
+	capture_begin(&c, buf, sizeof(buf));
 	fputs(line, stdout);
 	log_msg(LOG_WARN, "late");
-	fflush(stdout);
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	dup2(out, 1);
-	dup2(err, 2);
-	f = fopen(path, "r");
-	assert_non_null(f);
+	f = capture_end(&c);
 	n = fread(got, 1, sizeof(got) - 1, f);
 	got[n] = '\0';
 	fclose(f);
-	unlink(path);
-	close(fd);
-	close(out);
-	close(err);
 	assert_string_equal(got, want);
 }
 
@@ -82,20 +105,17 @@ static void *log_many(void *arg)
  * line would land inside it. */
 static void msg__from_thread__lines_whole(void **state)
 {
-	char path[] = "/tmp/rs-test-log-XXXXXX", line[300], buf[512], got[512];
-	int fd = mkstemp(path), out = dup(1), err = dup(2), i, bad = 0, json = 0, msgs = 0;
+	char line[300], buf[512], got[512];
+	int i, bad = 0, json = 0, msgs = 0;
+	struct capture c;
 	pthread_t t;
 	FILE *f;
 
-	assert_true(fd >= 0 && out >= 0 && err >= 0);
 	memset(line, 'x', sizeof(line));
 	line[0] = '{';
 	line[sizeof(line) - 2] = '}';
 	line[sizeof(line) - 1] = '\n';
-	fflush(stdout);
-	dup2(fd, 1);
-	dup2(fd, 2);
-	setvbuf(stdout, buf, _IOFBF, sizeof(buf));
+	capture_begin(&c, buf, sizeof(buf));
 	assert_int_equal(pthread_create(&t, NULL, log_many, NULL), 0);
 	for (i = 0; i < 20000; i++) {
 		flockfile(stdout);
@@ -104,12 +124,7 @@ static void msg__from_thread__lines_whole(void **state)
 		funlockfile(stdout);
 	}
 	pthread_join(t, NULL);
-	fflush(stdout);
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	dup2(out, 1);
-	dup2(err, 2);
-	f = fopen(path, "r");
-	assert_non_null(f);
+	f = capture_end(&c);
 	while (fgets(got, sizeof(got), f)) {
 		if (got[0] == '{')
 			json++, bad += strlen(got) != sizeof(line) || got[sizeof(line) - 2] != '}';
@@ -119,10 +134,6 @@ static void msg__from_thread__lines_whole(void **state)
 			bad++;
 	}
 	fclose(f);
-	unlink(path);
-	close(fd);
-	close(out);
-	close(err);
 	assert_int_equal(bad, 0);
 	assert_int_equal(json, 20000);
 	assert_int_equal(msgs, 3000);
