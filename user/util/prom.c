@@ -103,7 +103,7 @@ const char *prom__value(double v, char *buf, size_t n)
 		snprintf(buf, n, "NaN");
 	else if (isinf(v))
 		snprintf(buf, n, v > 0 ? "+Inf" : "-Inf");
-	else if (v == (double)(long long)v && fabs(v) < 1e15)
+	else if (fabs(v) < 1e15 && v == (double)(long long)v)	/* in range before the cast */
 		snprintf(buf, n, "%lld", (long long)v);
 	else
 		/* the shortest text that reads back as v: a double has 15-17 significant digits,
