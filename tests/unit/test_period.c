@@ -621,7 +621,8 @@ static void detect__tp_layers_alike_pauses_alike__step_from_the_dp_fold(void **s
 				push(q, period__sig(OP_AR, 64 << 10, fold[q->n] ? 0xd9 : 2),
 				     jit(k < p - 1 ? 7500 * US : 7800 * US, 0.05, true));
 			}
-		assert_int_equal(period__detect_folded(q->sig, q->gap, fold, q->n, PERIOD_MAX, &r),
+		assert_int_equal(period__detect_folded(q->sig, q->gap, fold, q->n, PERIOD_MAX, false,
+						       &r),
 				 0);
 		assert_int_equal(r.period, p);
 		assert_int_equal(r.phase, p - 1);
@@ -637,7 +638,8 @@ static void detect__tp_layers_alike_pauses_alike__step_from_the_dp_fold(void **s
 			q->gap[k] += 20 * MS;
 		assert_int_equal(period__detect(q->sig, q->gap, q->n, PERIOD_MAX, &r), 0);
 		assert_int_equal(r.period, 2 * p);
-		assert_int_equal(period__detect_folded(q->sig, q->gap, fold, q->n, PERIOD_MAX, &r),
+		assert_int_equal(period__detect_folded(q->sig, q->gap, fold, q->n, PERIOD_MAX, false,
+						       &r),
 				 0);
 		assert_int_equal(r.period, p);
 		assert_int_equal(r.phase, p - 1);
@@ -647,7 +649,8 @@ static void detect__tp_layers_alike_pauses_alike__step_from_the_dp_fold(void **s
 		memset(fold, 0, sizeof(fold));
 		for (k = 0; k < q->n; k += 1 + (int)(rnd() % 4))
 			fold[k] = true;
-		assert_int_equal(period__detect_folded(q->sig, q->gap, fold, q->n, PERIOD_MAX, &r),
+		assert_int_equal(period__detect_folded(q->sig, q->gap, fold, q->n, PERIOD_MAX, false,
+						       &r),
 				 0);
 		assert_int_equal(r.period, plain);
 	}
@@ -676,9 +679,42 @@ static void detect__one_tp_layer_backward_longest__step_ends_at_the_dp_fold(void
 	assert_int_equal(period__detect(q->sig, q->gap, q->n, PERIOD_MAX, &r), 0);
 	assert_int_equal(r.period, 2);
 	assert_int_equal(r.phase, 0);	/* the pauses alone: after the forward one */
-	assert_int_equal(period__detect_folded(q->sig, q->gap, fold, q->n, PERIOD_MAX, &r), 0);
+	assert_int_equal(period__detect_folded(q->sig, q->gap, fold, q->n, PERIOD_MAX, false,
+						       &r), 0);
 	assert_int_equal(r.period, 2);
 	assert_int_equal(r.phase, 1);
+	free(q);
+}
+
+/*
+ * A short job: an all-reduce an iteration, an all-gather after every 10th, pauses alike, and
+ * two preemptions (5 ms, 2 ms) in its 111 collectives. Until more come, steps may be longer
+ * than what was seen (-EAGAIN); when no more will (last), the pauses still say the step is the
+ * iteration, not the all-gathers' cycle of 11 that the signatures alone repeat best.
+ */
+static void detect__short_job_two_preemptions_last__the_iteration(void **state)
+{
+	struct seq *q = new_seq();
+	struct period_result r;
+	int i, k;
+
+	for (i = 0; i < 100; i++) {
+		push(q, period__sig(OP_AR, 16 << 10, 2), jit(i % 10 == 9 ? 5 * US : 490 * US,
+							      0.02, false));
+		if (i % 10 == 9)
+			push(q, period__sig(OP_AG, 4 << 10, 2), jit(490 * US, 0.02, false));
+	}
+	q->gap[5] += 5 * MS;
+	q->gap[36] += 2 * MS;
+	k = period__detect_folded(q->sig, q->gap, NULL, q->n, PERIOD_MAX, false, &r);
+	assert_int_equal(k, -EAGAIN);
+	assert_int_equal(period__detect_folded(q->sig, q->gap, NULL, q->n, PERIOD_MAX, true, &r),
+			 0);
+	assert_int_equal(r.period, 1);
+	/* the signatures alone (no pauses): the cycle */
+	assert_int_equal(period__detect_folded(q->sig, NULL, NULL, q->n, PERIOD_MAX, true, &r),
+			 0);
+	assert_int_equal(r.period, 11);
 	free(q);
 }
 
@@ -930,6 +966,7 @@ int main(void)
 		cmocka_unit_test(detect__tensor_and_data_parallel__step_ends_after_dp),
 		cmocka_unit_test(detect__tp_layers_alike_pauses_alike__step_from_the_dp_fold),
 		cmocka_unit_test(detect__one_tp_layer_backward_longest__step_ends_at_the_dp_fold),
+		cmocka_unit_test(detect__short_job_two_preemptions_last__the_iteration),
 		cmocka_unit_test(detect__pipeline_sends_and_receives__micro_batches_in_one_step),
 		cmocka_unit_test(detect__equal_buckets_and_periodic_eval__training_step),
 		cmocka_unit_test(detect__grad_accumulation_equal_buckets_at_the_end__step),

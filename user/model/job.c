@@ -1182,9 +1182,7 @@ static void detect_period(struct job *j, bool final)
 	}
 	common_gaps(j, ref, gap, n);
 	fill_saves(gap, n - 1);
-	err = period__detect_folded(sig, gap, fold, n, PERIOD_MAX, &j->per);
-	if (err == -EAGAIN && final)
-		err = period__detect_folded(sig, NULL, fold, n, PERIOD_MAX, &j->per);
+	err = period__detect_folded(sig, gap, fold, n, PERIOD_MAX, final, &j->per);
 	/* a step without the job's reductions, or without its collectives on other
 	 * communicators, is part of one: wait for them to repeat */
 	if (!err) {

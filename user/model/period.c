@@ -510,11 +510,11 @@ static int choose(const double *s, int limit, const uint64_t *sig, const uint64_
 int period__detect(const uint64_t *sig, const uint64_t *gap, int n, int max_period,
 		   struct period_result *out)
 {
-	return period__detect_folded(sig, gap, NULL, n, max_period, out);
+	return period__detect_folded(sig, gap, NULL, n, max_period, false, out);
 }
 
 int period__detect_folded(const uint64_t *sig, const uint64_t *gap, const bool *fold, int n,
-			  int max_period, struct period_result *out)
+			  int max_period, bool last, struct period_result *out)
 {
 	double *s = NULL, conf = 0;
 	int p, limit, phase = 0, i;
@@ -535,8 +535,8 @@ int period__detect_folded(const uint64_t *sig, const uint64_t *gap, const bool *
 		s[p] = score(sig, n, p);
 	p = choose(s, limit, sig, gap, fold, n, &phase, &conf, &long_ns);
 	/* every collective alike and no pause structure found: one collective a step, if the
-	 * pauses are alike too; else the structure may need more steps to show */
-	if (p == 1 && s[1] >= 1.0 && gap && n < PERIOD_WAIT_ALIKE) {
+	 * pauses are alike too; else the structure may need more steps to show (unless last) */
+	if (!last && p == 1 && s[1] >= 1.0 && gap && n < PERIOD_WAIT_ALIKE) {
 		uint64_t med, mx = 0;
 		int i;
 
@@ -551,9 +551,10 @@ int period__detect_folded(const uint64_t *sig, const uint64_t *gap, const bool *
 	/*
 	 * One or two pauses far longer than the rest, not where the chosen steps end: steps may
 	 * be longer than the sequence seen so far (25 equal buckets in 48 collectives); wait for
-	 * them to repeat, or for PERIOD_WAIT_MAX collectives (a rare stall in a simple loop).
+	 * them to repeat, or for PERIOD_WAIT_MAX collectives (a rare stall in a simple loop);
+	 * when no more will come (last), the pauses seen still place the steps.
 	 */
-	if (p && n < PERIOD_WAIT_MAX) {
+	if (!last && p && n < PERIOD_WAIT_MAX) {
 		uint64_t med, pause;
 		int nbig = big_pauses(gap, n - 1, &med), ph;
 

@@ -54,9 +54,10 @@ int period__detect(const uint64_t *sig, const uint64_t *gap, int n, int max_peri
 /* period__detect, told which signatures other communicators' collectives came before
  * (fold[i]; NULL: none). When no pause ends the steps and those come every d main collectives
  * (d > 1, a data-parallel all-reduce between tensor-parallel layers all alike), d is the step
- * and it ends before them. */
+ * and it ends before them. last: no more collectives will come, so never -EAGAIN; the
+ * pauses seen still choose the step (two preemptions in a short job are not a longer one). */
 int period__detect_folded(const uint64_t *sig, const uint64_t *gap, const bool *fold, int n,
-			  int max_period, struct period_result *out);
+			  int max_period, bool last, struct period_result *out);
 
 /* What every step holds: its gradients' reductions (red[i]: the collective reduces), and the
  * collectives it makes on other communicators (fold[i]: some came before collective i; TP+DP's
