@@ -30,6 +30,10 @@ mpi_case() {	# mpi_case NAME SETUP ARGS...: 2-rank job under diagnose; SETUP run
 	wait_exit "$(eval echo "\$PID_$name")" 120 || fail "$name: the job failed"
 	wait_exit "$(eval echo "\$PID_${name}rs")" 60 || fail "$name: rankscope did not exit"
 	echo "$victim" >"$T/$name.victim"
+	# the cap's effect, for a failure's reader: a quota that never throttled left nothing to find
+	if [ -n "$CGROUP" ] && [ -r "$CGROUP/cpu.stat" ]; then
+		echo "$name: cgroup cpu.stat: $(grep throttled "$CGROUP/cpu.stat" | paste -sd' ')"
+	fi
 }
 
 no_setup() { :; }
@@ -82,6 +86,14 @@ import json, sys
 path, victim, name, classes = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
 v = [json.loads(l) for l in open(path) if '"type":"verdict"' in l]
 hits = [d for d in v if d['class'] != 'none']
+if not hits:
+    for l in open(path):
+        if '"type":"rule"' in l:
+            print(l.strip())
+    steps = sum('"type":"step"' in l for l in open(path))
+    print(f"{steps} step lines; verdict windows (skew, post-arrival, median step, ms):",
+          [(d['window'], round(d['skew_ns'] / 1e6, 1), round(d['post_arrival_ns'] / 1e6, 1),
+            round(d['evidence']['median_step_ns'] / 1e6, 1)) for d in v[:6]])
 assert hits, f"{name}: no verdict but none"
 wrong = [(d['class'], d['rank']) for d in hits if d['class'] not in classes or d['rank'] != victim]
 assert not wrong, f"{name}: victim rank {victim}, verdicts {wrong[:3]}"
