@@ -7,17 +7,34 @@
 set -u
 cd "$(dirname "$0")/.."
 pass=0 failn=0 skipn=0
-skips=() fails=()
+skips=() fails=() leaks=()
 logdir=build/test-logs
 mkdir -p "$logdir"
 
+# A test's processes still alive after it (a job or a CPU hog it did not stop) slow the tests
+# after it. Each test runs with its own RS_TEST_RUN in the environment, which its children
+# inherit: those left are named in its log and on the summary, and stopped.
+leftovers() {	# leftovers NAME LOG ID
+	local name=$1 log=$2 id=$3 d cmd
+	sleep 0.3
+	for d in /proc/[0-9]*; do
+		grep -qsxz "RS_TEST_RUN=$id" "$d/environ" || continue
+		cmd=$(tr '\0' ' ' <"$d/cmdline" 2>/dev/null | cut -c1-80)
+		echo "leftover of $name: PID ${d#/proc/}: $cmd" | tee -a "$log"
+		leaks+=("$name: PID ${d#/proc/}: $cmd")
+		kill -9 "${d#/proc/}" 2>/dev/null
+	done
+}
+
 run_one() {
-	local name=$1 log="$logdir/$(echo "$1" | tr '/' '_').log" rc start dur
+	local name=$1 log="$logdir/$(echo "$1" | tr '/' '_').log" rc start dur id
 	shift
+	id=$$.$((pass + failn + skipn))
 	start=$(date +%s)
-	timeout 600 "$@" >"$log" 2>&1
+	RS_TEST_RUN=$id timeout 600 "$@" >"$log" 2>&1
 	rc=$?
 	dur=$(( $(date +%s) - start ))
+	leftovers "$name" "$log" "$id"
 	case $rc in
 	0) pass=$((pass + 1)); printf 'ok    %-36s %3ss\n' "$name" "$dur" ;;
 	77) skipn=$((skipn + 1))
@@ -73,6 +90,10 @@ echo
 if [ ${#skips[@]} -gt 0 ]; then
 	echo "skipped:"
 	printf '  %s\n' "${skips[@]}"
+fi
+if [ ${#leaks[@]} -gt 0 ]; then
+	echo "left running by a test, and stopped:"
+	printf '  %s\n' "${leaks[@]}"
 fi
 if [ ${#fails[@]} -gt 0 ]; then
 	echo "failed (logs in $logdir):"
