@@ -880,6 +880,52 @@ static void reducing__a_step_of_gathers_alone__the_cycle_that_reduces(void **sta
 	free(q);
 }
 
+/*
+ * One all-reduce a step and a checkpoint's barrier every 5th step: 1 collective in 6 reduces
+ * nothing, over the 15% of the collectives that may lie outside steps that reduce, but the
+ * barrier is an extra (it repeats neither a step before nor a step after), no step of its
+ * own: the step stays the all-reduce. Gathers alone in blocks of 2 with a barrier and an
+ * all-reduce after every 6 (MoE): the barrier is left out, the gathers still reduce nothing,
+ * and the step is the cycle of 8.
+ */
+static void reducing__a_barrier_every_few_steps__an_extra_not_a_step(void **state)
+{
+	struct seq *q = new_seq();
+	struct period_result r;
+	bool red[SEQ_MAX];
+	int i;
+
+	for (i = 0; i < 60; i++) {
+		red[q->n] = true;
+		push(q, period__sig(OP_AR, 1 << 20, 3), 5 * MS);
+		if (i % 5 == 4) {
+			red[q->n] = false;
+			push(q, period__sig(5, 8, 3), 1 * MS);
+		}
+	}
+	r = (struct period_result){ .period = 1, .confidence = 0.7 };
+	assert_int_equal(period__marked(q->sig, red, q->n, false, true, &r), 0);
+	assert_int_equal(r.period, 1);
+	q->n = 0;
+	for (i = 0; i < 20; i++) {
+		int k;
+
+		for (k = 0; k < 6; k++) {
+			red[q->n] = false;
+			push(q, period__sig(4, 1 << 20, 3), k % 2 ? 2 * MS : 5 * MS);
+		}
+		red[q->n] = false;
+		push(q, period__sig(5, 8, 3), 1 * MS);
+		red[q->n] = true;
+		push(q, period__sig(OP_AR, 4 << 20, 3), 30 * MS);
+	}
+	r = (struct period_result){ .period = 2, .confidence = 0.7 };
+	assert_int_equal(period__marked(q->sig, red, q->n, false, true, &r), 0);
+	assert_int_equal(r.period, 8);
+	assert_int_equal(r.phase, 7);
+	free(q);
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -949,6 +995,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(detect__exact_periods__period_and_phase_found),
 		cmocka_unit_test(reducing__a_step_of_gathers_alone__the_cycle_that_reduces),
+		cmocka_unit_test(reducing__a_barrier_every_few_steps__an_extra_not_a_step),
 		cmocka_unit_test(detect__no_gaps__phase_zero),
 		cmocka_unit_test(detect__one_huge_gap_elsewhere__phase_by_median),
 		cmocka_unit_test(detect__max_period_caps_search__no_longer_period),

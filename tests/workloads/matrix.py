@@ -135,6 +135,10 @@ def cells():
     # better than the step (2 of 4 positions), yet the step is one all-reduce
     out.append(cell("eval3single/compute", np=2, args=["--eval-every", "3"],
                     fault=["--fault", "compute:1:4000"], expect=("compute", 1), check=True))
+    # ... and a save's barrier every fifth: 1 collective in 6 reduces nothing, yet it is no
+    # step of its own (the step stays one all-reduce, not the cycle of 6)
+    out.append(cell("barrier5single/compute", np=2, args=["--barrier-every", "5"],
+                    fault=["--fault", "compute:1:4000"], expect=("compute", 1), check=True))
     # a different rank's long batch each step (sequence lengths): an imbalance, nobody's
     for np_ in (2, 4):
         out.append(cell(f"buckets3/rotate/np{np_}", np=np_, args=["--buckets", "3"],

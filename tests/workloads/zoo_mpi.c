@@ -51,6 +51,8 @@
  *                 --fsdp-interleave all-gathers of the backward) only in the last one
  *   --eval-every K  after the optimizer of measured steps K-1, 2K-1, ...: MPI_Allreduce of 8
  *                 bytes on MPI_COMM_WORLD
+ *   --barrier-every K  after the optimizer of measured steps K-1, 2K-1, ...: MPI_Barrier on
+ *                 MPI_COMM_WORLD (a save's "every rank is done" barrier: it reduces nothing)
  *   --len-skew    every rank's compute scaled by [1, 2) from a PRNG seeded by the step
  *   --change-at S from measured step S on: N+2 buckets (or K+2 with --fsdp)
  *   --ckpt-every K  after the optimizer of measured steps K-1, 2K-1, ...: rank 0 writes a
@@ -272,6 +274,7 @@ static void parse_opts(int argc, char **argv)
 		{ "ckpt-shards", 0, NULL, 'H' },
 		{ "moe", 1, NULL, 'E' }, { "fsdp-interleave", 0, NULL, 'G' },
 		{ "stages", 1, NULL, 'T' }, { "pp-comm", 0, NULL, 'Q' },
+		{ "barrier-every", 1, NULL, 'Y' },
 		{ NULL, 0, NULL, 0 },
 	};
 	long big = INT_MAX / 4 * 4;
@@ -302,6 +305,7 @@ static void parse_opts(int argc, char **argv)
 		case 'a': z.act_bytes = parse_num(optarg, "--act-bytes", 4, big); break;
 		case 'A': z.accum = parse_num(optarg, "--accum", 1, 4096); break;
 		case 'e': z.eval_every = parse_num(optarg, "--eval-every", 1, INT_MAX); break;
+		case 'Y': z.barrier_every = parse_num(optarg, "--barrier-every", 1, INT_MAX); break;
 		case 'k': z.len_skew = true; break;
 		case 'C': z.change_at = parse_num(optarg, "--change-at", 0, INT_MAX); break;
 		case 'l': z.loader = true; break;
@@ -802,13 +806,13 @@ static void print_workload(void)
 		     "\"buckets\":%ld,\"bucket_bytes\":%ld,\"last_bytes\":%ld,\"overlap\":%s,"
 		     "\"fsdp\":%ld,\"fsdp_interleave\":%s,\"tp\":%ld,\"pp\":%ld,\"stages\":%ld,\"moe\":%ld,"
 		     "\"act_bytes\":%ld,\"accum\":%ld,"
-		     "\"eval_every\":%ld,\"len_skew\":%s,\"change_at\":%ld,\"loader\":%s,"
+		     "\"eval_every\":%ld,\"barrier_every\":%ld,\"len_skew\":%s,\"change_at\":%ld,\"loader\":%s,"
 		     "\"loader_us\":%ld,\"dp_size\":%d},\"faults\":[",
 		     z.size, kind, z.steps, z.warmup, z.compute_us, z.opt_us, z.input_kb,
 		     z.buckets, z.bucket_bytes, z.last_bytes, z.overlap ? "true" : "false",
 		     z.fsdp, z.fsdp_interleave ? "true" : "false", z.tp, z.pp,
 		     z.pp ? z.stages : 0, z.moe,
-		     z.act_bytes, z.accum, z.eval_every,
+		     z.act_bytes, z.accum, z.eval_every, z.barrier_every,
 		     z.len_skew ? "true" : "false", z.change_at, z.loader ? "true" : "false",
 		     z.loader_us, z.dp_size);
 	for (i = 0; i < z.nfaults; i++) {

@@ -45,7 +45,8 @@ struct zoo {
 	double checksum;	/* the all-reduces' results, summed (the done line says it) */
 	/* options */
 	long steps, warmup, compute_us, opt_us, input_kb, buckets, bucket_bytes, last_bytes;
-	long fsdp, tp, pp, moe, act_bytes, accum, eval_every, change_at, loader_us, fault_from;
+	long fsdp, tp, pp, moe, act_bytes, accum, eval_every, barrier_every, change_at, loader_us,
+	     fault_from;
 	long fault_every;
 	long stages;		/* --pp: pipeline stages */
 	long ckpt_every, ckpt_mb;

@@ -298,4 +298,9 @@ void step(struct acct *a, long k)
 		a->coll++;
 		lap(a, A_COMM);
 	}
+	if (meas && z.barrier_every && (k + 1) % z.barrier_every == 0) {
+		MPI_Barrier(MPI_COMM_WORLD);
+		a->coll++;
+		lap(a, A_COMM);
+	}
 }

@@ -600,6 +600,26 @@ static int marks_hold(const bool *mark, int n, int q)
 	return far <= n * (1 - PERIOD_THRESHOLD);
 }
 
+/*
+ * marks_hold for steps of p, over the collectives of the unit only: an unmarked collective
+ * that repeats neither p before nor p after is an extra (a checkpoint's barrier every few
+ * steps), no step of its own, so no step without a mark. A marked one stays whatever it is.
+ */
+static int unit_marks_hold(const uint64_t *sig, const bool *mark, int n, int p)
+{
+	bool *m = malloc(sizeof(*m) * (size_t)(n > 0 ? n : 1));
+	int i, k = 0, h;
+
+	if (!m)
+		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		if (mark[i] || (i >= p && sig[i] == sig[i - p]) || (i + p < n && sig[i] == sig[i + p]))
+			m[k++] = mark[i];
+	h = marks_hold(m, k, p);
+	free(m);
+	return h;
+}
+
 int period__marked(const uint64_t *sig, const bool *mark, int n, bool before, bool last,
 		   struct period_result *out)
 {
@@ -610,7 +630,9 @@ int period__marked(const uint64_t *sig, const bool *mark, int n, bool before, bo
 		end = mark[i] ? i : end;
 	if (end < 0 || out->period <= 0)
 		return 0;
-	h = marks_hold(mark, n, out->period);
+	h = unit_marks_hold(sig, mark, n, out->period);
+	if (h == -ENOMEM)
+		return h;
 	if (h == 1 || (h < 0 && last))
 		return 0;
 	if (h < 0)
