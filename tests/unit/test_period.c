@@ -439,6 +439,40 @@ static uint64_t jit(uint64_t v, double frac, bool preempt)
 #define OP_SEND 3
 #define OP_RECV 4
 
+/*
+ * FSDP without prefetch, 2 layers (2 all-gathers, 2 of (all-gather, reduce-scatter)), then the
+ * loss all-reduced; the pauses alike (the two longest in every step equal). A save's barrier
+ * after every 6th step, an eval after every 7th (its compute, then an all-reduce alike to the
+ * loss's and a gather). A cycle of several steps and both extras repeats best; the extras are
+ * fewer than its steps, though one repeats the loss's signature: the step is still the 7.
+ */
+static void detect__extras_alike_to_the_step__the_step_not_their_cycle(void **state)
+{
+	static const uint64_t g[] = { 10500, 10500, 21000, 2, 21000, 2, 2300 };
+	struct seq *q = new_seq();
+	struct period_result r;
+	uint64_t ag = period__sig(OP_AG, 1 << 20, 5), rs = period__sig(OP_RS, 1 << 20, 5);
+	uint64_t loss = period__sig(OP_AR, 8, 9);
+	int s, k;
+
+	for (s = 1; s <= 31; s++) {
+		for (k = 0; k < 7; k++)
+			push(q, k == 6 ? loss : k == 3 || k == 5 ? rs : ag, jit(g[k] * US, 0.01, false));
+		if (s % 6 == 0) {
+			q->gap[q->n - 1] = 2 * US;
+			push(q, period__sig(5, 8, 9), 360 * US);
+		}
+		if (s % 7 == 0) {
+			q->gap[q->n - 1] = 14500 * US;
+			push(q, loss, 2 * US);
+			push(q, period__sig(OP_AG, 4096, 9), 300 * US);
+		}
+	}
+	assert_int_equal(period__detect(q->sig, q->gap, q->n, PERIOD_MAX, &r), 0);
+	assert_int_equal(r.period, 7);
+	free(q);
+}
+
 /* n equal buckets; back to back, or each after a slice of the backward (overlap); the step's
  * pause holds the optimizer, the next input and the forward. last: the last bucket's size. */
 static void build_buckets(struct seq *q, int steps, int n, uint64_t last, bool overlap,
@@ -1006,6 +1040,7 @@ int main(void)
 		cmocka_unit_test(detect__periodic_eval_steps__training_period),
 		cmocka_unit_test(detect__periodic_eval_steps_long_run__training_period),
 		cmocka_unit_test(detect__eval_blocks__the_step_not_their_cycle),
+		cmocka_unit_test(detect__extras_alike_to_the_step__the_step_not_their_cycle),
 		cmocka_unit_test(detect__all_different__low_confidence_no_period),
 		cmocka_unit_test(detect__equal_buckets__step_from_pauses),
 		cmocka_unit_test(detect__one_allreduce_a_step__period_one),

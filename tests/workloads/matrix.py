@@ -139,6 +139,12 @@ def cells():
     # step of its own (the step stays one all-reduce, not the cycle of 6)
     out.append(cell("barrier5single/compute", np=2, args=["--barrier-every", "5"],
                     fault=["--fault", "compute:1:4000"], expect=("compute", 1), check=True))
+    # FSDP with its loss all-reduced each step, a save's barrier every 6th step and an eval
+    # every 7th whose all-reduce is alike to the loss's: a period of several steps and extras
+    # repeats best, and the extras repeat a collective of the step, yet the step is FSDP's
+    out.append(cell("fsdp4saves/none", np=2,
+                    args=["--fsdp", "4", "--loss", "--barrier-every", "6", "--eval-every", "7"],
+                    steps=300, expect=("none", None), check=True))
     # a different rank's long batch each step (sequence lengths): an imbalance, nobody's
     for np_ in (2, 4):
         out.append(cell(f"buckets3/rotate/np{np_}", np=np_, args=["--buckets", "3"],

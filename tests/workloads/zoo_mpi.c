@@ -53,6 +53,8 @@
  *                 bytes on MPI_COMM_WORLD
  *   --barrier-every K  after the optimizer of measured steps K-1, 2K-1, ...: MPI_Barrier on
  *                 MPI_COMM_WORLD (a save's "every rank is done" barrier: it reduces nothing)
+ *   --loss        after the optimizer of every step: the loss, an 8-byte MPI_Allreduce on
+ *                 MPI_COMM_WORLD, alike to an eval's
  *   --len-skew    every rank's compute scaled by [1, 2) from a PRNG seeded by the step
  *   --change-at S from measured step S on: N+2 buckets (or K+2 with --fsdp)
  *   --ckpt-every K  after the optimizer of measured steps K-1, 2K-1, ...: rank 0 writes a
@@ -274,7 +276,7 @@ static void parse_opts(int argc, char **argv)
 		{ "ckpt-shards", 0, NULL, 'H' },
 		{ "moe", 1, NULL, 'E' }, { "fsdp-interleave", 0, NULL, 'G' },
 		{ "stages", 1, NULL, 'T' }, { "pp-comm", 0, NULL, 'Q' },
-		{ "barrier-every", 1, NULL, 'Y' },
+		{ "barrier-every", 1, NULL, 'Y' }, { "loss", 0, NULL, 'X' },
 		{ NULL, 0, NULL, 0 },
 	};
 	long big = INT_MAX / 4 * 4;
@@ -306,6 +308,7 @@ static void parse_opts(int argc, char **argv)
 		case 'A': z.accum = parse_num(optarg, "--accum", 1, 4096); break;
 		case 'e': z.eval_every = parse_num(optarg, "--eval-every", 1, INT_MAX); break;
 		case 'Y': z.barrier_every = parse_num(optarg, "--barrier-every", 1, INT_MAX); break;
+		case 'X': z.loss = true; break;
 		case 'k': z.len_skew = true; break;
 		case 'C': z.change_at = parse_num(optarg, "--change-at", 0, INT_MAX); break;
 		case 'l': z.loader = true; break;

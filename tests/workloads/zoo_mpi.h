@@ -47,6 +47,7 @@ struct zoo {
 	long steps, warmup, compute_us, opt_us, input_kb, buckets, bucket_bytes, last_bytes;
 	long fsdp, tp, pp, moe, act_bytes, accum, eval_every, barrier_every, change_at, loader_us,
 	     fault_from;
+	bool loss;
 	long fault_every;
 	long stages;		/* --pp: pipeline stages */
 	long ckpt_every, ckpt_mb;

@@ -289,6 +289,8 @@ void step(struct acct *a, long k)
 	if (z.pp && z.stages > 2)
 		allreduce(a, 8, MPI_COMM_WORLD);	/* the gradient norm */
 	compute(a, z.opt_us * 1000, false);
+	if (z.loss)
+		allreduce(a, 8, MPI_COMM_WORLD);
 	if (meas && z.ckpt_every && (k + 1) % z.ckpt_every == 0 && (!z.rank || z.ckpt_shards))
 		checkpoint(k);
 	if (meas && z.eval_every && (k + 1) % z.eval_every == 0) {

@@ -302,12 +302,15 @@ out:
 
 /*
  * Is a cycle of `cycle` collectives (the last one seen) whole steps of `p` plus a few
- * extras (an eval's all-reduce)? Then some p in a row within it hold each of their
- * signatures k times fewer than the cycle does, the same k for all, and the extras left
- * over are fewer than the steps (k). FSDP's (reduce-scatter, all-gather) pairs are not its
- * step: the forward's all-gathers make the cycle hold twice as many all-gathers.
+ * extras (an eval's all-reduce, a save's barrier)? Then some p in a row within it (unit[],
+ * when not NULL) hold each of their signatures at least k times fewer than the cycle does,
+ * and what is left over (the extras, which may repeat a signature of the step: an eval's
+ * loss all-reduce is the step's own) is fewer than the steps (k). FSDP's (reduce-scatter,
+ * all-gather) pairs are not its step: the forward's all-gathers leave as many over as pairs.
+ * strict: no extra repeats a signature of the step (each k times over, the same k); the
+ * places of its collectives then shift by whole steps only.
  */
-static bool tiles(const uint64_t *sig, int n, int p, int cycle)
+static bool tiles(const uint64_t *sig, int n, int p, int cycle, bool strict, uint64_t *unit)
 {
 	const uint64_t *c = sig + n - cycle;
 	int st, i, q, k, kk, inT, inC;
@@ -320,15 +323,18 @@ static bool tiles(const uint64_t *sig, int n, int p, int cycle)
 				inT += c[st + q] == c[st + i];
 			for (inC = 0, q = 0; q < cycle; q++)
 				inC += c[q] == c[st + i];
-			if (inC % inT)
-				break;
 			kk = inC / inT;
-			if (k >= 0 && kk != k)
+			if (strict && (inC % inT || (k >= 0 && kk != k)))
 				break;
-			k = kk;
+			k = k < 0 || kk < k ? kk : k;
 		}
-		if (i == p && k > 0 && cycle - k * p < k)
+		if (i < p)
+			continue;
+		if (k > 0 && cycle - k * p < k) {
+			for (i = 0; unit && i < p; i++)
+				unit[i] = c[st + i];
 			return true;
+		}
 	}
 	return false;
 }
@@ -478,7 +484,7 @@ static int choose(const double *s, int limit, const uint64_t *sig, const uint64_
 	/* a shorter step than the signatures' cycle, with ends as long: equal buckets and a
 	 * logged loss every few steps make a cycle of several steps */
 	gp = best_p > 2 ? gap_period(gap, n - 1, 1, best_p - 1, &g_phase, &g_pause, &share) : 0;
-	if (gp && tiles(sig, n, gp, best_p) && s[gp] >= PERIOD_DIVISOR_MIN &&
+	if (gp && tiles(sig, n, gp, best_p, true, NULL) && s[gp] >= PERIOD_DIVISOR_MIN &&
 	    g_pause * 10 >= pause * 7) {
 		*conf = s[gp] < share ? s[gp] : share;
 		*long_ns = g_pause ? g_pause : 1;
@@ -491,7 +497,8 @@ static int choose(const double *s, int limit, const uint64_t *sig, const uint64_
 		if (best_p % p == 0 && s[p] >= PERIOD_DIVISOR_MIN) {
 			if (phase_gap(gap, n, p, &d_phase, &d_pause))
 				break;
-		} else if (!tiles_block(sig, n, p, best_p, unit) ||
+		} else if ((!tiles_block(sig, n, p, best_p, unit) &&
+			    !(s[p] >= PERIOD_DIVISOR_MIN && tiles(sig, n, p, best_p, false, unit))) ||
 			   !block_gap(sig, gap, n, p, unit, &d_phase, &d_pause)) {
 			continue;
 		}
