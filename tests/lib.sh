@@ -8,6 +8,9 @@ ZOO_DDP="$TOP/tests/workloads/zoo_ddp_launch.sh"	# PyTorch DDP (gloo) ranks of z
 PY=/usr/bin/python3
 T=$(mktemp -d /tmp/rankscope-test.XXXXXX)
 BG_PIDS=()
+# every process this test starts inherits it: cleanup finds them all, whatever process group
+# or session they moved to (mpirun's ranks are not in its group)
+export RS_TEST_TREE=$$
 
 cleanup() {
 	local p
@@ -18,6 +21,11 @@ cleanup() {
 	sleep 0.2
 	for p in "${BG_PIDS[@]}"; do
 		kill -KILL -- "-$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null
+	done
+	for p in /proc/[0-9]*; do
+		p=${p#/proc/}
+		[ "$p" = $$ ] || [ "$p" = "$BASHPID" ] && continue
+		grep -qsxz "RS_TEST_TREE=$$" "/proc/$p/environ" && kill -KILL "$p" 2>/dev/null
 	done
 	# RS_TEST_KEEP=DIR: keep the test's files there (a failure's outputs, to read)
 	[ -n "${RS_TEST_KEEP:-}" ] && rm -rf "$RS_TEST_KEEP" && cp -r "$T" "$RS_TEST_KEEP"
