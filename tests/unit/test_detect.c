@@ -758,6 +758,26 @@ static void window__late_by_a_lot_in_few_steps__intermittent(void **state)
 	assert_int_equal(v.hits, 2);
 }
 
+static void window__late_for_another_cause__no_hit_of_the_verdict(void **state)
+{
+	struct window *x = healthy();
+	struct verdict v;
+
+	/* rank 1 is 1 s late in its reads in 3 steps, and 1 s late in its compute in one more:
+	 * storage, intermittent, and its share is the 3 steps its reads made it late in */
+	x->w[1][1].io = SEC;
+	x->w[4][1].io = SEC;
+	x->w[8][1].io = SEC;
+	x->w[6][1].compute += SEC;
+	add_jitter(x);
+	judge(x, &v);
+	assert_int_equal(v.cls, V_STORAGE);
+	assert_int_equal(v.rank, 1);
+	assert_true(v.intermittent);
+	assert_int_equal(v.hits, 3);
+	free(x);
+}
+
 /* Rank 2 is runnable but not running for 60 ms inside the collective of each step marked in
  * `in` (busy-polling on a throttled CPU): the collective completes that much later for all. */
 static void starved_in(const bool *in, struct verdict *v)
@@ -1591,6 +1611,7 @@ int main(void)
 		cmocka_unit_test(window__two_ranks_under_step_fraction__none),
 		cmocka_unit_test(window__within_the_peers_noise__none),
 		cmocka_unit_test(window__late_by_a_lot_in_few_steps__intermittent),
+		cmocka_unit_test(window__late_for_another_cause__no_hit_of_the_verdict),
 		cmocka_unit_test(window__starved_inside_the_collectives__cpu_contention),
 		cmocka_unit_test(window__pipeline_starved_inside_its_receives__cpu_contention_if_it_holds),
 		cmocka_unit_test(window__a_different_rank_late_each_step__imbalance_no_rank),

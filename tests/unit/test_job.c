@@ -530,6 +530,44 @@ static void late_every_12th_step__intermittent_from_the_steps_kept(void **state)
 	job__free(j);
 }
 
+/*
+ * Column 2 computes 8 ms more in every 6th step: a window of 8 steps that holds two of them
+ * tells it (2 of 8), one that holds one does not, so the windows that name it overstate its
+ * share. Told over every step kept, it is 1 in 6.
+ */
+static void late_every_6th_step__share_over_every_step_kept(void **state)
+{
+	static const int skip[] = { 0, 0, 0, 0 };
+	static struct seen s;
+	struct job *j = new_job(&s, 4, STEPS_AUTO);
+	struct gen g = { .t = 1000 * MS };
+	int i, named = 0;
+	double share;
+
+	for (i = 0; i < 20; i++) {
+		mpi_buckets(j, 4, 5, 3, -1, 0, skip, &g);
+		mpi_buckets(j, 4, 1, 3, 2, 8 * MS, skip, &g);
+	}
+	job__advance(j, g.t + 1000 * MS, true);
+	for (i = 0; i < s.nv; i++) {
+		if (s.v[i].cls == V_NONE)
+			continue;
+		assert_int_equal(s.v[i].cls, V_COMPUTE);
+		assert_int_equal(s.v[i].col, 2);
+		assert_true(s.v[i].v.intermittent);
+		if (s.v[i].last < 64)
+			continue;
+		share = (double)s.v[i].v.hits / s.v[i].v.nsteps;
+		if (share < 1.0 / 7 || share > 1.0 / 5)
+			print_error("verdict at step %llu: %d of %d steps\n",
+				    (unsigned long long)s.v[i].last, s.v[i].v.hits, s.v[i].v.nsteps);
+		assert_true(share >= 1.0 / 7 && share <= 1.0 / 5);
+		named++;
+	}
+	assert_true(named > 0);
+	job__free(j);
+}
+
 /* Every rank gone, rank 2 killed first: rank_exited on it, at the step after the last one
  * (no empty steps of nobody counted on), and no step line for a step no rank ran. */
 static void all_ranks_exit__rank_exited_at_the_next_step(void **state)
@@ -2020,6 +2058,7 @@ int main(void)
 		cmocka_unit_test(equal_buckets__slow_rank__compute_on_it),
 		cmocka_unit_test(equal_buckets__healthy__no_verdict),
 		cmocka_unit_test(late_every_12th_step__intermittent_from_the_steps_kept),
+		cmocka_unit_test(late_every_6th_step__share_over_every_step_kept),
 		cmocka_unit_test(pattern_change__relearned_and_reported),
 		cmocka_unit_test(all_ranks_exit__rank_exited_at_the_next_step),
 		cmocka_unit_test(stuck_before_attach__first_look_names_the_stopped_rank),

@@ -340,6 +340,25 @@ static bool writes_most(const struct step_obs *obs, int nsteps, int nranks, int 
 }
 
 /*
+ * A step an intermittent straggler hit (l: each rank's lateness in it): r is the latest rank,
+ * late by twice the threshold, and its own time in the phase (mine, against the peers'
+ * median) explains half of that at least. Steps it is late in for another reason (a burst of
+ * contention between two saves) are no share of what the verdict names.
+ */
+static bool explained_hit(const int64_t *l, int nranks, int r, uint64_t threshold,
+			  uint64_t mine, uint64_t peer)
+{
+	int k;
+
+	if (l[r] < 2 * (int64_t)threshold)
+		return false;
+	for (k = 0; k < nranks; k++)
+		if (l[k] > l[r])
+			return false;
+	return (int64_t)mine - (int64_t)peer >= (int64_t)(l[r] * DETECT_EXPLAINED);
+}
+
+/*
  * No rank late in most steps: one late by a lot (twice the threshold) in a few of them, and
  * its own time in one phase explains it there, is an intermittent straggler (a long batch
  * every k-th step). It must hit at least DETECT_HITS_MIN steps, and the other ranks' such
@@ -398,14 +417,16 @@ static bool intermittent(const struct step_obs *obs, int nsteps, int nranks, con
 			best_ph = cand[c];
 		}
 	}
-	for (h = 0, s = 0; s < nsteps && h < DETECT_HITS_MAX; s++) {
+	for (h = 0, hits = 0, s = 0; s < nsteps && h < DETECT_HITS_MAX; s++) {
 		const struct step_obs *row = &obs[s * nranks];
 
 		if (!ok[s] || lat[s * nranks + late] < 2 * (int64_t)threshold)
 			continue;
 		skews[h] = lat[s * nranks + late];
 		mine[h] = get_phase(&row[late], best_ph);
-		peer[h++] = peers_median(row, nranks, late, tmp, get_phase, best_ph);
+		peer[h] = peers_median(row, nranks, late, tmp, get_phase, best_ph);
+		hits += explained_hit(&lat[s * nranks], nranks, late, threshold, mine[h], peer[h]);
+		h++;
 	}
 	e = median_i64(skews, h);
 	if (best_e < (int64_t)(e * DETECT_EXPLAINED))
@@ -414,6 +435,38 @@ static bool intermittent(const struct step_obs *obs, int nsteps, int nranks, con
 	v->intermittent = true;
 	v->hits = hits;
 	return true;
+}
+
+int detect__hits(const struct step_obs *obs, int nsteps, int nranks, const struct verdict *v,
+		 int *rows)
+{
+	uint64_t *tmp;
+	int64_t *l;
+	int s, r, hits = 0;
+
+	*rows = 0;
+	if (v->rank < 0 || v->rank >= nranks)
+		return 0;
+	tmp = calloc(nranks, sizeof(*tmp));
+	l = calloc(nranks, sizeof(*l));
+	if (!tmp || !l)
+		goto out;
+	for (s = 0; s < nsteps; s++) {
+		const struct step_obs *row = &obs[s * nranks];
+
+		if (!row_complete(row, nranks))
+			continue;
+		(*rows)++;
+		for (r = 0; r < nranks; r++)
+			l[r] = lateness(row, nranks, r, tmp);
+		hits += explained_hit(l, nranks, v->rank, v->threshold_ns,
+				      get_phase(&row[v->rank], v->phase),
+				      peers_median(row, nranks, v->rank, tmp, get_phase, v->phase));
+	}
+out:
+	free(tmp);
+	free(l);
+	return hits;
 }
 
 static uint64_t threshold_of(const int64_t *lat, const bool *ok, int nsteps, int nranks,

@@ -83,8 +83,9 @@ struct verdict {
 				  * the step (comm_transfer), else at its first collective */
 	uint64_t step_ns;	/* median step duration */
 	int nsteps;
-	/* intermittent: late by a lot (twice the threshold) in hits of the nsteps only; skew
-	 * and phase are the medians over those steps */
+	/* intermittent: late by a lot (twice the threshold) in some of the nsteps only; skew
+	 * and phase are the medians over those steps, hits the steps of them the phase
+	 * explains (detect__hits) */
 	bool intermittent;
 	/* imbalance: no rank to blame (rank -1), but each step's latest one is late by the
 	 * threshold in this phase, a different rank from step to step; hits: those steps */
@@ -101,6 +102,13 @@ int detect__window(const struct step_obs *obs, int nsteps, int nranks, struct ve
  * waiting for one unseen, and time starved while waiting costs nothing. */
 int detect__window_seen(const struct step_obs *obs, int nsteps, int nranks, bool all_seen,
 			struct verdict *v);
+
+/* The steps of obs (nsteps rows of nranks) an intermittent verdict v names (its rank, phase
+ * and threshold): those where its rank is the latest, late by twice the threshold, and the
+ * phase explains half of that. Sets rows to the complete rows; v's window is one that held
+ * enough of them to tell, a longer view tells their share. */
+int detect__hits(const struct step_obs *obs, int nsteps, int nranks, const struct verdict *v,
+		 int *rows);
 
 /* The class of a straggler whose excess is in phase ph (io: storage; a save's writes are the
  * caller's to tell). */

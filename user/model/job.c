@@ -2975,6 +2975,27 @@ out:
 	return j->long_m;
 }
 
+/*
+ * An intermittent verdict's share of steps, over every row kept: the window that told it is
+ * one that held enough hits to, so its share is high (a save every 12th step is in 2 of 16
+ * steps of the windows that name it, 5 or 6 of 64 of all). m: the rows it was judged over.
+ */
+static void intermittent_share(struct job *j, struct job_verdict *jv, int m)
+{
+	struct step_obs *rows;
+	int all = j->nrows < JOB_ROWS ? j->nrows : JOB_ROWS, n, hits;
+
+	if (!jv->v.intermittent || jv->col < 0 || all <= m || !(rows = newest_rows(j, all)))
+		return;
+	hits = detect__hits(rows, all, j->n, &jv->v, &n);
+	free(rows);
+	if (n <= jv->v.nsteps)
+		return;
+	jv->v.hits = hits;
+	jv->v.nsteps = n;
+	jv->first = jv->last + 1 - all;
+}
+
 static void judge(struct job *j, uint64_t k)
 {
 	struct step_obs *win;
@@ -3082,6 +3103,7 @@ static void judge(struct job *j, uint64_t k)
 			return;
 	}
 	j->cand_n = 0;
+	intermittent_share(j, &jv, lm ? lm : m);
 	jv.persistent = detect__persistent(&j->persist, jv.col);
 	/* a line when the story changes, and once a window while it does not */
 	if (j->emitted && jv.cls == j->last.cls && jv.col == j->last.col &&
