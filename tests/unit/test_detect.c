@@ -672,25 +672,62 @@ static void window__skew_under_step_fraction_quiet_peers__straggler(void **state
 	free(x);
 }
 
-static void window__two_ranks_under_step_fraction__none(void **state)
+/* Ranks 0 and 1 of x, rank 1 reading extra[s] more in step s, as a 2-rank window. */
+static void two_ranks(struct window *x, const uint64_t *extra, struct step_obs *two)
 {
-	struct window *x = healthy();
-	struct step_obs two[NSTEPS * 2];
-	struct verdict v;
 	int s;
 
-	/* two ranks are each other's only peer, so no noise can be measured: the quarter of
-	 * the step holds (healthy 2-rank jobs on a busy host are this far apart) */
 	for (s = 0; s < NSTEPS; s++)
-		x->w[s][1].input += 5 * DETECT_SKEW_MIN_NS;
+		x->w[s][1].input += extra[s];
+	add_jitter(x);
 	build(x);
 	for (s = 0; s < NSTEPS; s++) {
 		two[2 * s] = x->obs[s * NRANKS];
 		two[2 * s + 1] = x->obs[s * NRANKS + 1];
 	}
+}
+
+static void window__two_ranks_late_by_as_much_each_step__named(void **state)
+{
+	struct window *x = healthy();
+	struct step_obs two[NSTEPS * 2];
+	uint64_t extra[NSTEPS];
+	struct verdict v;
+	int s;
+
+	/* two ranks are each other's only peer: the late one's lateness, 10 ms in every step
+	 * within tens of microseconds, under a quarter of the step but far out of its own
+	 * spread, is a straggler's */
+	for (s = 0; s < NSTEPS; s++)
+		extra[s] = 5 * DETECT_SKEW_MIN_NS;
+	two_ranks(x, extra, two);
 	assert_int_equal(detect__window(two, NSTEPS, 2, &v), 0);
-	assert_int_equal(v.skew_ns, 5 * DETECT_SKEW_MIN_NS);
+	assert_true(llabs(v.skew_ns - 5 * (int64_t)DETECT_SKEW_MIN_NS) < (int64_t)MS);
+	assert_true(v.threshold_ns < detect__threshold(v.step_ns));
+	assert_int_equal(v.cls, V_INPUT);
+	assert_int_equal(v.rank, 1);
+	/* under DETECT_NOISE_STEPS steps its spread is not measured: the quarter holds */
+	assert_int_equal(detect__window(two, DETECT_NOISE_STEPS - 1, 2, &v), 0);
 	assert_int_equal(v.threshold_ns, detect__threshold(v.step_ns));
+	assert_int_equal(v.cls, V_NONE);
+	free(x);
+}
+
+static void window__two_ranks_lateness_that_strays__none(void **state)
+{
+	struct window *x = healthy();
+	struct step_obs two[NSTEPS * 2];
+	uint64_t extra[NSTEPS];
+	struct verdict v;
+	int s;
+
+	/* the same 10 ms at the median, but 0 or 20 ms from step to step: noise of that size
+	 * (healthy 2-rank jobs on a busy host), no straggler */
+	for (s = 0; s < NSTEPS; s++)
+		extra[s] = s % 2 ? 10 * DETECT_SKEW_MIN_NS : 0;
+	two_ranks(x, extra, two);
+	assert_int_equal(detect__window(two, NSTEPS, 2, &v), 0);
+	assert_true(v.threshold_ns > 10 * DETECT_SKEW_MIN_NS);
 	assert_int_equal(v.cls, V_NONE);
 	assert_int_equal(v.rank, -1);
 	free(x);
@@ -1608,7 +1645,8 @@ int main(void)
 		cmocka_unit_test(window__healthy_small_jitter__none),
 		cmocka_unit_test(window__tiny_steps_skew_under_floor__none),
 		cmocka_unit_test(window__skew_under_step_fraction_quiet_peers__straggler),
-		cmocka_unit_test(window__two_ranks_under_step_fraction__none),
+		cmocka_unit_test(window__two_ranks_late_by_as_much_each_step__named),
+		cmocka_unit_test(window__two_ranks_lateness_that_strays__none),
 		cmocka_unit_test(window__within_the_peers_noise__none),
 		cmocka_unit_test(window__late_by_a_lot_in_few_steps__intermittent),
 		cmocka_unit_test(window__late_for_another_cause__no_hit_of_the_verdict),

@@ -145,6 +145,13 @@ def cells():
     out.append(cell("fsdp4saves/none", np=2,
                     args=["--fsdp", "4", "--loss", "--barrier-every", "6", "--eval-every", "7"],
                     steps=300, expect=("none", None), check=True))
+    # two ranks on a 40 ms step, one computing 6 ms more: under a quarter of the step, but
+    # about as much every step, where noise strays from step to step (a rank's only peer
+    # shows no noise of its own: it is late as much as the other is early)
+    out.append(cell("long40/compute", np=2, args=["--compute-us", "40000"], steps=200,
+                    fault=["--fault", "compute:1:6000"], expect=("compute", 1), check=True))
+    out.append(cell("long40/none", np=2, args=["--compute-us", "40000"], steps=200,
+                    expect=("none", None), check=True))
     # a different rank's long batch each step (sequence lengths): an imbalance, nobody's
     for np_ in (2, 4):
         out.append(cell(f"buckets3/rotate/np{np_}", np=np_, args=["--buckets", "3"],

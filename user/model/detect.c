@@ -700,26 +700,36 @@ out:
 
 /*
  * The lateness threshold of a window: a quarter of the step (at least DETECT_SKEW_MIN_NS), or
- * less where enough peers of the latest rank show how late noise makes a rank here: the
- * DETECT_NOISE_Q quantile of their own lateness over the window's steps, times
- * DETECT_NOISE_K. Two ranks are each other's only peer, and the fixed threshold stays.
+ * less where the window shows how late noise makes a rank here, DETECT_NOISE_K times the
+ * DETECT_NOISE_Q quantile of:
+ * - with DETECT_NOISE_PEERS peers of the latest rank at least, their own lateness over the
+ *   window's steps;
+ * - with fewer (a rank's only peer is late as much as it is early), how far the latest rank's
+ *   own lateness strays from its median from step to step, over DETECT_NOISE_STEPS steps at
+ *   least: a straggler's extra work is late by about as much each step, noise is not.
  */
 static uint64_t threshold_of(const int64_t *lat, const bool *ok, int nsteps, int nranks,
 			     int late, uint64_t step_ns)
 {
 	uint64_t t = detect__threshold(step_ns), k;
-	int64_t *v;
+	bool peers = nranks - 1 >= DETECT_NOISE_PEERS;
+	int64_t *v, med;
 	int s, r, n = 0;
 
-	if (nranks - 1 < DETECT_NOISE_PEERS)
-		return t;
 	v = malloc(sizeof(*v) * (size_t)nsteps * (nranks - 1));
 	if (!v)
 		return t;
 	for (s = 0; s < nsteps; s++)
 		for (r = 0; ok[s] && r < nranks; r++)
-			if (r != late)
+			if (peers ? r != late : r == late)
 				v[n++] = lat[s * nranks + r];
+	if (!peers && n >= DETECT_NOISE_STEPS) {
+		med = median_i64(v, n);
+		for (s = 0; s < n; s++)
+			v[s] = v[s] > med ? v[s] - med : med - v[s];
+	} else if (!peers) {
+		n = 0;
+	}
 	if (n) {
 		qsort(v, n, sizeof(*v), detect__cmp_i64);
 		k = v[(int)((n - 1) * DETECT_NOISE_Q)] > 0 ?

@@ -42,6 +42,9 @@ enum vclass {
 #define DETECT_NOISE_PEERS	3
 #define DETECT_NOISE_Q		0.90
 #define DETECT_NOISE_K		3
+/* With fewer, the latest rank's own lateness, how far it strays from its median over this many
+ * steps at least, measures it */
+#define DETECT_NOISE_STEPS	8
 #define DETECT_PERSIST_OF	12
 #define DETECT_PERSIST_MIN	6
 
