@@ -189,6 +189,72 @@ static void replay__never_returns__hang_on_the_computing_rank(void **state)
 	free(path);
 }
 
+/* An op trace of 2 ranks, 40 steps of asynchronous buckets: compute, two all-reduces that
+ * return at once with compute between them, and the waits for them (the second ends at the
+ * same instant on both). After the last step's waits: `tail` 0 nothing, 1 the optimizer's
+ * compute, 2 the ranks' exits. Returns the step lines of both. */
+static int async_steps(int tail)
+{
+	char path[] = "/tmp/rs-replay-XXXXXX", *out;
+	uint64_t t = 10000 * MS, done;
+	int fd = mkstemp(path), s, r, err, n;
+	FILE *f;
+
+	assert_true(fd >= 0);
+	f = fdopen(fd, "w");
+	assert_non_null(f);
+	for (s = 0; s < 40; s++) {
+		done = t + 9 * MS;
+		for (r = 0; r < 2; r++) {
+			uint64_t a = t + 2 * MS + r * 100000;
+
+			fprintf(f, "{\"type\":\"op\",\"rank\":%d,\"op\":\"compute\",\"start_ns\":%llu,"
+				"\"dur_ns\":%llu}\n", r, (unsigned long long)t,
+				(unsigned long long)(a - t));
+			fprintf(f, "{\"type\":\"op\",\"rank\":%d,\"op\":\"allreduce\",\"start_ns\":%llu,"
+				"\"dur_ns\":10000,\"comm\":\"w\",\"bytes\":4096,\"async\":true}\n", r,
+				(unsigned long long)a);
+			fprintf(f, "{\"type\":\"op\",\"rank\":%d,\"op\":\"compute\",\"start_ns\":%llu,"
+				"\"dur_ns\":%llu}\n", r, (unsigned long long)(a + 10000),
+				(unsigned long long)(3 * MS));
+			fprintf(f, "{\"type\":\"op\",\"rank\":%d,\"op\":\"allreduce\",\"start_ns\":%llu,"
+				"\"dur_ns\":10000,\"comm\":\"w\",\"bytes\":4096,\"async\":true}\n", r,
+				(unsigned long long)(a + 3 * MS + 10000));
+			fprintf(f, "{\"type\":\"op\",\"rank\":%d,\"op\":\"wait\",\"start_ns\":%llu,"
+				"\"dur_ns\":%llu,\"comm\":\"w\"}\n", r,
+				(unsigned long long)(a + 3 * MS + 20000),
+				(unsigned long long)(done - (a + 3 * MS + 20000)));
+			if (s < 39 || tail != 1)
+				continue;
+			fprintf(f, "{\"type\":\"op\",\"rank\":%d,\"op\":\"compute\",\"start_ns\":%llu,"
+				"\"dur_ns\":%llu}\n", r, (unsigned long long)done,
+				(unsigned long long)MS);
+		}
+		t = done;
+	}
+	for (r = 0; tail == 2 && r < 2; r++)
+		fprintf(f, "{\"type\":\"exit\",\"rank\":%d,\"t_ns\":%llu}\n", r,
+			(unsigned long long)(t + MS));
+	fclose(f);
+	out = run(path, &err, 60000 * MS);
+	assert_int_equal(err, 0);
+	n = count(out, "\"type\":\"step\"");
+	free(out);
+	unlink(path);
+	return n;
+}
+
+static void replay__async_step_then_compute__the_last_step_ends(void **state)
+{
+	int ran = async_steps(1), exited = async_steps(2), cut = async_steps(0);
+
+	/* running after the last waits ended is as sure a sign the step is over as the exit */
+	assert_true(exited > 2 * 30);
+	assert_int_equal(ran, exited);
+	/* nothing after them: the recording may have been cut between two waits of a chain */
+	assert_int_equal(cut, exited - 2);
+}
+
 static void replay__bad_op__einval_nothing_run(void **state)
 {
 	static const char text[] = "{\"type\":\"op\",\"rank\":0,\"op\":\"allreduce\","
@@ -214,6 +280,7 @@ int main(void)
 		cmocka_unit_test(rline__broken__einval),
 		cmocka_unit_test(replay__offset_clocks_shuffled__compute_on_slow_rank),
 		cmocka_unit_test(replay__never_returns__hang_on_the_computing_rank),
+		cmocka_unit_test(replay__async_step_then_compute__the_last_step_ends),
 		cmocka_unit_test(replay__bad_op__einval_nothing_run),
 	};
 

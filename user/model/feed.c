@@ -28,5 +28,8 @@ void feed__apply(struct job *j, const struct feed_rec *r)
 	case FEED_GPU:
 		job__on_gpu(j, r->col, r->nccl, r->start, r->end);
 		break;
+	case FEED_RUN:
+		job__on_run(j, r->col, r->tid, r->end);
+		break;
 	}
 }

@@ -19,6 +19,8 @@ enum feed_kind {
 	FEED_IO,	/* a read, write or flush syscall */
 	FEED_EXIT,	/* the rank's process ended at start */
 	FEED_GPU,	/* a GPU kernel or copy (CUPTI) */
+	FEED_RUN,	/* the thread ran over [start, end): an op trace's compute (live has none:
+			 * running is what no other record claims) */
 };
 
 struct feed_rec {

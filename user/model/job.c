@@ -65,7 +65,7 @@ struct job_rank {
 				 * main collectives a step differ in number): 1 yes, -1 no, 0 not
 				 * known yet */
 	int seq_hint;		/* coll index of find_seq's last hit: where the next search starts */
-	uint64_t seen_ns;	/* the latest start (or entry) of its records */
+	uint64_t seen_ns;	/* the latest start (or entry) of its records, or end of a run */
 	uint64_t built_start, built_end;	/* its last step built (0: none yet) */
 	int64_t mark_off;	/* marker steps: step number = marker seq + mark_off */
 	bool aligned;
@@ -330,6 +330,17 @@ void job__on_off(struct job *j, int col, uint32_t tid, uint64_t start, uint64_t 
 	r->off[r->noff++] = (struct tl_off){
 		.start = start, .end = end, .runq = runq, .tid = tid, .syscall = syscall,
 	};
+}
+
+void job__on_run(struct job *j, int col, uint32_t tid, uint64_t end)
+{
+	struct job_rank *r;
+
+	if (!j || col < 0 || col >= j->n)
+		return;
+	r = &j->r[col];
+	if ((!r->main_tid || tid == r->main_tid) && end > r->seen_ns)
+		r->seen_ns = end;
 }
 
 void job__on_io(struct job *j, int col, uint32_t tid, bool worker, unsigned int kind,

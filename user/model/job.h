@@ -196,6 +196,9 @@ void job__on_coll_peer(struct job *j, int col, uint32_t tid, unsigned int op, un
 		       int peer);
 void job__on_off(struct job *j, int col, uint32_t tid, uint64_t start, uint64_t end,
 		 uint64_t runq, int32_t syscall);
+/* The rank's thread was seen running until end (an op trace's compute): no wait for its
+ * asynchronous collectives goes on from before then, unless one is marked since. */
+void job__on_run(struct job *j, int col, uint32_t tid, uint64_t end);
 /* write: a write-side call (write, send, fsync and the like), as a checkpoint makes */
 void job__on_io(struct job *j, int col, uint32_t tid, bool worker, unsigned int kind,
 		bool write, uint64_t start, uint64_t end, uint64_t bytes);

@@ -195,8 +195,10 @@ static int op_line(struct replay *rp, struct rp_file *f, const struct rline *l)
 		return keep(rp, &r);
 	}
 	switch (kind) {
-	case OT_COMPUTE:
-		return 0;	/* on CPU: what the model assumes of time nothing else claims */
+	case OT_COMPUTE:	/* on CPU: the model assumes it of time nothing else claims, and
+				 * learns only that the rank was seen running */
+		r.f.kind = FEED_RUN;
+		break;
 	case OT_IO:
 	case OT_INPUT:	/* blocked in a file read; in a pipe read from the input pipeline */
 		r.f.kind = FEED_IO;
