@@ -255,6 +255,91 @@ static void replay__async_step_then_compute__the_last_step_ends(void **state)
 	assert_int_equal(cut, exited - 2);
 }
 
+/*
+ * Tensor + data parallel, 4 ranks: TP groups {0,1} ("tp0") and {2,3} ("tp1") each run 29
+ * all-reduces a step, 40 ms apart, then DP groups {0,2} and {1,3} all-reduce the gradients.
+ * Rank 3 waits 600 ms for its input at the start of each step, so its whole TP group runs
+ * half its step behind rank 0's and catches up only at the DP all-reduce. Its steps still end
+ * at that all-reduce, with rank 0's: not 15 TP all-reduces earlier, where the group's returns
+ * are nearest in time to rank 0's.
+ */
+static void replay__tp_group_half_a_step_behind__steps_end_together(void **state)
+{
+	char path[] = "/tmp/rs-replay-XXXXXX", *out, *p;
+	uint64_t t = 10000 * MS, cur[4], done, lo[4], hi[4];
+	int fd = mkstemp(path), s, l, r, g, err, n[4] = {};
+	int64_t start;
+	FILE *f;
+
+	assert_true(fd >= 0);
+	f = fdopen(fd, "w");
+	assert_non_null(f);
+	fprintf(f, "{\"type\":\"meta\",\"world_size\":4,\"job\":\"tpdp\"}\n");
+	for (s = 0; s < 12; s++) {
+		for (r = 0; r < 4; r++) {
+			cur[r] = t;
+			if (r == 3) {
+				fprintf(f, "{\"type\":\"op\",\"rank\":3,\"op\":\"input_wait\","
+					"\"start_ns\":%llu,\"dur_ns\":%llu}\n",
+					(unsigned long long)t, (unsigned long long)(600 * MS));
+				cur[r] += 600 * MS;
+			}
+		}
+		for (l = 0; l <= 29; l++) {
+			for (g = 0; g < 2; g++) {
+				int a = l < 29 ? 2 * g : g, b = l < 29 ? 2 * g + 1 : g + 2;
+				int pair[2] = { a, b }, i;
+
+				done = (cur[a] > cur[b] ? cur[a] : cur[b]) + 40 * MS;
+				for (i = 0; i < 2; i++) {
+					r = pair[i];
+					fprintf(f, "{\"type\":\"op\",\"rank\":%d,\"op\":\"compute\","
+						"\"start_ns\":%llu,\"dur_ns\":%llu}\n", r,
+						(unsigned long long)cur[r], (unsigned long long)(30 * MS));
+					fprintf(f, "{\"type\":\"op\",\"rank\":%d,\"op\":\"allreduce\","
+						"\"start_ns\":%llu,\"dur_ns\":%llu,\"comm\":\"%s%d\","
+						"\"bytes\":%d}\n", r,
+						(unsigned long long)(cur[r] + 30 * MS),
+						(unsigned long long)(done - cur[r] - 30 * MS),
+						l < 29 ? "tp" : "dp", g, l < 29 ? 4096 : 65536);
+					cur[r] = done;
+				}
+			}
+		}
+		for (r = 0; r < 4; r++)
+			fprintf(f, "{\"type\":\"op\",\"rank\":%d,\"op\":\"compute\",\"start_ns\":%llu,"
+				"\"dur_ns\":%llu}\n", r, (unsigned long long)cur[r],
+				(unsigned long long)(20 * MS));
+		t = cur[0] + 20 * MS;
+	}
+	fclose(f);
+	out = run(path, &err, 60000 * MS);
+	assert_int_equal(err, 0);
+	/* each rank's steps: their count and the first and last start */
+	for (r = 0; r < 4; r++) {
+		lo[r] = UINT64_MAX;
+		hi[r] = 0;
+	}
+	for (p = out; (p = strstr(p, "\"type\":\"step\"")); p++) {
+		if (sscanf(strstr(p, "\"rank\":"), "\"rank\":%d", &r) != 1 || r < 0 || r > 3)
+			continue;
+		assert_int_equal(sscanf(strstr(p, "\"start_ns\":"), "\"start_ns\":%lld",
+					(long long *)&start), 1);
+		n[r]++;
+		lo[r] = (uint64_t)start < lo[r] ? (uint64_t)start : lo[r];
+		hi[r] = (uint64_t)start > hi[r] ? (uint64_t)start : hi[r];
+	}
+	for (r = 1; r < 4; r++) {
+		if (n[r] != n[0] || lo[r] != lo[0] || hi[r] != hi[0])
+			fail_msg("rank %d: %d steps from %llu to %llu; rank 0: %d from %llu to %llu", r,
+				 n[r], (unsigned long long)lo[r], (unsigned long long)hi[r], n[0],
+				 (unsigned long long)lo[0], (unsigned long long)hi[0]);
+	}
+	assert_true(n[0] >= 10);
+	free(out);
+	unlink(path);
+}
+
 static void replay__bad_op__einval_nothing_run(void **state)
 {
 	static const char text[] = "{\"type\":\"op\",\"rank\":0,\"op\":\"allreduce\","
@@ -281,6 +366,7 @@ int main(void)
 		cmocka_unit_test(replay__offset_clocks_shuffled__compute_on_slow_rank),
 		cmocka_unit_test(replay__never_returns__hang_on_the_computing_rank),
 		cmocka_unit_test(replay__async_step_then_compute__the_last_step_ends),
+		cmocka_unit_test(replay__tp_group_half_a_step_behind__steps_end_together),
 		cmocka_unit_test(replay__bad_op__einval_nothing_run),
 	};
 

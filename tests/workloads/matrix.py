@@ -120,6 +120,14 @@ def cells():
         for r in (1, 2):
             out.append(cell(f"{sname}/compute{r}/np4", np=4, args=sargs,
                             fault=["--fault", f"compute:{r}:4000"], expect=("compute", r)))
+    # 36 tensor-parallel all-reduces a step, 1 ms apart, and rank 3 waiting 25 ms for its
+    # input at the start of each: its TP group runs most of a step behind rank 0's and meets
+    # it only at the data-parallel buckets, where each rank's steps still end (live, the
+    # ranks were lined up before the group fell behind, with and without job.c's wait for a
+    # lagging group: tests/unit/test_replay.c replays the shape that was misaligned)
+    out.append(cell("tp18-dp/pipe3/np4", np=4,
+                    args=["--tp", "18", "--buckets", "2", "--compute-us", "36000", "--loader"],
+                    fault=["--fault", "pipe:3:25000"], expect=("input", 3)))
     # four pipeline stages, one rank each: the middle stages make twice the sends and
     # receives of the ends, and all share only the gradient norm's all-reduce
     out.append(cell("pp4s4/none/np4", np=4, args=["--pp", "4", "--stages", "4"], steps=300,

@@ -643,6 +643,11 @@ static bool align_one(const struct job_rank *ref, const struct job_rank *r, enum
 	if (!final && nr < hi + ALIGN_NEAR &&
 	    last_return(ci, nc) < last_return(ri, hi))
 		return false;
+	/* fewer than the run on a rank still returning: its group's own collectives lag the
+	 * reference's (a tensor-parallel group held by its slow rank, by up to a step of them),
+	 * and paired now its run would pair with ones the reference made earlier */
+	if (!final && nc < hi && nr > ALIGN_NEAR && last_return(ci, nc) >= ri[nr - ALIGN_NEAR].t)
+		return false;
 	if (!best_offset(ref, ri, lo, hi, r, ci, nc, final ? ALIGN_SLACK : 0, &off))
 		return false;
 	for (k = lo; k < nr && k + off < nc; k++) {
