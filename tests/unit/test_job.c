@@ -907,6 +907,16 @@ static void pipeline_four_stages__steps_end_together_at_the_shared_all_reduce(vo
  * replicas (communicator 40 + stage), then the gradient norm on the world. Stage slow computes
  * extra more in each pass, in both replicas.
  */
+/* pp_replicas' time unit for compute (US: 0.4 and 0.8 ms a micro-batch) and whether the
+ * work varies from step to step, on every stage alike (by up to 40%) */
+static uint64_t pp_unit = US;
+static bool pp_vary;
+
+static uint64_t pp_work(uint64_t us, int k)
+{
+	return us * pp_unit * (10 + (pp_vary ? k * 7 % 5 : 0)) / 10;
+}
+
 static void pp_replicas(struct job *j, int steps, int slow, uint64_t extra)
 {
 	uint64_t t[6], seq[6] = {}, x, done = 1000 * MS;
@@ -924,7 +934,7 @@ static void pp_replicas(struct job *j, int steps, int slow, uint64_t extra)
 							  ++seq[r], 64 << 10, t[r], x, st - 1);
 					t[r] = x;
 				}
-				t[r] += 400 * US + (st == slow ? extra : 0);
+				t[r] += pp_work(400, k) + (st == slow ? extra : 0);
 				if (st < 2) {
 					job__on_coll_peer(j, r, 100 + r, RS_OP_SEND, RS_LIB_MPI, 31 + p,
 							  ++seq[r], 64 << 10, t[r], t[r] + 20 * US,
@@ -940,7 +950,7 @@ static void pp_replicas(struct job *j, int steps, int slow, uint64_t extra)
 							  ++seq[r], 64 << 10, t[r], x, st + 1);
 					t[r] = x;
 				}
-				t[r] += 800 * US + (st == slow ? extra : 0);
+				t[r] += pp_work(800, k) + (st == slow ? extra : 0);
 				if (st) {
 					job__on_coll_peer(j, r, 100 + r, RS_OP_SEND, RS_LIB_MPI, 31 + p,
 							  ++seq[r], 64 << 10, t[r], t[r] + 20 * US,
@@ -988,6 +998,36 @@ static void pipeline_per_replica_communicators__stages_by_place(void **state)
  * stage is busy 3.3 ms a step to the others' 1.3 ms and the pipelines run at its pace: compute,
  * on a rank of stage 1. Stage 2 as slow by a tenth of that is within a quarter: none.
  */
+/* Each stage computes 48-67 ms a step (varying from step to step, on every stage alike), stage 1
+ * 4.8 ms more: under a quarter of the others, but in every step, where the other stages are
+ * no farther apart than their work: compute on it. Without it, none. */
+static void pipeline_stage_slower_by_a_tenth__compute_on_it(void **state)
+{
+	static struct seen s;
+	struct job *j = new_job(&s, 6, STEPS_AUTO);
+	int i, named = 0;
+
+	pp_unit = 20 * US;
+	pp_vary = true;
+	pp_replicas(j, 60, 1, 1200 * US);
+	for (i = 0; i < s.nv; i++) {
+		if (s.v[i].cls == V_NONE)
+			continue;
+		assert_int_equal(s.v[i].cls, V_COMPUTE);
+		assert_true(s.v[i].col == 2 || s.v[i].col == 3);
+		named++;
+	}
+	assert_true(named > 0);
+	job__free(j);
+	j = new_job(&s, 6, STEPS_AUTO);
+	pp_replicas(j, 60, -1, 0);
+	for (i = 0; i < s.nv; i++)
+		assert_int_equal(s.v[i].cls, V_NONE);
+	job__free(j);
+	pp_unit = US;
+	pp_vary = false;
+}
+
 static void pipeline_stage_slower_in_every_replica__compute_on_it(void **state)
 {
 	static struct seen s;
@@ -2069,6 +2109,7 @@ int main(void)
 		cmocka_unit_test(pipeline_four_stages__steps_end_together_at_the_shared_all_reduce),
 		cmocka_unit_test(pipeline_per_replica_communicators__stages_by_place),
 		cmocka_unit_test(pipeline_stage_slower_in_every_replica__compute_on_it),
+		cmocka_unit_test(pipeline_stage_slower_by_a_tenth__compute_on_it),
 		cmocka_unit_test(pipeline_link_slower_mid_run__communication),
 		cmocka_unit_test(pipeline_starved_in_its_stage_all_reduce__only_where_the_step_waits),
 		cmocka_unit_test(pipeline_stage_all_reduce_named_by_handles__its_wait_no_transfer),

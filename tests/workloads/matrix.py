@@ -134,6 +134,11 @@ def cells():
                     expect=("none", None)))
     out.append(cell("pp4s4/compute2/np4", np=4, args=["--pp", "4", "--stages", "4"],
                     fault=["--fault", "compute:2:4000"], expect=("compute", 2), check=True))
+    # ... with stage 2 computing a tenth more than the others (24 ms a step each): under a
+    # quarter of them, but in every step, where the others are as busy as each other
+    out.append(cell("pp4s4/compute2-tenth/np4", np=4,
+                    args=["--pp", "4", "--stages", "4", "--compute-us", "24000"],
+                    fault=["--fault", "compute:2:2400"], expect=("compute", 2)))
     # 80 equal tensor-parallel all-reduces a step, 3 ms apart: the period is first looked for
     # when about 50 have come, all alike, before the step's data-parallel buckets
     out.append(cell("tp40long/none/np4", np=4,

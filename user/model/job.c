@@ -2890,12 +2890,74 @@ static void pipeline_bubble(const struct step_obs *win, int m, int n, struct job
 
 /* The newest m rows of the ring, oldest first (the caller frees it). */
 /*
- * A pipeline whose straggler rules named nobody, with one stage busier than the others by
- * over a quarter of their median (what pp->balanced allows): the pipeline runs at that stage's
- * pace. The rules compare a rank with its own stage's replicas, which are all as slow. Its
- * phase: the one of the stage's largest median excess over the other stages' (input, storage,
- * compute, CPU); its rank the stage's first in the window's last row, late by that excess.
+ * A pipeline whose straggler rules named nobody, with one stage busier than the others: the
+ * pipeline runs at that stage's pace. The rules compare a rank with its own stage's replicas,
+ * which are all as slow. Busier, in each step, than the other stages' median in that step (work
+ * that varies from step to step varies on every stage), by over a quarter of that median, or
+ * by DETECT_NOISE_K times the noise, at the median over the window's steps, and by
+ * DETECT_SKEW_MIN_NS at least. The noise: the DETECT_NOISE_Q quantile of how far the other
+ * stages are from their median in a step, or of how far the stage's own excess strays from
+ * its median from step to step (with 2 stages the other has no peer). Its phase: the one of
+ * the stage's largest median excess over the other stages' (input, storage, compute, CPU);
+ * its rank the stage's first in the window's last row, late by that excess.
  */
+static bool busier_than_noise(const struct step_obs *win, int m, int n, const struct job_pp *pp,
+			      int hi, uint64_t e)
+{
+	uint64_t *b, *tmp, *dev, med, noise;
+	int64_t *x, ex;
+	int s, i, c, k, nx = 0, nd = 0, S = pp->stages;
+	bool ok = false;
+
+	b = calloc((size_t)S * m, sizeof(*b));		/* each stage's busy time, each step */
+	tmp = calloc(n > S ? n : S, sizeof(*tmp));
+	dev = calloc((size_t)S * m * 2, sizeof(*dev));
+	x = calloc(m, sizeof(*x));
+	if (!b || !tmp || !dev || !x)
+		goto out;
+	for (i = 0; i < m; i++) {
+		for (s = 0; s < S; s++) {
+			for (k = 0, c = 0; c < n; c++) {
+				const struct step_obs *o = &win[i * n + c];
+
+				if (o->present && o->stage == s && o->dur_ns)
+					tmp[k++] = o->dur_ns > steps__inside(&o->ph) ?
+						   o->dur_ns - steps__inside(&o->ph) : 0;
+			}
+			if (!k)
+				break;
+			b[s * m + i] = detect__median(tmp, k);
+		}
+		if (s < S)
+			continue;	/* a stage missing from this step */
+		for (k = 0, s = 0; s < S; s++)
+			if (s != hi)
+				tmp[k++] = b[s * m + i];
+		med = detect__median(tmp, k);
+		x[nx++] = (int64_t)b[hi * m + i] - (int64_t)med;
+		for (s = 0; s < S; s++)
+			if (s != hi)
+				dev[nd++] = b[s * m + i] > med ? b[s * m + i] - med : med - b[s * m + i];
+	}
+	if (nx < 2)
+		goto out;
+	qsort(x, nx, sizeof(*x), detect__cmp_i64);
+	ex = nx % 2 ? x[nx / 2] : x[nx / 2 - 1] + (x[nx / 2] - x[nx / 2 - 1]) / 2;
+	if (ex < DETECT_SKEW_MIN_NS)
+		goto out;
+	for (i = 0; i < nx; i++)
+		dev[nd++] = (uint64_t)(x[i] > ex ? x[i] - ex : ex - x[i]);
+	qsort(dev, nd, sizeof(*dev), detect__cmp_u64);
+	noise = dev[(int)((nd - 1) * DETECT_NOISE_Q)];
+	ok = ex >= (int64_t)(DETECT_NOISE_K * noise) || (uint64_t)ex * 4 > e;
+out:
+	free(b);
+	free(tmp);
+	free(dev);
+	free(x);
+	return ok;
+}
+
 static bool busiest_stage(const struct step_obs *win, int m, int n, const struct job_pp *pp,
 			  struct verdict *v)
 {
@@ -2903,7 +2965,7 @@ static bool busiest_stage(const struct step_obs *win, int m, int n, const struct
 	uint64_t others[JOB_PP_SHOW], med[JOB_PP_SHOW], *x, e, best = 0;
 	int s, hi = -1, k, c, i, p, col = -1, pick = -1;
 
-	if (pp->stages < 2 || pp->stages > JOB_PP_SHOW || pp->balanced || pp->worst < 0)
+	if (pp->stages < 2 || pp->stages > JOB_PP_SHOW || pp->worst < 0)
 		return false;
 	for (s = 0; s < pp->stages; s++)
 		hi = hi < 0 || pp->busy_ns[s] > pp->busy_ns[hi] ? s : hi;
@@ -2911,7 +2973,7 @@ static bool busiest_stage(const struct step_obs *win, int m, int n, const struct
 		if (s != hi)
 			others[k++] = pp->busy_ns[s];
 	e = detect__median(others, k);
-	if (pp->busy_ns[hi] * 4 <= e * 5 || pp->busy_ns[hi] < e + DETECT_SKEW_MIN_NS)
+	if (!busier_than_noise(win, m, n, pp, hi, e))
 		return false;
 	for (c = 0; c < n && col < 0; c++)
 		if (win[(size_t)(m - 1) * n + c].present && win[(size_t)(m - 1) * n + c].stage == hi)
