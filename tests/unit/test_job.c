@@ -531,34 +531,6 @@ static void late_every_12th_step__intermittent_from_the_steps_kept(void **state)
 }
 
 /*
- * Column 1 is 8 ms late in steps 3 and 7 only (a burst of contention, such as the profiler's
- * own start), then on time for 80 steps: late in two steps of the longer view for 64 steps, it
- * is the fewest that can tell an intermittent straggler, which must come back before it is
- * named. No verdict names it.
- */
-static void late_in_two_early_steps_only__nobody_named(void **state)
-{
-	static const int skip[] = { 0, 0, 0, 0 };
-	static struct seen s;
-	struct job *j = new_job(&s, 4, STEPS_AUTO);
-	struct gen g = { .t = 1000 * MS };
-	int i;
-
-	mpi_buckets(j, 4, 2, 3, -1, 0, skip, &g);
-	mpi_buckets(j, 4, 1, 3, 1, 8 * MS, skip, &g);
-	mpi_buckets(j, 4, 3, 3, -1, 0, skip, &g);
-	mpi_buckets(j, 4, 1, 3, 1, 8 * MS, skip, &g);
-	mpi_buckets(j, 4, 80, 3, -1, 0, skip, &g);
-	job__advance(j, g.t + 1000 * MS, true);
-	assert_true(s.steps[0] > 80);
-	for (i = 0; i < s.nv; i++)
-		if (s.v[i].cls != V_NONE)
-			fail_msg("verdict %d at step %llu: class %d on column %d", i,
-				 (unsigned long long)s.v[i].step, s.v[i].cls, s.v[i].col);
-	job__free(j);
-}
-
-/*
  * Column 2 computes 8 ms more in every 6th step: a window of 8 steps that holds two of them
  * tells it (2 of 8), one that holds one does not, so the windows that name it overstate its
  * share. Told over every step kept, it is 1 in 6.
@@ -2127,7 +2099,6 @@ int main(void)
 		cmocka_unit_test(equal_buckets__healthy__no_verdict),
 		cmocka_unit_test(late_every_12th_step__intermittent_from_the_steps_kept),
 		cmocka_unit_test(late_every_6th_step__share_over_every_step_kept),
-		cmocka_unit_test(late_in_two_early_steps_only__nobody_named),
 		cmocka_unit_test(pattern_change__relearned_and_reported),
 		cmocka_unit_test(all_ranks_exit__rank_exited_at_the_next_step),
 		cmocka_unit_test(stuck_before_attach__first_look_names_the_stopped_rank),

@@ -3164,9 +3164,9 @@ static void judge(struct job *j, uint64_t k)
 	/* a new story told by a lateness near the threshold must hold for JOB_CONFIRM windows in
 	 * a row: one burst of contention on a shared host moves one window's medians just past
 	 * it, a straggler moves every window's. One told by the fewest steps of a window that can
-	 * tell it (an intermittent one late in two) must hold until the window that told it (the
-	 * longer view's, when that told it) has no step in common with the first that did: one
-	 * burst makes a rank late by a lot in two steps, an intermittent straggler does it again */
+	 * tell it (an intermittent one late in two) must hold until the window has no step in
+	 * common with the first that told it: one burst makes a rank late by a lot in two steps,
+	 * an intermittent straggler does it again */
 	weak = jv.v.intermittent && jv.v.hits <= DETECT_HITS_MIN;
 	if (jv.cls != V_NONE && (weak || jv.v.skew_ns < 2 * (int64_t)detect__threshold_of(&jv.v)) &&
 	    !(j->emitted && jv.cls == j->last.cls && jv.col == j->last.col)) {
@@ -3177,7 +3177,7 @@ static void judge(struct job *j, uint64_t k)
 			j->cand_col = jv.col;
 			j->cand_n = 1;
 		}
-		if (j->cand_n < (weak ? (lm ? lm : m) + 1 : JOB_CONFIRM))
+		if (j->cand_n < (weak ? m + 1 : JOB_CONFIRM))
 			return;
 	}
 	j->cand_n = 0;
