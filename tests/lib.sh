@@ -66,7 +66,7 @@ wait_lines() {
 		sleep 0.1
 	done
 	echo "timed out waiting for $n lines /$re/ in $f${5:+ (${5})}:"
-	[ -n "$5" ] || tail -20 "$f"
+	[ -n "${5:-}" ] || tail -20 "$f"
 	return 1
 }
 

@@ -219,12 +219,23 @@ uint64_t detect__median_without(const uint64_t *v, int n, uint64_t x)
 	return m % 2 ? hi : lo / 2 + hi / 2 + (lo & hi & 1);
 }
 
-static int64_t median_i64(int64_t *v, int n)
+int64_t detect__median_i64(int64_t *v, int n)
 {
 	if (n <= 0)
 		return 0;
 	qsort(v, n, sizeof(*v), detect__cmp_i64);
 	return n % 2 ? v[n / 2] : v[n / 2 - 1] + (v[n / 2] - v[n / 2 - 1]) / 2;
+}
+
+int64_t detect__tail(int64_t *v, int n)
+{
+	int64_t t;
+
+	if (n <= 0)
+		return 0;
+	qsort(v, n, sizeof(*v), detect__cmp_i64);
+	t = v[(int)((n - 1) * DETECT_NOISE_Q)];
+	return t > 0 ? t : 0;
 }
 
 /* The median over r's peers (every present column but r) of f. */
@@ -411,7 +422,7 @@ static bool intermittent(const struct step_obs *obs, int nsteps, int nranks, con
 			exc[h++] = (int64_t)get_phase(&row[late], cand[c]) -
 				   (int64_t)peers_median(row, nranks, late, tmp, get_phase, cand[c]);
 		}
-		e = median_i64(exc, h);
+		e = detect__median_i64(exc, h);
 		if (e > best_e) {
 			best_e = e;
 			best_ph = cand[c];
@@ -428,7 +439,7 @@ static bool intermittent(const struct step_obs *obs, int nsteps, int nranks, con
 		hits += explained_hit(&lat[s * nranks], nranks, late, threshold, mine[h], peer[h]);
 		h++;
 	}
-	e = median_i64(skews, h);
+	e = detect__median_i64(skews, h);
 	if (best_e < (int64_t)(e * DETECT_EXPLAINED))
 		return false;
 	name_rank(v, late, e, best_ph, best_e, mine, peer, h);
@@ -487,7 +498,7 @@ int detect__late_column(const int64_t *ex, const bool *ok, int nsteps, int ncols
 				col[m++] = ex[s * ncols + r];
 		if (!m)
 			break;
-		e = median_i64(col, m);
+		e = detect__median_i64(col, m);
 		if (e > best) {
 			best = e;
 			late = r;
@@ -601,10 +612,7 @@ static int64_t others_tail(const int64_t *lat, const bool *ok, int nsteps, int n
 			if (r != top)
 				v[n++] = l[r];
 	}
-	if (n) {
-		qsort(v, n, sizeof(*v), detect__cmp_i64);
-		t = v[(int)((n - 1) * DETECT_NOISE_Q)] > 0 ? v[(int)((n - 1) * DETECT_NOISE_Q)] : 0;
-	}
+	t = detect__tail(v, n);
 	free(v);
 	return t;
 }
@@ -658,7 +666,7 @@ static bool imbalance(const struct step_obs *obs, int nsteps, int nranks, const 
 					   (int64_t)peers_median(row, nranks, tops[s], tmp, get_phase,
 								 cand[c]);
 		}
-		e = median_i64(exc, h);
+		e = detect__median_i64(exc, h);
 		if (h && (best < 0 || e > best_e)) {
 			best_e = e;
 			best = c;
@@ -684,9 +692,9 @@ static bool imbalance(const struct step_obs *obs, int nsteps, int nranks, const 
 	if (h < m * DETECT_CONSISTENT || most * 2 > m)
 		goto out;
 	v->rank = -1;
-	v->skew_ns = median_i64(skews, h);
+	v->skew_ns = detect__median_i64(skews, h);
 	v->phase = cand[best];
-	v->phase_excess_ns = median_i64(exc, h);
+	v->phase_excess_ns = detect__median_i64(exc, h);
 	v->imbalance = true;
 	v->hits = h;
 	found = true;
@@ -724,16 +732,14 @@ static uint64_t threshold_of(const int64_t *lat, const bool *ok, int nsteps, int
 			if (peers ? r != late : r == late)
 				v[n++] = lat[s * nranks + r];
 	if (!peers && n >= DETECT_NOISE_STEPS) {
-		med = median_i64(v, n);
+		med = detect__median_i64(v, n);
 		for (s = 0; s < n; s++)
 			v[s] = v[s] > med ? v[s] - med : med - v[s];
 	} else if (!peers) {
 		n = 0;
 	}
 	if (n) {
-		qsort(v, n, sizeof(*v), detect__cmp_i64);
-		k = v[(int)((n - 1) * DETECT_NOISE_Q)] > 0 ?
-		    (uint64_t)v[(int)((n - 1) * DETECT_NOISE_Q)] * DETECT_NOISE_K : 0;
+		k = (uint64_t)detect__tail(v, n) * DETECT_NOISE_K;
 		if (k < t)
 			t = k > DETECT_SKEW_MIN_NS ? k : DETECT_SKEW_MIN_NS;
 	}
@@ -965,7 +971,7 @@ int detect__window_seen(const struct step_obs *obs, int nsteps, int nranks, bool
 			lat[s * nranks + r] = lateness(row, nranks, r, tmp);
 			skews[m++] = lat[s * nranks + r];
 		}
-		e = median_i64(skews, m);
+		e = detect__median_i64(skews, m);
 		if (e > best_skew) {
 			best_skew = e;
 			late = r;
@@ -1024,7 +1030,7 @@ int detect__window_seen(const struct step_obs *obs, int nsteps, int nranks, bool
 			exc[m++] = (int64_t)get_phase(&row[late], cand[c]) -
 				   (int64_t)peers_median(row, nranks, late, tmp, get_phase, cand[c]);
 		}
-		e = median_i64(exc, m);
+		e = detect__median_i64(exc, m);
 		if (e > best_e) {
 			best_e = e;
 			v->phase = cand[c];

@@ -214,5 +214,10 @@ void detect__sort_u64(uint64_t *v, int n);
 /* detect__median of sorted v[0..n) less one element equal to x (n >= 2, x among them):
  * every rank's peers' median from one sort. */
 uint64_t detect__median_without(const uint64_t *v, int n, uint64_t x);
+/* The median of v (n of them; sorts v in place); 0 when n is 0. */
+int64_t detect__median_i64(int64_t *v, int n);
+/* The DETECT_NOISE_Q quantile of v (n of them; sorts v in place), 0 when that is negative or n
+ * is 0: how far noise alone strays. A straggler stands out by DETECT_NOISE_K times it. */
+int64_t detect__tail(int64_t *v, int n);
 
 #endif /* RS_DETECT_H */

@@ -2828,6 +2828,12 @@ static void verdict_group(const struct job *j, struct job_verdict *jv)
 	}
 }
 
+/* A pipeline rank's busy time in a step: the step less its sends, receives and collectives. */
+static uint64_t busy_of(const struct step_obs *o)
+{
+	return o->dur_ns > steps__inside(&o->ph) ? o->dur_ns - steps__inside(&o->ph) : 0;
+}
+
 /*
  * A pipeline's bubble over the window: each stage's median share of its step spent in sends
  * and receives, against the share its schedule cannot avoid, (S - 1) / (M + S - 1). Excess
@@ -2865,8 +2871,7 @@ static void pipeline_bubble(const struct step_obs *win, int m, int n, struct job
 
 				if (!o->present || o->stage != s || !o->dur_ns)
 					continue;
-				busy[k] = o->dur_ns > steps__inside(&o->ph) ?
-					  o->dur_ns - steps__inside(&o->ph) : 0;
+				busy[k] = busy_of(o);
 				share[k++] = o->p2p_ns * 1000000 / o->dur_ns;
 			}
 		if (!k)
@@ -2904,8 +2909,8 @@ static void pipeline_bubble(const struct step_obs *win, int m, int n, struct job
 static bool busier_than_noise(const struct step_obs *win, int m, int n, const struct job_pp *pp,
 			      int hi, uint64_t e)
 {
-	uint64_t *b, *tmp, *dev, med, noise;
-	int64_t *x, ex;
+	uint64_t *b, *tmp, med;
+	int64_t *x, *dev, ex;
 	int s, i, c, k, nx = 0, nd = 0, S = pp->stages;
 	bool ok = false;
 
@@ -2921,8 +2926,7 @@ static bool busier_than_noise(const struct step_obs *win, int m, int n, const st
 				const struct step_obs *o = &win[i * n + c];
 
 				if (o->present && o->stage == s && o->dur_ns)
-					tmp[k++] = o->dur_ns > steps__inside(&o->ph) ?
-						   o->dur_ns - steps__inside(&o->ph) : 0;
+					tmp[k++] = busy_of(o);
 			}
 			if (!k)
 				break;
@@ -2937,19 +2941,17 @@ static bool busier_than_noise(const struct step_obs *win, int m, int n, const st
 		x[nx++] = (int64_t)b[hi * m + i] - (int64_t)med;
 		for (s = 0; s < S; s++)
 			if (s != hi)
-				dev[nd++] = b[s * m + i] > med ? b[s * m + i] - med : med - b[s * m + i];
+				dev[nd++] = b[s * m + i] > med ? (int64_t)(b[s * m + i] - med) :
+								  (int64_t)(med - b[s * m + i]);
 	}
 	if (nx < 2)
 		goto out;
-	qsort(x, nx, sizeof(*x), detect__cmp_i64);
-	ex = nx % 2 ? x[nx / 2] : x[nx / 2 - 1] + (x[nx / 2] - x[nx / 2 - 1]) / 2;
+	ex = detect__median_i64(x, nx);
 	if (ex < DETECT_SKEW_MIN_NS)
 		goto out;
 	for (i = 0; i < nx; i++)
-		dev[nd++] = (uint64_t)(x[i] > ex ? x[i] - ex : ex - x[i]);
-	qsort(dev, nd, sizeof(*dev), detect__cmp_u64);
-	noise = dev[(int)((nd - 1) * DETECT_NOISE_Q)];
-	ok = ex >= (int64_t)(DETECT_NOISE_K * noise) || (uint64_t)ex * 4 > e;
+		dev[nd++] = x[i] > ex ? x[i] - ex : ex - x[i];
+	ok = ex >= DETECT_NOISE_K * detect__tail(dev, nd) || (uint64_t)ex * 4 > e;
 out:
 	free(b);
 	free(tmp);
