@@ -1922,6 +1922,93 @@ static void stuck_in_work_before_steps_learned__steps_still_built(void **state)
 	job__free(j);
 }
 
+/* What each column is inside once stuck (op 0: in none), for the TP + DP hang below. */
+static struct job_inflight tpdp_in[4];
+
+static bool tpdp_inflight(void *ctx, int col, struct job_inflight *in)
+{
+	*in = tpdp_in[col];
+	return in->op != 0;
+}
+
+/*
+ * One step of tensor + data parallel on 4 ranks, named communicators: TP pairs {0,1} (10) and
+ * {2,3} (11) all-reduce 3 times, then DP pairs {0,2} (20) and {1,3} (21) once. With drop,
+ * rank 1 makes 2 of its TP calls, as the simulator draws a skipped call: its peers' calls
+ * return all the same.
+ */
+static void tpdp_step(struct job *j, uint64_t *cur, uint64_t (*seq)[2], bool drop)
+{
+	uint64_t arrive[4], done;
+	int l, g, i, c;
+
+	for (l = 0; l <= 3; l++) {
+		for (c = 0; c < 4; c++)
+			arrive[c] = cur[c] + (l < 3 ? 380 * US : 500 * US);
+		for (g = 0; g < 2; g++) {
+			int pair[2] = { l < 3 ? 2 * g : g, l < 3 ? 2 * g + 1 : g + 2 };
+
+			done = (arrive[pair[0]] > arrive[pair[1]] ? arrive[pair[0]] :
+								     arrive[pair[1]]) + 60 * US;
+			for (i = 0; i < 2; i++) {
+				c = pair[i];
+				cur[c] = done + i * 400 * US;
+				if (drop && l == 2 && c == 1)
+					continue;
+				++seq[c][l == 3];
+				job__on_coll(j, c, 100 + c, RS_OP_ALLREDUCE, RS_LIB_MPI,
+					     l < 3 ? 10 + c / 2 : 20 + c % 2, seq[c][l == 3],
+					     l < 3 ? 16 << 10 : 64 << 10, arrive[c], cur[c]);
+			}
+		}
+	}
+	for (c = 0; c < 4; c++)
+		cur[c] += 300 * US;	/* the optimizer */
+	job__advance(j, cur[0], false);
+}
+
+/*
+ * Tensor + data parallel, 79 steps, then three in which rank 1 makes one TP call fewer, and the
+ * job stops: the others wait in the next step's first TP call past the hang timeout, rank 1
+ * in none. Its calls since its last step are those of that step (both lack the call), but
+ * that step's are not those of its step before: divergent on it. With no call skipped, a hang
+ * on rank 1.
+ */
+static void skipped_call_in_the_last_steps__divergent_not_a_hang(void **state)
+{
+	static struct seen s;
+	struct job *j;
+	int drop, c, v;
+
+	for (drop = 1; drop >= 0; drop--) {
+		uint64_t cur[4], seq[4][2] = {}, t;
+
+		for (c = 0; c < 4; c++)
+			cur[c] = 1000 * MS;
+		j = job_with(&s, 4, STEPS_AUTO, 2000 * MS, tpdp_inflight, running);
+		for (c = 0; c < 82; c++)
+			tpdp_step(j, cur, seq, drop && c >= 79);
+		for (c = 0; c < 4; c++)	/* all but rank 1 in the next step's first TP call */
+			tpdp_in[c] = (struct job_inflight){
+				.enter_ns = cur[c] + 380 * US, .seq = seq[c][0] + 1,
+				.comm = 10 + c / 2, .bytes = 16 << 10,
+				.op = c == 1 ? 0 : RS_OP_ALLREDUCE };
+		t = cur[0] + 380 * US;
+		job__advance(j, t + 1000 * MS, false);
+		assert_true(s.steps[1] > 70);
+		job__advance(j, t + 2500 * MS, false);
+		for (v = 0; v < s.nv && s.v[v].cls == V_NONE; v++)
+			;
+		assert_true(v < s.nv);
+		if (s.v[v].cls != (drop ? V_DIVERGENT : V_HANG) || s.v[v].col != 1)
+			print_error("drop %d: class %d col %d: %s\n", drop, s.v[v].cls, s.v[v].col,
+				    s.v[v].detail);
+		assert_int_equal(s.v[v].cls, drop ? V_DIVERGENT : V_HANG);
+		assert_int_equal(s.v[v].col, 1);
+		job__free(j);
+	}
+}
+
 /* What each rank's process is doing, for the first-look tests: rank 1 as first_state says. */
 static const char *first_state;
 
@@ -2134,6 +2221,7 @@ int main(void)
 		cmocka_unit_test(all_inside__the_odd_call_diverges_else_a_hang_on_none),
 		cmocka_unit_test(stuck_before_steps_learned__the_odd_launch_diverges),
 		cmocka_unit_test(stuck_in_work_before_steps_learned__steps_still_built),
+		cmocka_unit_test(skipped_call_in_the_last_steps__divergent_not_a_hang),
 		cmocka_unit_test(no_step_yet_but_collectives_return__not_stuck),
 	};
 

@@ -67,6 +67,8 @@ struct job_rank {
 	int seq_hint;		/* coll index of find_seq's last hit: where the next search starts */
 	uint64_t seen_ns;	/* the latest start (or entry) of its records, or end of a run */
 	uint64_t built_start, built_end;	/* its last step built (0: none yet) */
+	uint64_t *prev_sig;	/* the calls of the step before that one (call_sig), what strays */
+	int nprev;		/* compares it with; -1: not known (not built just before it) */
 	int64_t mark_off;	/* marker steps: step number = marker seq + mark_off */
 	bool aligned;
 	bool exited;
@@ -202,6 +204,7 @@ void job__free(struct job *j)
 		free(j->r[i].io);
 		free(j->r[i].mark);
 		free(j->r[i].hist);
+		free(j->r[i].prev_sig);
 		free(j->r[i].hgap);
 		free(j->r[i].bwd);
 		free(j->r[i].gpu);
@@ -3276,6 +3279,36 @@ static void check_divergence(struct job *j, uint64_t k)
 		}								\
 	} while (0)
 
+static uint64_t call_sig(unsigned int op, uint64_t bytes, uint64_t comm)
+{
+	return (comm * 0x9e3779b97f4a7c15ULL) ^ (bytes * 0xff51afd7ed558ccdULL) ^ op;
+}
+
+/* The main thread's calls that entered in [from, to), as call_sig, into r->prev_sig: the step
+ * just before the one built from to on. Not known (-1) when none was built just before it. */
+static void keep_prev_step(struct job_rank *r, uint64_t from, uint64_t to)
+{
+	uint64_t *p;
+	int i, n = 0;
+
+	r->nprev = -1;
+	if (!r->built_end || r->built_end != to)
+		return;
+	for (i = 0; i < r->ncoll; i++)
+		n += r->coll[i].enter >= from && r->coll[i].enter < to;
+	if (n && !(p = realloc(r->prev_sig, sizeof(*p) * n)))
+		return;
+	if (n)
+		r->prev_sig = p;
+	for (n = 0, i = 0; i < r->ncoll; i++) {
+		const struct tl_coll *x = &r->coll[i];
+
+		if (x->enter >= from && x->enter < to && (!r->main_tid || x->tid == r->main_tid))
+			r->prev_sig[n++] = call_sig(x->op, x->bytes, x->comm);
+	}
+	r->nprev = n;
+}
+
 static void trim(struct job_rank *r, uint64_t t)
 {
 	int n = r->ncoll;
@@ -3391,6 +3424,7 @@ static void assemble(struct job *j, uint64_t now, bool final)
 		for (c = 0; c < j->n; c++) {
 			if (!row[c].present)
 				continue;
+			keep_prev_step(&j->r[c], j->r[c].built_start, st[c].start_ns);
 			j->r[c].built_start = st[c].start_ns;
 			j->r[c].built_end = st[c].start_ns + st[c].dur_ns;
 			trim(&j->r[c], st[c].start_ns);
@@ -3398,11 +3432,6 @@ static void assemble(struct job *j, uint64_t now, bool final)
 	}
 done:
 	free(st);
-}
-
-static uint64_t call_sig(unsigned int op, uint64_t bytes, uint64_t comm)
-{
-	return (comm * 0x9e3779b97f4a7c15ULL) ^ (bytes * 0xff51afd7ed558ccdULL) ^ op;
 }
 
 /*
@@ -3444,6 +3473,14 @@ static int strays(const struct job *j, int c, const struct job_inflight *in, int
 		len = n;	/* no call since its step (an open wait is none): none strays */
 	if (len <= 0)
 		ret = -1;
+	/* the step built last against the one before it: a call skipped, reordered or changed
+	 * in it, before the one the rank now waits in */
+	for (i = 0; ret == 0 && r->nprev > 0 && i < (len > r->nprev ? len : r->nprev); i++) {
+		if (i >= len || i >= r->nprev || sig[i] != r->prev_sig[i]) {
+			*pos = i;
+			ret = 1;
+		}
+	}
 	for (i = len; ret == 0 && i < n; i++) {
 		if (sig[i] != sig[i - len]) {
 			*pos = (i - len) % len;
