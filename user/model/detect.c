@@ -369,6 +369,32 @@ static bool explained_hit(const int64_t *l, int nranks, int r, uint64_t threshol
 	return (int64_t)mine - (int64_t)peer >= (int64_t)(l[r] * DETECT_EXPLAINED);
 }
 
+/* How much later than the next latest rank column late is, at the median over the complete
+ * rows where it is late by from at least: what its peers wait for it (what its lateness
+ * measures against peers' medians counts it once or more: 2 ranks, twice). */
+static int64_t holds_back(const int64_t *lat, const bool *ok, int nsteps, int nranks, int late,
+			  int64_t from)
+{
+	int64_t *v = malloc(sizeof(*v) * (size_t)nsteps), next, h;
+	int s, r, n = 0;
+
+	if (!v)
+		return INT64_MAX;
+	for (s = 0; s < nsteps; s++) {
+		const int64_t *l = &lat[s * nranks];
+
+		if (!ok[s] || l[late] < from)
+			continue;
+		for (next = INT64_MIN, r = 0; r < nranks; r++)
+			if (r != late && l[r] > next)
+				next = l[r];
+		v[n++] = next == INT64_MIN ? l[late] : l[late] - next;
+	}
+	h = detect__median_i64(v, n);
+	free(v);
+	return h;
+}
+
 /*
  * No rank late in most steps: one late by a lot (twice the threshold) in a few of them, and
  * its own time in one phase explains it there, is an intermittent straggler (a long batch
@@ -440,7 +466,9 @@ static bool intermittent(const struct step_obs *obs, int nsteps, int nranks, con
 		h++;
 	}
 	e = detect__median_i64(skews, h);
-	if (best_e < (int64_t)(e * DETECT_EXPLAINED))
+	if (best_e < (int64_t)(e * DETECT_EXPLAINED) ||
+	    holds_back(lat, ok, nsteps, nranks, late, 2 * (int64_t)threshold) <
+	    (int64_t)(v->step_ns * DETECT_HOLDS_FRAC))
 		return false;
 	name_rank(v, late, e, best_ph, best_e, mine, peer, h);
 	v->intermittent = true;
@@ -915,7 +943,7 @@ int detect__window_seen(const struct step_obs *obs, int nsteps, int nranks, bool
 	uint64_t *tmp = NULL, *durs = NULL, *posts = NULL, *mine = NULL, *peer = NULL, last;
 	int64_t *skews = NULL, *exc = NULL, *lat = NULL, best_skew = INT64_MIN, e, best_e;
 	int s, r, m, nrows = 0, np = 0, c, late = -1, err = 0;
-	bool consistent, *ok = NULL;
+	bool consistent, quiet, *ok = NULL;
 	uint64_t threshold;
 
 	memset(v, 0, sizeof(*v));
@@ -1004,6 +1032,10 @@ int detect__window_seen(const struct step_obs *obs, int nsteps, int nranks, bool
 		consistent = c >= m * DETECT_CONSISTENT || most >= m * DETECT_CONSISTENT ||
 			     (best_skew >= 2 * (int64_t)threshold && c >= m * DETECT_MOSTLY);
 	}
+	/* late, consistently, but by less than the rest make it wait: nobody to name */
+	quiet = best_skew >= (int64_t)threshold && consistent &&
+		holds_back(lat, ok, nsteps, nranks, late, INT64_MIN) <
+		(int64_t)(v->step_ns * DETECT_HOLDS_FRAC);
 	if ((best_skew < (int64_t)threshold || !consistent) &&
 	    /* the latest of many ranks reaches the tail of their noise every step: an imbalance
 	     * is judged against the quarter of the step, not the noise of one rank */
@@ -1011,7 +1043,7 @@ int detect__window_seen(const struct step_obs *obs, int nsteps, int nranks, bool
 	     intermittent(obs, nsteps, nranks, ok, lat, threshold, tmp, v) ||
 	     (all_seen && starved_inside(obs, nsteps, nranks, ok, v->step_ns, tmp, v))))
 		goto classify;
-	if (best_skew < (int64_t)threshold || !consistent) {
+	if (best_skew < (int64_t)threshold || !consistent || quiet) {
 		v->skew_ns = best_skew;
 		v->cls = v->post_arrival_ns >= DETECT_COMM_MIN_NS &&
 			 v->post_arrival_ns >= v->step_ns * DETECT_COMM_FRAC ? V_COMMUNICATION : V_NONE;

@@ -32,6 +32,9 @@ enum vclass {
 #define DETECT_MOSTLY	0.60	/* ... or, late by twice the threshold at the median, late by
 					 * half of it in 3/5 of the steps */
 #define DETECT_EXPLAINED	0.50	/* a late rank's own phase explains half its lateness at least */
+#define DETECT_HOLDS_FRAC	0.01	/* ... and holds its peers back by 1% of the step (its
+					 * lateness over the next latest rank's, at the median): later
+					 * than the rest, by less, it costs the job nothing to name */
 #define DETECT_HITS_MIN	2	/* an intermittent straggler is late by a lot in this many episodes
 				 * (runs of late steps, apart) at least: once is noise */
 #define DETECT_HITS_MAX	64	/* steps of a window looked at for it (a window is at most JOB_ROWS) */
