@@ -539,6 +539,14 @@ def pp_schedule(S, M, sched):
     return order
 
 
+def stop_in_compute(ops, j, h):
+    """Rank's program ops ends in work of step h that never ends, from ops[j] on. After the
+    step's last collective that work is the next step's: a step ends with its last collective."""
+    later = not any(o[0] == h and o[1] in "CWP" for o in ops[j:])
+    del ops[j:]
+    ops.append((h + later, "H", "compute"))
+
+
 def terminal(progs, f, rng):
     """Hang, divergence or exit of rank f['rank'] at step f['start'] (peers just block)."""
     X, h = f["rank"], f["start"]
@@ -556,9 +564,7 @@ def terminal(progs, f, rng):
     elif kind == "hang":
         w = f["where"]
         if w == "compute":
-            j = rng.choice(comp)
-            del ops[j:]
-            ops.append((h, "H", "compute"))
+            stop_in_compute(ops, rng.choice(comp), h)
         elif w == "before":
             j = next(j for j in idx if ops[j][1] in "CWP")
             del ops[j:]
@@ -569,8 +575,7 @@ def terminal(progs, f, rng):
             if o[1] == "C":
                 ops[j] = o[:8] + (True,)
             else:            # no synchronous collective in the step: stop in compute
-                del ops[j:]
-                ops.append((h, "H", "compute"))
+                stop_in_compute(ops, j, h)
                 f.update(where="compute", culprits=[X], culprit_required=True)
     else:
         how = f["how"]
