@@ -95,8 +95,10 @@ dp = [i for i, l in enumerate(lines) if l.startswith('{"type":"collective","rank
       and '"bytes":65536' in l]
 assert len(dp) > 500, f"{len(dp)} data-parallel all-reduces recorded on rank 0"
 for cut in dp[100:600:83]:
-    end = max(json.loads(l)["exit_ns"] for l in lines[cut - 40:cut]
-              if l.startswith('{"type":"collective"'))
+    # the latest return among the collectives recorded just before the cut (other records,
+    # off-CPU and run-queue ones, can fill the 40 lines before it)
+    prev = [l for l in lines[:cut] if l.startswith('{"type":"collective"')][-40:]
+    end = max(json.loads(l)["exit_ns"] for l in prev)
     tick = '{"type":"tick","job":"%s","t_ns":%d,"final":true}\n' % (job, end + 10**9)
     open(f"{T}/cut.jsonl", "w").writelines(lines[:cut] + [tick])
     out = subprocess.run([rs, "diagnose", "--replay", f"{T}/cut.jsonl", "--json"],
