@@ -550,7 +550,9 @@ static void window__pipeline_ranks_without_transfer__count_as_none(void **state)
  * DETECT_NOISE_K times that spread; one of 25 ms it tells. A current window as noisy tells
  * none either. A change inside the first window (its steps 3-4 already slower) leaves them in
  * the reference: they are like the later steps, and steps 1-2 are the reference; with one
- * step before the change only (under half of DETECT_REF_MIN), none.
+ * step before the change only (under half of DETECT_REF_MIN), none. A change landing inside
+ * step 3 leaves steps 3-4 part slower (10 ms of the 15): nearer the later steps than steps 1-2,
+ * they are not the reference either; steps 5 ms slower (a third of the way) are.
  */
 static void comm_change__steps_of_a_short_window__noisy_reference(void **state)
 {
@@ -559,13 +561,16 @@ static void comm_change__steps_of_a_short_window__noisy_reference(void **state)
 		int from;	/* the first window's steps from this one are slower already */
 		enum vclass cls;
 		const char *than;
+		uint64_t part;	/* ... by this much (0: by add) */
 	} t[] = {
-		{ 0, 0, 15 * MS, 4, V_COMMUNICATION, "than in steps 1-4" },
-		{ 6 * MS, 0, 15 * MS, 4, V_NONE, NULL },
-		{ 6 * MS, 0, 25 * MS, 4, V_COMMUNICATION, "than in steps 1-4" },
-		{ 0, 6 * MS, 15 * MS, 4, V_NONE, NULL },
-		{ 0, 0, 15 * MS, 2, V_COMMUNICATION, "than in steps 1-2" },
-		{ 0, 0, 15 * MS, 1, V_NONE, NULL },
+		{ 0, 0, 15 * MS, 4, V_COMMUNICATION, "than in steps 1-4", 0 },
+		{ 6 * MS, 0, 15 * MS, 4, V_NONE, NULL, 0 },
+		{ 6 * MS, 0, 25 * MS, 4, V_COMMUNICATION, "than in steps 1-4", 0 },
+		{ 0, 6 * MS, 15 * MS, 4, V_NONE, NULL, 0 },
+		{ 0, 0, 15 * MS, 2, V_COMMUNICATION, "than in steps 1-2", 0 },
+		{ 0, 0, 15 * MS, 1, V_NONE, NULL, 0 },
+		{ 0, 0, 15 * MS, 2, V_COMMUNICATION, "than in steps 1-2", 10 * MS },
+		{ 0, 0, 15 * MS, 2, V_COMMUNICATION, "than in steps 1-4", 5 * MS },
 	};
 	struct comm_ref ref;
 	struct window *x;
@@ -578,7 +583,7 @@ static void comm_change__steps_of_a_short_window__noisy_reference(void **state)
 		x = healthy();
 		for (s = 0; s < NSTEPS; s++)
 			x->transfer[s] = 20 * MS + (s % 2 ? t[i].ref_noise : -t[i].ref_noise) +
-					 (s >= t[i].from ? t[i].add : 0);
+					 (s < t[i].from ? 0 : t[i].part ? t[i].part : t[i].add);
 		judge(x, &v);
 		assert_false(detect__comm_change(&ref, x->obs, 4, NRANKS, 8, 0, 4, &v, why,
 						 sizeof(why)));

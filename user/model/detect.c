@@ -2,6 +2,7 @@
 /* Verdicts from aligned per-rank steps: medians, never means, so one rank cannot hide. */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -823,18 +824,45 @@ static bool row_transfer(const struct step_obs *row, int nranks, uint64_t *tmp,
 	return n > 0;
 }
 
+/* Whether steps [j, n) of the reference are nearer the window's least transfer (low) than
+ * the median of steps [0, j), above those steps' tail (their DETECT_NOISE_Q quantile, rounded
+ * up: the highest of a few), with low over that median by DETECT_SKEW_MIN_NS at least. */
+static bool ref_part_changed(const struct comm_step *s, int j, int n, uint64_t low)
+{
+	uint64_t x[DETECT_REF_STEPS], med, tail;
+	int i;
+
+	for (i = 0; i < j; i++)
+		x[i] = s[i].x;
+	med = detect__median(x, j);
+	qsort(x, j, sizeof(*x), detect__cmp_u64);
+	tail = x[(int)ceil((j - 1) * DETECT_NOISE_Q)];
+	if (low < med + DETECT_SKEW_MIN_NS)
+		return false;
+	for (i = j; i < n; i++)
+		if (s[i].x <= tail || s[i].x - med <= (low - med) / 2)
+			return false;
+	return true;
+}
+
 /* The reference's steps in step order (out: DETECT_REF_STEPS), less a trailing run of steps
- * like the window's (each at least the least of its transfers, low): a change inside the
- * first windows leaves its first slow steps in the reference, which then holds both links.
- * Returns how many are left; 0 when under half of DETECT_REF_MIN are. */
+ * like the window's: each at least the least of its transfers (low), and before those the
+ * longest run ref_part_changed() tells. A change inside the first windows leaves its first
+ * slow steps in the reference, which then holds both links; one landing inside a step leaves
+ * that step (and the next, while queues fill) part slower, and those are not the link before
+ * either. Returns how many are left; 0 when under half of DETECT_REF_MIN are. */
 static int ref_before(const struct comm_ref *ref, uint64_t low, struct comm_step *out)
 {
-	int i, n, first = ref->n < DETECT_REF_STEPS ? 0 : ref->pos;
+	int i, j, n, first = ref->n < DETECT_REF_STEPS ? 0 : ref->pos;
 
 	for (i = 0; i < ref->n; i++)
 		out[i] = ref->s[(first + i) % DETECT_REF_STEPS];
 	for (n = ref->n; n > 0 && out[n - 1].x >= low; n--)
 		;
+	for (j = n - 1, i = n; j >= DETECT_REF_MIN / 2; j--)
+		if (ref_part_changed(out, j, n, low))
+			i = j;
+	n = i;
 	return n >= DETECT_REF_MIN / 2 ? n : 0;
 }
 
