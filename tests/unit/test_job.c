@@ -823,9 +823,23 @@ static uint64_t world_allreduce(struct job *j, int n, uint64_t *t, uint64_t *seq
  * way; the middle stages make twice the sends and receives of the ends. Each step ends with
  * the gradient norm, an all-reduce on the same communicator, which all 4 return from
  * together: the one collective they share. From step slow_from on, the link between stages 1
- * and 2 is slower: a send between them blocks slow_ns (the transfer) before it returns.
+ * and 2 is slower: a send between them blocks slow_ns (the transfer) before it returns. With
+ * rd (NULL: none), a stage reads a file each step, at its start or before its first send.
  */
-static void gpipe4(struct job *j, int steps, const uint64_t *c, int slow_from, uint64_t slow_ns)
+struct pp_read {
+	int stage;
+	uint64_t ns;
+	bool before_send;
+};
+
+static uint64_t pp_read(struct job *j, int s, uint64_t t, uint64_t ns)
+{
+	job__on_io(j, s, 100 + s, false, RS_FD_REG, false, t, t + ns, 1 << 20);
+	return t + ns;
+}
+
+static void gpipe4(struct job *j, int steps, const uint64_t *c, int slow_from, uint64_t slow_ns,
+		   const struct pp_read *rd)
 {
 	uint64_t t[4], seq[4] = {}, fwd[4][3], bwd[4][3], x, done = 1000 * MS, l;
 	int k, m, s;
@@ -836,6 +850,8 @@ static void gpipe4(struct job *j, int steps, const uint64_t *c, int slow_from, u
 		for (s = 0; s < 4; s++) {
 			t[s] += 300 * US;	/* input and optimizer */
 			for (m = 0; m < 3; m++) {
+				if (rd && rd->stage == s && !m && !rd->before_send)
+					t[s] = pp_read(j, s, t[s], rd->ns);
 				if (s) {
 					x = (t[s] > fwd[s - 1][m] ? t[s] : fwd[s - 1][m]) + 20 * US;
 					job__on_coll_peer(j, s, 100 + s, RS_OP_RECV, RS_LIB_MPI, 7,
@@ -843,6 +859,8 @@ static void gpipe4(struct job *j, int steps, const uint64_t *c, int slow_from, u
 					t[s] = x;
 				}
 				t[s] += c[s];
+				if (rd && rd->stage == s && !m && rd->before_send)
+					t[s] = pp_read(j, s, t[s], rd->ns);
 				if (s < 3) {
 					l = s == 1 && k >= slow_from ? slow_ns : 20 * US;
 					job__on_coll_peer(j, s, 100 + s, RS_OP_SEND, RS_LIB_MPI, 7,
@@ -885,7 +903,7 @@ static void pipeline_four_stages__steps_end_together_at_the_shared_all_reduce(vo
 	struct job *j = new_job(&s, 4, STEPS_AUTO);
 	int k;
 
-	gpipe4(j, 120, c, INT_MAX, 0);
+	gpipe4(j, 120, c, INT_MAX, 0, NULL);
 	/* every stage, steps of the same count and length, though its calls differ in number:
 	 * all the job's 120 but step 0 (it has no start), from its first (the ends' stages make
 	 * as many calls, which pair at other seqs than the reference's) to its last (ended by
@@ -897,6 +915,41 @@ static void pipeline_four_stages__steps_end_together_at_the_shared_all_reduce(vo
 	}
 	expect_verdicts(&s, V_COMPUTE, 2);
 	job__free(j);
+}
+
+/*
+ * The same pipeline, its stages alike (4 ms a micro-batch), stage 2 reading a file for 5 ms each
+ * step. At the start of its step, while stages 0 and 1 compute the first micro-batch (8 ms),
+ * its receive waits for it all the same: it holds nobody, none. Before its first send, every
+ * later stage waits for it: storage, on rank 2.
+ */
+static void pipeline_read_while_it_fills__none_before_a_send__storage(void **state)
+{
+	static const uint64_t c[4] = { 4 * MS, 4 * MS, 4 * MS, 4 * MS };
+	int late;
+
+	for (late = 0; late < 2; late++) {
+		struct pp_read rd = { .stage = 2, .ns = 5 * MS, .before_send = late };
+		static struct seen s;
+		struct job *j;
+		int i;
+
+		memset(&s, 0, sizeof(s));
+		j = new_job(&s, 4, STEPS_AUTO);
+		gpipe4(j, 120, c, INT_MAX, 0, &rd);
+		if (late) {
+			expect_verdicts(&s, V_STORAGE, 2);
+		} else {
+			for (i = 0; i < s.nv; i++)
+				if (s.v[i].cls != V_NONE)
+					print_error("verdict %d: class %d col %d\n", i, s.v[i].cls,
+						    s.v[i].col);
+			for (i = 0; i < s.nv; i++)
+				assert_int_equal(s.v[i].cls, V_NONE);
+			assert_true(s.nv > 0);
+		}
+		job__free(j);
+	}
 }
 
 /*
@@ -1065,7 +1118,7 @@ static void pipeline_link_slower_mid_run__communication(void **state)
 	struct job *j = new_job(&s, 4, STEPS_AUTO);
 	int i, comm = 0;
 
-	gpipe4(j, 120, c, 40, 1 * MS);
+	gpipe4(j, 120, c, 40, 1 * MS, NULL);
 	assert_int_equal(s.stages, 4);
 	for (i = 0; i < s.nv; i++) {
 		if (s.v[i].cls == V_NONE || s.v[i].cls == V_BUBBLE)
@@ -2194,6 +2247,7 @@ int main(void)
 		cmocka_unit_test(pipeline_two_stages__stages_micro_batches_and_slow_stage),
 		cmocka_unit_test(pipeline_equal_stages__bubble_verdict_only_when_over_the_schedule),
 		cmocka_unit_test(pipeline_four_stages__steps_end_together_at_the_shared_all_reduce),
+		cmocka_unit_test(pipeline_read_while_it_fills__none_before_a_send__storage),
 		cmocka_unit_test(pipeline_per_replica_communicators__stages_by_place),
 		cmocka_unit_test(pipeline_stage_slower_in_every_replica__compute_on_it),
 		cmocka_unit_test(pipeline_stage_slower_by_a_tenth__compute_on_it),

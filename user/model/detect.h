@@ -72,6 +72,8 @@ struct step_obs {
 	uint64_t held_ns;	/* its time runnable and not running in its sends, receives and
 				 * stage all-reduce while the other end (every member) was inside
 				 * too: the time it held them (a pipeline's rank) */
+	uint64_t slack_ns;	/* its time not computing just before receives that then waited
+				 * for the peer: it held nobody (a pipeline's rank) */
 };
 
 struct verdict {

@@ -2207,14 +2207,6 @@ static uint64_t work_before(const struct job_rank *r, const struct tl_coll *c)
 }
 
 
-/*
- * A pipeline rank that waits less than its peers is late only if it holds someone back: its
- * stage's data-parallel replicas run the same schedule, so when it reaches the stage's own
- * reduction (the data-parallel all-reduce of its gradients) no later than they do, its extra
- * work filled the pipeline's bubble and cost nothing. Lateness is capped at that arrival's.
- * A communicator every rank shares (the world's) is no stage's: its arrivals differ by
- * schedule.
- */
 /* Rank r's main thread's time runnable and not running in [a, b); *cur: a cursor into r->off
  * for intervals asked in time order. */
 static uint64_t runnable_in(const struct job_rank *r, int *cur, uint64_t a, uint64_t b)
@@ -2250,6 +2242,43 @@ static int nth_p2p(const struct job_rank *r, uint64_t lo, uint64_t hi, int i, un
 }
 
 /*
+ * Column r's main thread's time from its previous call (or step start lo) to its call i that
+ * was not compute: reads, input, waits for a CPU or for anything else. Before a receive that
+ * then waited for its peer, the receive would have waited through it all the same.
+ */
+static uint64_t idle_before_p2p(const struct job_rank *r, int i, uint64_t lo)
+{
+	uint64_t from = lo, to = r->coll[i].enter, idle = 0;
+	struct tl_off *offs;
+	struct tl_io *ios;
+	struct phases ph;
+	int p, no = 0, nio = 0;
+
+	for (p = i - 1; p >= 0; p--)
+		if (r->coll[p].tid == r->main_tid) {
+			from = r->coll[p].exit > from ? r->coll[p].exit : from;
+			break;
+		}
+	if (to <= from)
+		return 0;
+	offs = calloc(r->noff + 1, sizeof(*offs));
+	ios = calloc(r->nio + 1, sizeof(*ios));
+	if (offs && ios) {
+		for (p = 0; p < r->noff; p++)
+			if (r->off[p].start < to && r->off[p].end > from)
+				offs[no++] = r->off[p];
+		for (p = 0; p < r->nio; p++)
+			if (r->io[p].start < to && r->io[p].end > from)
+				ios[nio++] = r->io[p];
+		steps__partition(from, to, NULL, 0, offs, no, ios, nio, 0, &ph);
+		idle = to - from - ph.ns[PH_COMPUTE];
+	}
+	free(offs);
+	free(ios);
+	return idle;
+}
+
+/*
  * Each column's point-to-point transfer in its step [lo, hi), added to xfer: the time both
  * sides of a send and its receive were inside them (a receive posted early waits for the
  * send, a send blocked on its receiver waits for the receive: neither is the link), less the
@@ -2258,6 +2287,8 @@ static int nth_p2p(const struct job_rank *r, uint64_t lo, uint64_t hi, int i, un
  * n-th send from one rank to another pairs with the n-th receive at the other from the one,
  * on the same communicator. A rank's place in a communicator is its place by rank number
  * among the ranks that send or receive on it in the step (pcomm: each column's, 0: none).
+ * A receive posted before its send waited for the peer: the receiver's time just before it
+ * that was not compute (idle_before_p2p) is added to its slack.
  */
 static const struct job *by_comm_job;	/* qsort's context (the model is single-threaded) */
 static const uint64_t *by_comm_key;
@@ -2273,7 +2304,7 @@ static int by_comm(const void *pa, const void *pb)
 }
 
 static void p2p_transfer(const struct job *j, const uint64_t *lo, const uint64_t *hi,
-			 const uint64_t *pcomm, uint64_t *xfer, uint64_t *held)
+			 const uint64_t *pcomm, uint64_t *xfer, uint64_t *held, uint64_t *slack)
 {
 	int c, d, i, a, b, k, *ord, *place, *first, done[4], ndone, cc, cd, cr;
 	uint64_t s, e, sc, sd, st, rx, sr;
@@ -2329,6 +2360,8 @@ static void p2p_transfer(const struct job *j, const uint64_t *lo, const uint64_t
 				/* the receive once both came: a send that returns once its bytes
 				 * are queued (TCP's buffer) leaves the transfer to the receive, less
 				 * the time the receiver was runnable and not running in it */
+				if (r->coll[a].enter > j->r[d].coll[b].enter)
+					slack[d] += idle_before_p2p(&j->r[d], b, lo[d]);
 				rx = j->r[d].coll[b].exit > s ? j->r[d].coll[b].exit - s : 0;
 				sr = rx ? runnable_in(&j->r[d], &cr, s, j->r[d].coll[b].exit) : 0;
 				if (e <= s) {
@@ -2354,10 +2387,19 @@ out:
 	free(first);
 }
 
+/*
+ * A pipeline rank that waits less than its peers is late only if it holds someone back: its
+ * stage's data-parallel replicas run the same schedule, so when it reaches the stage's own
+ * reduction (the data-parallel all-reduce of its gradients) no later than they do, its extra
+ * work filled the pipeline's bubble and cost nothing. Lateness is capped at that arrival's.
+ * A communicator every rank shares (the world's) is no stage's: its arrivals differ by
+ * schedule. Each rank's slack (p2p_transfer) is its row's slack_ns.
+ */
 static void stage_arrivals(const struct job *j, uint64_t k, struct step_obs *row)
 {
 	uint64_t *comm = NULL, *enter = NULL, *leave = NULL, *tmp = NULL, *lo = NULL, *hi = NULL;
-	uint64_t *pcomm = NULL, *xfer = NULL, *held = NULL, s, e, last, in, sc, sm, maxleave = 0;
+	uint64_t *pcomm = NULL, *xfer = NULL, *held = NULL, *slack = NULL, s, e, last, in, sc, sm;
+	uint64_t maxleave = 0;
 	int c, i, p, have = 0, cur;
 
 	if (j->n < 2)
@@ -2371,7 +2413,8 @@ static void stage_arrivals(const struct job *j, uint64_t k, struct step_obs *row
 	pcomm = calloc(j->n, sizeof(*pcomm));
 	xfer = calloc(j->n, sizeof(*xfer));
 	held = calloc(j->n, sizeof(*held));
-	if (!comm || !enter || !leave || !tmp || !lo || !hi || !pcomm || !xfer || !held)
+	slack = calloc(j->n, sizeof(*slack));
+	if (!comm || !enter || !leave || !tmp || !lo || !hi || !pcomm || !xfer || !held || !slack)
 		goto out;
 	for (c = 0; c < j->n; c++) {
 		const struct job_rank *r = &j->r[c];
@@ -2396,10 +2439,11 @@ static void stage_arrivals(const struct job *j, uint64_t k, struct step_obs *row
 		}
 		have += comm[c] != 0;
 	}
-	p2p_transfer(j, lo, hi, pcomm, xfer, held);
+	p2p_transfer(j, lo, hi, pcomm, xfer, held, slack);
 	for (c = 0; c < j->n; c++)
 		maxleave = leave[c] > maxleave ? leave[c] : maxleave;
 	for (c = 0; c < j->n; c++) {
+		row[c].slack_ns = slack[c];
 		in = steps__inside(&row[c].ph);
 		if (!comm[c]) {
 			if (row[c].present && xfer[c] + held[c])
@@ -2452,6 +2496,7 @@ out:
 	free(pcomm);
 	free(xfer);
 	free(held);
+	free(slack);
 }
 
 /*
@@ -2551,22 +2596,39 @@ static void step_lateness(struct job *j, uint64_t k, struct step_obs *row)
 	 * peer's work. Lateness is how much less than its peers a rank waited.
 	 */
 	if (!n && p2p) {
+		for (c = 0; c < j->n; c++)
+			if (row[c].present) {
+				row[c].late_ns = INT64_MAX;
+				row[c].wait_ns = steps__inside(&row[c].ph);
+			}
+		stage_arrivals(j, k, row);
+		/* less its slack over its peers': reading, or waiting for input or a CPU, just
+		 * before a receive that then waited for the peer held nobody back (a stage that
+		 * reads at the start of its step, while the pipeline fills). Not compute: how
+		 * much of it runs where a stage waits next is the schedule's, stage by stage */
 		for (c = 0; c < j->n; c++) {
 			int p = 0;
+			uint64_t in, sl;
 
 			if (!row[c].present)
 				continue;
 			for (i = 0; i < j->n; i++)
 				if (i != c && row[i].present)
 					tmp[p++] = steps__inside(&row[i].ph);
-			if (!p)
+			if (!p) {
+				row[c].late_ns = 0;
 				continue;
-			row[c].late_ns = (int64_t)detect__median(tmp, p) -
-					 (int64_t)steps__inside(&row[c].ph);
-			row[c].wait_ns = steps__inside(&row[c].ph);
+			}
+			in = detect__median(tmp, p);
+			for (p = 0, i = 0; i < j->n; i++)
+				if (i != c && row[i].present)
+					tmp[p++] = row[i].slack_ns;
+			sl = detect__median(tmp, p);
+			s = (int64_t)in - (int64_t)steps__inside(&row[c].ph) -
+			    (row[c].slack_ns > sl ? (int64_t)(row[c].slack_ns - sl) : 0);
+			row[c].late_ns = s < row[c].late_ns ? s : row[c].late_ns;
 			n++;
 		}
-		stage_arrivals(j, k, row);
 	}
 	for (c = 0; n && c < j->n; c++)
 		row[c].has_late = row[c].present;
@@ -2837,6 +2899,14 @@ static uint64_t busy_of(const struct step_obs *o)
 	return o->dur_ns > steps__inside(&o->ph) ? o->dur_ns - steps__inside(&o->ph) : 0;
 }
 
+/* ... less its slack: time it would have waited for a peer all the same holds nobody back. */
+static uint64_t due_of(const struct step_obs *o)
+{
+	uint64_t b = busy_of(o);
+
+	return b > o->slack_ns ? b - o->slack_ns : 0;
+}
+
 /*
  * A pipeline's bubble over the window: each stage's median share of its step spent in sends
  * and receives, against the share its schedule cannot avoid, (S - 1) / (M + S - 1). Excess
@@ -2896,56 +2966,73 @@ static void pipeline_bubble(const struct step_obs *win, int m, int n, struct job
 		     pp->bubble[pp->worst] >= pp->theory + 0.05;
 }
 
-/* The newest m rows of the ring, oldest first (the caller frees it). */
+/* Each of S stages' median of f over its ranks in a row of n (tmp: n scratch); false when a
+ * stage has none there. */
+static bool stage_medians(const struct step_obs *row, int n, int S,
+			  uint64_t (*f)(const struct step_obs *), uint64_t *tmp, uint64_t *out)
+{
+	int s, c, k;
+
+	for (s = 0; s < S; s++) {
+		for (k = 0, c = 0; c < n; c++)
+			if (row[c].present && row[c].stage == s && row[c].dur_ns)
+				tmp[k++] = f(&row[c]);
+		if (!k)
+			return false;
+		out[s] = detect__median(tmp, k);
+	}
+	return true;
+}
+
 /*
  * A pipeline whose straggler rules named nobody, with one stage busier than the others: the
  * pipeline runs at that stage's pace. The rules compare a rank with its own stage's replicas,
- * which are all as slow. Busier, in each step, than the other stages' median in that step (work
- * that varies from step to step varies on every stage), by over a quarter of that median, or
- * by DETECT_NOISE_K times the noise, at the median over the window's steps, and by
- * DETECT_SKEW_MIN_NS at least. The noise: the DETECT_NOISE_Q quantile of how far the other
- * stages are from their median in a step, or of how far the stage's own excess strays from
- * its median from step to step (with 2 stages the other has no peer). Its phase: the one of
- * the stage's largest median excess over the other stages' (input, storage, compute, CPU);
- * its rank the stage's first in the window's last row, late by that excess.
+ * which are all as slow. Busy, and busy less its slack (due_of): reading at the start of its
+ * step while the pipeline fills, a stage sets no pace (and slack alone is no excess: the first
+ * stage, which fills the pipeline, has none at the start of its step). Busier, in each step,
+ * than the other stages' median in that step (work that varies from step to step varies on
+ * every stage), by over a quarter of that median, or by DETECT_NOISE_K times the noise, at the
+ * median over the window's steps, and by DETECT_SKEW_MIN_NS at least. The noise: the
+ * DETECT_NOISE_Q quantile of how far the other stages are from their median in a step, or of
+ * how far the stage's own excess strays from its median from step to step (with 2 stages the
+ * other has no peer). Its phase: the one of the stage's largest median excess over the other
+ * stages' (input, storage, compute, CPU); its rank the stage's first in the window's last row,
+ * late by that excess.
  */
 static bool busier_than_noise(const struct step_obs *win, int m, int n, const struct job_pp *pp,
 			      int hi, uint64_t e)
 {
-	uint64_t *b, *tmp, med;
-	int64_t *x, *dev, ex;
-	int s, i, c, k, nx = 0, nd = 0, S = pp->stages;
+	uint64_t *b, *d = NULL, *tmp, med;
+	int64_t *x, *dev, ex, xd;
+	int s, i, k, nx = 0, nd = 0, S = pp->stages;
 	bool ok = false;
 
 	b = calloc((size_t)S * m, sizeof(*b));		/* each stage's busy time, each step */
+	d = calloc(S, sizeof(*d));
 	tmp = calloc(n > S ? n : S, sizeof(*tmp));
 	dev = calloc((size_t)S * m * 2, sizeof(*dev));
 	x = calloc(m, sizeof(*x));
-	if (!b || !tmp || !dev || !x)
+	if (!b || !d || !tmp || !dev || !x)
 		goto out;
 	for (i = 0; i < m; i++) {
-		for (s = 0; s < S; s++) {
-			for (k = 0, c = 0; c < n; c++) {
-				const struct step_obs *o = &win[i * n + c];
-
-				if (o->present && o->stage == s && o->dur_ns)
-					tmp[k++] = busy_of(o);
-			}
-			if (!k)
-				break;
-			b[s * m + i] = detect__median(tmp, k);
-		}
-		if (s < S)
+		if (!stage_medians(&win[(size_t)i * n], n, S, busy_of, tmp, &b[(size_t)i * S]) ||
+		    !stage_medians(&win[(size_t)i * n], n, S, due_of, tmp, d))
 			continue;	/* a stage missing from this step */
 		for (k = 0, s = 0; s < S; s++)
 			if (s != hi)
-				tmp[k++] = b[s * m + i];
+				tmp[k++] = d[s];
+		xd = (int64_t)d[hi] - (int64_t)detect__median(tmp, k);
+		for (k = 0, s = 0; s < S; s++)
+			if (s != hi)
+				tmp[k++] = b[i * S + s];
 		med = detect__median(tmp, k);
-		x[nx++] = (int64_t)b[hi * m + i] - (int64_t)med;
+		x[nx] = (int64_t)b[i * S + hi] - (int64_t)med;
+		x[nx] = xd < x[nx] ? xd : x[nx];
+		nx++;
 		for (s = 0; s < S; s++)
 			if (s != hi)
-				dev[nd++] = b[s * m + i] > med ? (int64_t)(b[s * m + i] - med) :
-								  (int64_t)(med - b[s * m + i]);
+				dev[nd++] = b[i * S + s] > med ? (int64_t)(b[i * S + s] - med) :
+								 (int64_t)(med - b[i * S + s]);
 	}
 	if (nx < 2)
 		goto out;
@@ -2957,6 +3044,7 @@ static bool busier_than_noise(const struct step_obs *win, int m, int n, const st
 	ok = ex >= DETECT_NOISE_K * detect__tail(dev, nd) || (uint64_t)ex * 4 > e;
 out:
 	free(b);
+	free(d);
 	free(tmp);
 	free(dev);
 	free(x);
@@ -3012,6 +3100,7 @@ static bool busiest_stage(const struct step_obs *win, int m, int n, const struct
 	return true;
 }
 
+/* The newest m rows of the ring, oldest first (the caller frees it). */
 static struct step_obs *newest_rows(const struct job *j, int m)
 {
 	struct step_obs *win;
