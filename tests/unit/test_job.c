@@ -1839,15 +1839,16 @@ static bool stuck_inflight(void *ctx, int col, struct job_inflight *in)
 /*
  * 80 steps of 3 buckets, then every rank waits in a collective past the hang timeout, none
  * outside one, none stopped. Of 4, one in a barrier where the others are in the all-reduce
- * at the same seq: divergent on it. Of 2 (no majority), the one whose call is not the one it
- * made there the step before: divergent on it. The same call everywhere: a hang on no rank.
+ * at the same seq: divergent on it. Of 2 (no majority), the one whose call its step before
+ * never made, where the other's is one its step before made: divergent on it. The same call
+ * everywhere: a hang on no rank.
  */
 static void all_inside__the_odd_call_diverges_else_a_hang_on_none(void **state)
 {
 	static const struct { int n, odd; enum vclass cls; const char *says; } t[] = {
 		{ 4, 2, V_DIVERGENT, "waits in barrier of 0 bytes where most" },
-		{ 2, 1, V_DIVERGENT, "not the one it made there the step before" },
-		{ 2, 0, V_DIVERGENT, "not the one it made there the step before" },
+		{ 2, 1, V_DIVERGENT, "the call each made the step before, where this one made" },
+		{ 2, 0, V_DIVERGENT, "the call each made the step before, where this one made" },
 		{ 3, -1, V_HANG, "none is outside one or behind" },
 	};
 	static struct seen s;

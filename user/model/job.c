@@ -3580,15 +3580,28 @@ static int strays(const struct job *j, int c, const struct job_inflight *in, int
 	return ret;
 }
 
+/* Whether column c's step before its last one built made a call like in (not known: no). */
+static bool made_before(const struct job *j, int c, const struct job_inflight *in)
+{
+	uint64_t sig = call_sig(in->op, in->bytes, in->comm);
+	int i;
+
+	for (i = 0; i < j->r[c].nprev; i++)
+		if (j->r[c].prev_sig[i] == sig)
+			return true;
+	return false;
+}
+
 /*
  * The odd one among calls in flight on the same communicator at the same seq, against a
  * strict majority of the others in one (op, bytes): its column (*major: one of the majority),
- * or -1.
+ * or -1. With no majority (a communicator of two), the one whose call its step before never
+ * made, where each of the others made theirs.
  */
 static int odd_in_flight(const struct job *j, const struct job_inflight *in, const bool *inside,
-			 int *major)
+			 int *major, bool *history)
 {
-	int c, d, same, best = -1, nbest = 0, group;
+	int c, d, same, best = -1, nbest = 0, group, other;
 
 	for (c = 0; c < j->n; c++) {
 		if (!inside[c])
@@ -3610,6 +3623,24 @@ static int odd_in_flight(const struct job *j, const struct job_inflight *in, con
 			*major = best;
 			return c;
 		}
+	for (c = 0; best < 0 && c < j->n; c++) {
+		if (!inside[c] || j->r[c].nprev <= 0 || made_before(j, c, &in[c]))
+			continue;
+		for (group = 0, other = -1, d = 0; d < j->n; d++) {
+			if (d == c || !inside[d] || in[d].comm != in[c].comm || in[d].seq != in[c].seq)
+				continue;
+			group++;
+			if ((in[d].op == in[c].op && in[d].bytes == in[c].bytes) ||
+			    !made_before(j, d, &in[d]))
+				break;
+			other = d;
+		}
+		if (d == j->n && group) {
+			*major = other;
+			*history = true;
+			return c;
+		}
+	}
 	return -1;
 }
 
@@ -3627,19 +3658,22 @@ static bool waits_diverge(struct job *j, uint64_t now, uint64_t wait_since)
 	struct job_inflight *in = calloc(j->n, sizeof(*in));
 	bool *inside = calloc(j->n, sizeof(*inside));
 	int c, known = 0, nodd = 0, odd = -1, at = 0, pos = 0, y, m = 0;
+	bool history = false;
 
 	if (!in || !inside)
 		goto out;
 	for (c = 0; c < j->n; c++)
 		if (!j->r[c].exited)
 			inside[c] = j->ops.inflight(j->ops.ctx, c, &in[c]);
-	odd = odd_in_flight(j, in, inside, &m);
+	odd = odd_in_flight(j, in, inside, &m, &history);
 	if (odd >= 0) {
 		snprintf(jv.detail, sizeof(jv.detail), "every rank has waited %.1f s in a "
-			 "collective; this rank waits in %s of %" PRIu64 " bytes where most of its "
-			 "communicator wait in %s of %" PRIu64 " bytes at the same seq",
+			 "collective; this rank waits in %s of %" PRIu64 " bytes where %s of its "
+			 "communicator wait in %s of %" PRIu64 " bytes at the same seq%s",
 			 (now - wait_since) / 1e9, decode__op_name(in[odd].op), in[odd].bytes,
-			 decode__op_name(in[m].op), in[m].bytes);
+			 history ? "the others" : "most", decode__op_name(in[m].op), in[m].bytes,
+			 history ? ", the call each made the step before, where this one made none "
+			 "like it" : "");
 		goto found;
 	}
 	for (c = 0; c < j->n; c++) {
