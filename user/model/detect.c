@@ -853,13 +853,22 @@ static bool ref_part_changed(const struct comm_step *s, int j, int n, uint64_t l
  * either. Returns how many are left; 0 when under half of DETECT_REF_MIN are. */
 static int ref_before(const struct comm_ref *ref, uint64_t low, struct comm_step *out)
 {
-	int i, j, n, first = ref->n < DETECT_REF_STEPS ? 0 : ref->pos;
+	int i, j, n, from, first = ref->n < DETECT_REF_STEPS ? 0 : ref->pos;
+	uint64_t least = UINT64_MAX;
 
-	for (i = 0; i < ref->n; i++)
+	for (i = 0; i < ref->n; i++) {
 		out[i] = ref->s[(first + i) % DETECT_REF_STEPS];
+		least = out[i].x < least ? out[i].x : least;
+	}
 	for (n = ref->n; n > 0 && out[n - 1].x >= low; n--)
 		;
-	for (j = n - 1, i = n; j >= DETECT_REF_MIN / 2; j--)
+	/* judged every step: only a trailing run over halfway from the least step to low can
+	 * be one (a median is no less than the least), and a steady job has none */
+	if (!n || low < least + DETECT_SKEW_MIN_NS)
+		return n >= DETECT_REF_MIN / 2 ? n : 0;
+	for (from = n; from > 0 && out[from - 1].x - least > (low - least) / 2; from--)
+		;
+	for (j = n - 1, i = n; j >= from && j >= DETECT_REF_MIN / 2; j--)
 		if (ref_part_changed(out, j, n, low))
 			i = j;
 	n = i;
