@@ -56,7 +56,10 @@ def judged(name, lo, hi, tol):
     assert abs(said - share) <= tol, f"{name}: late_share {said:.2f} vs the workload's {share:.2f}"
     return f"{name}: compute, intermittent in {len(right)} of {len(v)} verdicts, late_share " \
         f"{said:.2f} (workload {share:.2f})"
-said = [judged("slow", 0.2, 0.3, 0.1), judged("rare", 0.06, 0.11, 0.04)]
+# the workload's share: 1/4 and 1/12 of its steps, and more where the 2-vCPU host took the
+# rank's vCPU for 3 ms (its own clock counts that as compute too; up to 3% of steps here, one
+# run in 5 went past 0.11): rankscope is held to the share measured, not to 1/k
+said = [judged("slow", 0.2, 0.33, 0.1), judged("rare", 0.06, 0.14, 0.04)]
 h = [d for d in lines(f"{T}/healthyrs.out") if d['type'] == 'verdict']
 # a cpu_contention (persistent or intermittent) is allowed only on a rank the workload's own
 # clock shows preempted (over 1% of its steps' time): the 2-vCPU host's real contention, not a

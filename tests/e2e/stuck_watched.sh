@@ -6,8 +6,8 @@
 # mismatched NCCL collectives do):
 #  - 4 ranks: divergent on R, from the calls in flight (barrier against a majority's
 #    all-reduce at the same seq on the world communicator);
-#  - 2 ranks (no majority): divergent on R, from the calls it made since its last step
-#    (barrier where it made an all-reduce the step before; its peer made the same call).
+#  - 2 ranks (no majority): divergent on R, from the calls each made the step before (its
+#    barrier is none its step before made; its peer's all-reduce is one its own made).
 # Tensor and data parallel (--tp 2: two communicators a rank), rank R asleep 60 s in its step
 # from step 1500: a hang on R, the rank outside every collective, not a peer whose seq on
 # another communicator is lower.
@@ -53,8 +53,9 @@ print(f"{np} ranks: {cls} on rank {r} after {len(steps)} step lines: {d}")
 PY
 }
 stuck 4 divergent "waits in barrier" --buckets 3 --fault divhang:R:1500
-stuck 2 divergent "not the one it made there the step before" --buckets 3 --fault divhang:R:1500
+stuck 2 divergent "the call each made the step before, where this one made none" --buckets 3 \
+	--fault divhang:R:1500
 stuck 4 hang "the laggard" --tp 2 --fault-from 1500 --fault sleep:R:60000000
 pass "a job stuck while watched: mismatched collectives are divergent on the odd rank," \
-	"from a majority in flight (4 ranks) and from its own last step (2); a tensor- and" \
-	"data-parallel rank asleep outside them is the hang"
+	"from a majority in flight (4 ranks) and from the calls each made the step before" \
+	"(2); a tensor- and data-parallel rank asleep outside them is the hang"
