@@ -1628,6 +1628,41 @@ static void tensor_parallel_step_longer_than_the_first_look__one_step_not_52(voi
 }
 
 /*
+ * A MoE step of 24 layers: each dispatches and combines with an all-to-all around its
+ * experts' compute (0.5 ms), then the gradients are all-reduced once. The first 48
+ * collectives seen are all-to-alls alike: steps are learned once the step's reduction
+ * repeats, 49 collectives, not one layer's 2.
+ */
+static void moe_layers_before_the_reduction__one_step_not_two_all_to_alls(void **state)
+{
+	static struct seen s;
+	uint64_t t = 1000 * MS, seq[2] = {};
+	struct job *j = new_job(&s, 2, STEPS_AUTO);
+	int k, l, c;
+
+	for (k = 0; k < 30; k++) {
+		t += 3 * MS;
+		for (l = 0; l < 48; l++) {
+			for (c = 0; c < 2; c++)
+				job__on_coll(j, c, 100 + c, RS_OP_ALLTOALL, RS_LIB_MPI, 10,
+					     ++seq[c], 1 << 20, t, t + 200 * US);
+			t += 200 * US + (l % 2 ? 100 * US : 500 * US);
+			job__advance(j, t, false);
+		}
+		for (c = 0; c < 2; c++)
+			job__on_coll(j, c, 100 + c, RS_OP_ALLREDUCE, RS_LIB_MPI, 10, ++seq[c],
+				     8 << 20, t, t + 2 * MS);
+		t += 2 * MS;
+		job__advance(j, t, false);
+	}
+	job__advance(j, t + 1000 * MS, true);
+	assert_int_equal(s.last_period, 49);
+	for (c = 0; c < 2; c++)
+		assert_in_range(s.steps[c], 25, 30);
+	job__free(j);
+}
+
+/*
  * Two ranks of a 4-rank job seen on this node (the others run elsewhere): each step they
  * compute alike (column 1 late more), arrive, and wait remote_wait in the all-reduce after
  * the last of them for a rank not seen here.
@@ -2264,6 +2299,7 @@ int main(void)
 		cmocka_unit_test(async_recording_cut_in_a_wait__no_step_and_the_odd_launch_named),
 		cmocka_unit_test(step_ends_with_its_long_data_parallel_all_reduce),
 		cmocka_unit_test(recording_ends_before_the_step_reduces__no_step),
+		cmocka_unit_test(moe_layers_before_the_reduction__one_step_not_two_all_to_alls),
 		cmocka_unit_test(checkpoint_every_7th_step__steps_of_one),
 		cmocka_unit_test(saves_every_5th_or_9th_step_link_slower_mid_run__communication),
 		cmocka_unit_test(tensor_data_parallel_mid_run__slow_rank_named_healthy_none),

@@ -1122,6 +1122,21 @@ out:
 	free(at);
 }
 
+/* Whether some of the n collectives reduce, or none gathers (a barrier loop, no step to
+ * wait for). */
+static bool reduces(const uint8_t *role, int n)
+{
+	bool gathers = false;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		if (role[i] == ROLE_REDUCE)
+			return true;
+		gathers |= role[i] == ROLE_GATHER;
+	}
+	return !gathers;
+}
+
 /* The last JOB_PERIOD_SEEN main collectives of the reference rank, learned once there are
  * enough (more while the pauses say steps may be longer than what was seen). */
 /* Whether the job's ranks are on more than one main communicator. */
@@ -1201,6 +1216,11 @@ static void detect_period(struct job *j, bool final)
 	}
 	common_gaps(j, ref, gap, n);
 	fill_saves(gap, n - 1);
+	/* a training step reduces its gradients: collectives that only gather or exchange (48
+	 * of a MoE step's dispatches and combines before its all-reduce) were not a step seen
+	 * whole, for a while; a job that never reduces is taken as it is after that */
+	if (!final && n < JOB_PERIOD_WAIT && !reduces(role, n))
+		goto out;
 	err = period__detect_folded(sig, gap, fold, n, PERIOD_MAX, final, &j->per);
 	/* a step without the job's reductions, or without its collectives on other
 	 * communicators, is part of one: wait for them to repeat */
