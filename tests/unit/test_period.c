@@ -814,6 +814,40 @@ static void detect__equal_buckets_and_periodic_eval__training_step(void **state)
 	free(q);
 }
 
+/*
+ * 5 equal buckets a step (9 ms apart, 40 ms between steps); after every 7th step an eval logs
+ * its loss and gathers a metric (two collectives of their own inside that pause); a rank's
+ * input stalls 210 ms before steps 3 and 10, the same place of the first two eval cycles of
+ * 37. Each place of the cycle is seen 3 times: the stalls lift one place's median pause to
+ * 210 ms, yet the steps end at 40 ms every time: the step is still 5.
+ */
+static void detect__equal_buckets_eval_cycle_two_stalls__training_step(void **state)
+{
+	struct seq *q = new_seq();
+	struct period_result r;
+	int s, k;
+
+	q->n = 0;
+	for (s = 0; s < 24; s++) {
+		for (k = 0; k < 4; k++)
+			push(q, period__sig(OP_AR, 256 << 10, 1), jit(9 * MS, 0.1, true));
+		if (s % 7 == 6) {
+			push(q, period__sig(OP_AR, 256 << 10, 1), jit(21 * MS, 0.1, true));
+			push(q, period__sig(OP_AR, 8, 1), 10 * US);
+			push(q, period__sig(OP_AG, 4096, 1), jit(32 * MS, 0.1, true));
+		} else {
+			push(q, period__sig(OP_AR, 256 << 10, 1),
+			     jit(s == 2 || s == 9 ? 210 * MS : 40 * MS, 0.1, true));
+		}
+	}
+	assert_int_equal(period__detect(q->sig, q->gap, q->n, PERIOD_MAX, &r), 0);
+	if (r.period != 5)
+		print_error("period %d conf %.2f\n", r.period, r.confidence);
+	assert_int_equal(r.period, 5);
+	assert_true(r.long_ns > 30 * MS);
+	free(q);
+}
+
 static void detect__grad_accumulation_equal_buckets_at_the_end__step(void **state)
 {
 	struct seq *q = new_seq();
@@ -1038,6 +1072,7 @@ int main(void)
 		cmocka_unit_test(detect__grad_accumulation__optimizer_step_phase_after_big),
 		cmocka_unit_test(detect__grad_accumulation_8_equal_buckets__optimizer_step),
 		cmocka_unit_test(detect__periodic_eval_steps__training_period),
+		cmocka_unit_test(detect__equal_buckets_eval_cycle_two_stalls__training_step),
 		cmocka_unit_test(detect__periodic_eval_steps_long_run__training_period),
 		cmocka_unit_test(detect__eval_blocks__the_step_not_their_cycle),
 		cmocka_unit_test(detect__extras_alike_to_the_step__the_step_not_their_cycle),

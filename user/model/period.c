@@ -33,14 +33,22 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The position (mod p) followed by the longest typical pause, and that pause (median). */
-static int phase_gap(const uint64_t *gap, int n, int p, int *phase, uint64_t *pause)
+/*
+ * The position (mod p) followed by the longest typical pause, and that pause (median). low
+ * (when not NULL): the longest pause that follows a position nearly every time (its lower
+ * quartile): with few steps of p seen, a long pause by chance in two of three (a rank's
+ * intermittent stall) lifts a median, not that.
+ */
+static int phase_gap_low(const uint64_t *gap, int n, int p, int *phase, uint64_t *pause,
+			 uint64_t *low)
 {
 	uint64_t *tmp, med;
 	int j, k, m;
 
 	*phase = 0;
 	*pause = 0;
+	if (low)
+		*low = 0;
 	tmp = malloc(sizeof(*tmp) * (n / p + 1));
 	if (!tmp)
 		return -ENOMEM;
@@ -55,9 +63,16 @@ static int phase_gap(const uint64_t *gap, int n, int p, int *phase, uint64_t *pa
 			*pause = med;
 			*phase = j;
 		}
+		if (low && tmp[m / 4] > *low)
+			*low = tmp[m / 4];
 	}
 	free(tmp);
 	return 0;
+}
+
+static int phase_gap(const uint64_t *gap, int n, int p, int *phase, uint64_t *pause)
+{
+	return phase_gap_low(gap, n, p, phase, pause, NULL);
 }
 
 static int cmp_dbl(const void *a, const void *b)
@@ -430,7 +445,7 @@ static int choose(const double *s, int limit, const uint64_t *sig, const uint64_
 		  const bool *fold, int n, int *phase_out, double *conf, uint64_t *long_ns)
 {
 	double best = -1, want, share;
-	uint64_t pause = 0, d_pause, g_pause, *unit;
+	uint64_t pause = 0, low, d_pause, g_pause, *unit;
 	int p, best_p = 0, phase = 0, d_phase, gp, g_phase, fp, f_phase;
 
 	*long_ns = 0;
@@ -479,13 +494,14 @@ static int choose(const double *s, int limit, const uint64_t *sig, const uint64_
 		*phase_out = f_phase;
 		return fp;
 	}
-	if (phase_gap(gap, n, best_p, &phase, &pause))
+	/* what ends the cycle every time, against what ends most of the shorter steps */
+	if (phase_gap_low(gap, n, best_p, &phase, &pause, &low))
 		return 0;
 	/* a shorter step than the signatures' cycle, with ends as long: equal buckets and a
 	 * logged loss every few steps make a cycle of several steps */
 	gp = best_p > 2 ? gap_period(gap, n - 1, 1, best_p - 1, &g_phase, &g_pause, &share) : 0;
 	if (gp && tiles(sig, n, gp, best_p, true, NULL) && s[gp] >= PERIOD_DIVISOR_MIN &&
-	    g_pause * 10 >= pause * 7) {
+	    g_pause * 10 >= low * 7) {
 		*conf = s[gp] < share ? s[gp] : share;
 		*long_ns = g_pause ? g_pause : 1;
 		*phase_out = g_phase;
@@ -502,7 +518,7 @@ static int choose(const double *s, int limit, const uint64_t *sig, const uint64_
 			   !block_gap(sig, gap, n, p, unit, &d_phase, &d_pause)) {
 			continue;
 		}
-		if (d_pause * 10 >= pause * 7) {
+		if (d_pause * 10 >= low * 7) {
 			best_p = p;
 			*conf = s[p];
 			phase = d_phase;
