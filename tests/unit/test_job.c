@@ -1663,6 +1663,55 @@ static void moe_layers_before_the_reduction__one_step_not_two_all_to_alls(void *
 }
 
 /*
+ * A MoE step: dispatch, combine, then after the experts' longest compute (14 ms) dispatch and
+ * combine again, and the gradients' all-reduce; 6 ms of data loading before the next step.
+ * Rank 0 saves every 5th step and both meet at a barrier after it: each barrier shifts the
+ * places of the collectives after it. The longest pause ends the step inside it; the roles
+ * of the step's own collectives end it after the all-reduce that its gathers follow.
+ */
+static void moe_with_a_save_barrier__steps_end_after_the_all_reduce(void **state)
+{
+	static const uint64_t before[] = { 5 * MS, 7 * MS, 9 * MS, 14 * MS };
+	static struct seen s;
+	uint64_t t = 1000 * MS, seq[2] = {}, ar_end = 0;
+	struct job *j = new_job(&s, 2, STEPS_AUTO);
+	int k, l, c;
+
+	for (k = 0; k < 40; k++) {
+		t += 6 * MS;
+		for (l = 0; l < 4; l++) {
+			t += before[l];
+			for (c = 0; c < 2; c++)
+				job__on_coll(j, c, 100 + c, RS_OP_ALLTOALL, RS_LIB_MPI, 10,
+					     ++seq[c], 1 << 20, t, t + 300 * US);
+			t += 300 * US;
+			job__advance(j, t, false);
+		}
+		for (c = 0; c < 2; c++)
+			job__on_coll(j, c, 100 + c, RS_OP_ALLREDUCE, RS_LIB_MPI, 10, ++seq[c],
+				     8 << 20, t, t + 500 * US);
+		t += 500 * US;
+		ar_end = t;
+		if (k % 5 == 4) {
+			job__on_io(j, 0, 100, false, RS_FD_REG, true, t, t + 20 * MS, 64 << 20);
+			t += 20 * MS;
+			for (c = 0; c < 2; c++)
+				job__on_coll(j, c, 100 + c, RS_OP_BARRIER, RS_LIB_MPI, 10,
+					     ++seq[c], 0, t, t + 100 * US);
+			t += 100 * US;
+		}
+		job__advance(j, t, false);
+	}
+	job__advance(j, t + 1000 * MS, true);
+	assert_int_equal(s.last_period, 5);
+	for (c = 0; c < 2; c++) {
+		assert_in_range(s.steps[c], 34, 40);
+		assert_int_equal(s.end[c], ar_end);
+	}
+	job__free(j);
+}
+
+/*
  * Two ranks of a 4-rank job seen on this node (the others run elsewhere): each step they
  * compute alike (column 1 late more), arrive, and wait remote_wait in the all-reduce after
  * the last of them for a rank not seen here.
@@ -2300,6 +2349,7 @@ int main(void)
 		cmocka_unit_test(step_ends_with_its_long_data_parallel_all_reduce),
 		cmocka_unit_test(recording_ends_before_the_step_reduces__no_step),
 		cmocka_unit_test(moe_layers_before_the_reduction__one_step_not_two_all_to_alls),
+		cmocka_unit_test(moe_with_a_save_barrier__steps_end_after_the_all_reduce),
 		cmocka_unit_test(checkpoint_every_7th_step__steps_of_one),
 		cmocka_unit_test(saves_every_5th_or_9th_step_link_slower_mid_run__communication),
 		cmocka_unit_test(tensor_data_parallel_mid_run__slow_rank_named_healthy_none),

@@ -889,9 +889,65 @@ static uint64_t main_sig(const struct job_rank *r, int i, bool *folded)
 	return s;
 }
 
+/* What a collective does to the step: gradients are reduced at its end, parameters and
+ * activations gathered or exchanged from its start; a barrier says neither. */
+enum coll_role { ROLE_NONE, ROLE_REDUCE, ROLE_GATHER };
+
+static enum coll_role coll_role(unsigned int op)
+{
+	switch (op) {
+	case RS_OP_ALLREDUCE: case RS_OP_REDUCE_SCATTER: case RS_OP_REDUCE:
+		return ROLE_REDUCE;
+	case RS_OP_ALLGATHER: case RS_OP_ALLTOALL: case RS_OP_BROADCAST: case RS_OP_GATHER:
+	case RS_OP_SCATTER: case RS_OP_SEND: case RS_OP_RECV:
+		return ROLE_GATHER;
+	default:
+		return ROLE_NONE;
+	}
+}
+
+/*
+ * Where a step ends, by what its collectives do: when one step's main collectives (t[], of
+ * roles role[]) both reduce and gather, the step ends after the reduction that the longest run
+ * of gathers follows (the last reduce-scatter before FSDP's forward all-gathers, the
+ * all-reduce after MoE's dispatch and combine), wherever the longest pause falls: turns t[] to
+ * end there. It stays when its end is one of the equals, or the roles do not say. The roles
+ * are those of the template's own collectives: a save's barrier every few steps shifts the
+ * places of the collectives after it, so places counted from the start of those seen say
+ * nothing.
+ */
+static void end_by_roles(uint64_t *t, const uint8_t *role, int p)
+{
+	int q, k, run, best = -1, best_run = 0;
+	uint64_t *tmp;
+	bool keep = false;
+
+	for (q = 0; q < p; q++) {
+		if (role[q] != ROLE_REDUCE)
+			continue;
+		for (run = 0, k = 1; k < p && role[(q + k) % p] != ROLE_REDUCE; k++)
+			run += role[(q + k) % p] == ROLE_GATHER;
+		if (!run || run < best_run)
+			continue;
+		if (run > best_run)
+			keep = false;
+		keep |= q == p - 1;
+		if (run > best_run || best < 0) {
+			best_run = run;
+			best = q;
+		}
+	}
+	if (best < 0 || keep || !(tmp = malloc(sizeof(*tmp) * p)))
+		return;
+	for (k = 0; k < p; k++)
+		tmp[k] = t[(best + 1 + k) % p];
+	memcpy(t, tmp, sizeof(*t) * p);
+	free(tmp);
+}
+
 /* The template: one step's signatures ending with its boundary collective, the step seen most
  * often (an inserted collective shifts the windows after it, so take the majority). */
-static int learn_template(struct job *j, const uint64_t *sig, int n)
+static int learn_template(struct job *j, const uint64_t *sig, const uint8_t *role, int n)
 {
 	int p = j->per.period, b, b2, same, best_b = -1, best_n = 0, k;
 	uint64_t *t;
@@ -931,6 +987,7 @@ static int learn_template(struct job *j, const uint64_t *sig, int n)
 		r->locked_once = false;
 	}
 	memcpy(t, sig + best_b - p + 1, sizeof(*t) * p);
+	end_by_roles(t, role + best_b - p + 1, p);
 	free(j->tmpl);
 	j->tmpl = t;
 	/* [B, B, B] (equal buckets) is itself turned by one, [T+DP, T, T, T] by none but a
@@ -941,68 +998,6 @@ static int learn_template(struct job *j, const uint64_t *sig, int n)
 		j->tmpl_fixed = k < p;
 	}
 	return 0;
-}
-
-/* What a collective does to the step: gradients are reduced at its end, parameters and
- * activations gathered or exchanged from its start; a barrier says neither. */
-enum coll_role { ROLE_NONE, ROLE_REDUCE, ROLE_GATHER };
-
-static enum coll_role coll_role(unsigned int op)
-{
-	switch (op) {
-	case RS_OP_ALLREDUCE: case RS_OP_REDUCE_SCATTER: case RS_OP_REDUCE:
-		return ROLE_REDUCE;
-	case RS_OP_ALLGATHER: case RS_OP_ALLTOALL: case RS_OP_BROADCAST: case RS_OP_GATHER:
-	case RS_OP_SCATTER: case RS_OP_SEND: case RS_OP_RECV:
-		return ROLE_GATHER;
-	default:
-		return ROLE_NONE;
-	}
-}
-
-/*
- * Where a step ends, by what its collectives do: when one step's main collectives both reduce
- * and gather, the step ends after the reduction that the longest run of gathers follows (the
- * last reduce-scatter before FSDP's forward all-gathers, the all-reduce after MoE's dispatch
- * and combine), wherever the longest pause falls. Each position takes its role in most steps
- * seen; the pauses' phase stays when it is one of the equals, or the roles do not say.
- */
-static void phase_by_roles(struct job *j, const uint8_t *role, int n)
-{
-	int p = j->per.period, q, k, i, cnt[3], run, best = -1, best_run = 0;
-	uint8_t *pos;
-	bool keep = false;
-
-	if (p < 2 || n < p)
-		return;
-	pos = calloc(p, 1);
-	if (!pos)
-		return;
-	for (q = 0; q < p; q++) {
-		cnt[0] = cnt[1] = cnt[2] = 0;
-		for (i = q; i < n; i += p)
-			cnt[role[i]]++;
-		pos[q] = cnt[ROLE_REDUCE] > cnt[ROLE_GATHER] ? ROLE_REDUCE :
-			 cnt[ROLE_GATHER] > cnt[ROLE_REDUCE] ? ROLE_GATHER : ROLE_NONE;
-	}
-	for (q = 0; q < p; q++) {
-		if (pos[q] != ROLE_REDUCE)
-			continue;
-		for (run = 0, k = 1; k < p && pos[(q + k) % p] != ROLE_REDUCE; k++)
-			run += pos[(q + k) % p] == ROLE_GATHER;
-		if (!run || run < best_run)
-			continue;
-		if (run > best_run)
-			keep = false;
-		keep |= q == j->per.phase % p;
-		if (run > best_run || best < 0) {
-			best_run = run;
-			best = q;
-		}
-	}
-	free(pos);
-	if (best >= 0 && !keep)
-		j->per.phase = best;
 }
 
 /* The shortest multiple of period p (at most PERIOD_MAX), seen twice, that the later half
@@ -1243,8 +1238,7 @@ static void detect_period(struct job *j, bool final)
 		goto out;
 	if (err || j->per.period <= 0)
 		goto out;
-	phase_by_roles(j, role, n);
-	if (learn_template(j, sig, n))
+	if (learn_template(j, sig, role, n))
 		goto out;
 	j->have_period = true;
 	j->walk = true;
