@@ -2062,6 +2062,7 @@ static void stuck_in_work_before_steps_learned__steps_still_built(void **state)
 
 /* What each column is inside once stuck (op 0: in none), for the TP + DP hang below. */
 static struct job_inflight tpdp_in[4];
+static bool tpdp_odd_dp_stuck;	/* tpdp_step: ranks 1 and 3 never return from their DP call */
 
 static bool tpdp_inflight(void *ctx, int col, struct job_inflight *in)
 {
@@ -2094,6 +2095,12 @@ static void tpdp_step(struct job *j, uint64_t *cur, uint64_t (*seq)[2], bool dro
 				if (drop && l == 2 && c == 1)
 					continue;
 				++seq[c][l == 3];
+				if (tpdp_odd_dp_stuck && l == 3 && c % 2) {
+					tpdp_in[c] = (struct job_inflight){
+						.enter_ns = arrive[c], .seq = seq[c][1], .comm = 21,
+						.bytes = 64 << 10, .op = RS_OP_ALLREDUCE };
+					continue;
+				}
 				job__on_coll(j, c, 100 + c, RS_OP_ALLREDUCE, RS_LIB_MPI,
 					     l < 3 ? 10 + c / 2 : 20 + c % 2, seq[c][l == 3],
 					     l < 3 ? 16 << 10 : 64 << 10, arrive[c], cur[c]);
@@ -2145,6 +2152,45 @@ static void skipped_call_in_the_last_steps__divergent_not_a_hang(void **state)
 		assert_int_equal(s.v[v].col, 1);
 		job__free(j);
 	}
+}
+
+/*
+ * Tensor + data parallel, 40 steps, then one whose DP call ranks 1 and 3 never return from
+ * (the DP pair {0,2} returns from its own, then waits in the next step's first TP call), and
+ * the recording ends past the hang timeout. Ranks 0 and 2 finished that step; ranks 1 and 3
+ * are stuck inside it: one step fewer, not a step that ends without its reduction.
+ */
+static void stuck_in_the_closing_reduction__that_step_never_ends(void **state)
+{
+	static struct seen s;
+	uint64_t cur[4], seq[4][2] = {}, t;
+	struct job *j;
+	int c;
+
+	for (c = 0; c < 4; c++)
+		cur[c] = 1000 * MS;
+	memset(tpdp_in, 0, sizeof(tpdp_in));
+	j = job_with(&s, 4, STEPS_AUTO, 2000 * MS, tpdp_inflight, running);
+	for (c = 0; c < 40; c++)
+		tpdp_step(j, cur, seq, false);
+	tpdp_odd_dp_stuck = true;
+	tpdp_step(j, cur, seq, false);
+	tpdp_odd_dp_stuck = false;
+	for (c = 0; c < 4; c += 2)	/* ranks 0 and 2 in the next step's first TP call */
+		tpdp_in[c] = (struct job_inflight){
+			.enter_ns = cur[c] + 380 * US, .seq = seq[c][0] + 1, .comm = 10 + c / 2,
+			.bytes = 16 << 10, .op = RS_OP_ALLREDUCE };
+	t = cur[0] + 380 * US;
+	job__advance(j, t + 2500 * MS, false);
+	job__advance(j, t + 3000 * MS, true);
+	if (s.steps[0] != s.steps[1] + 1 || s.steps[2] != s.steps[3] + 1)
+		print_error("steps %d %d %d %d\n", s.steps[0], s.steps[1], s.steps[2], s.steps[3]);
+	assert_in_range(s.steps[0], 35, 41);
+	assert_int_equal(s.steps[2], s.steps[0]);
+	assert_int_equal(s.steps[1], s.steps[0] - 1);
+	assert_int_equal(s.steps[3], s.steps[0] - 1);
+	memset(tpdp_in, 0, sizeof(tpdp_in));
+	job__free(j);
 }
 
 /* What each rank's process is doing, for the first-look tests: rank 1 as first_state says. */
@@ -2350,6 +2396,7 @@ int main(void)
 		cmocka_unit_test(recording_ends_before_the_step_reduces__no_step),
 		cmocka_unit_test(moe_layers_before_the_reduction__one_step_not_two_all_to_alls),
 		cmocka_unit_test(moe_with_a_save_barrier__steps_end_after_the_all_reduce),
+		cmocka_unit_test(stuck_in_the_closing_reduction__that_step_never_ends),
 		cmocka_unit_test(checkpoint_every_7th_step__steps_of_one),
 		cmocka_unit_test(saves_every_5th_or_9th_step_link_slower_mid_run__communication),
 		cmocka_unit_test(tensor_data_parallel_mid_run__slow_rank_named_healthy_none),

@@ -1638,7 +1638,6 @@ static uint64_t bound_end(const struct job *j, const struct job_rank *r, const s
 			  bool final)
 {
 	uint64_t end = coll_done(r, c), d;
-	uint64_t wait = j->cfg.hang_timeout_ns ? j->cfg.hang_timeout_ns : JOB_SETTLE_NS;
 	struct job_inflight in;
 	int i;
 
@@ -1652,10 +1651,10 @@ static uint64_t bound_end(const struct job *j, const struct job_rank *r, const s
 			continue;
 		if (o->comm == r->main_comm || coll_role(o->op) != ROLE_REDUCE)
 			return end;
-		/* still inside: waiting there for a late rank, its step ends late (up to the
-		 * hang timeout: then the step ends without it) */
+		/* still inside: waiting there for a late rank, its step ends late; stuck there
+		 * (a hang, a divergent call), or cut there, it never ends */
 		if (!o->exit)
-			return final || r->exited || j->now >= o->enter + wait ? end : 0;
+			return r->exited ? end : 0;
 		d = coll_done(r, o);
 		end = d > end ? d : end;
 	}
@@ -1663,14 +1662,13 @@ static uint64_t bound_end(const struct job *j, const struct job_rank *r, const s
 	 * recording (or the rank) ended inside the step, which never ends */
 	if ((final || r->exited) && cut_before_closed(j, r, c))
 		return 0;
+	/* one inside now (its record comes at its return): waiting there for a late rank, the
+	 * step ends late; stuck there (a hang, a divergent call) or cut there, it never ends */
+	if (!r->exited && j->ops.inflight && j->ops.inflight(j->ops.ctx, (int)(r - j->r), &in) &&
+	    in.comm != r->main_comm && coll_role(in.op) == ROLE_REDUCE && in.enter_ns >= c->exit)
+		return 0;
 	if (final || r->exited)
 		return end;
-	/* one inside now (its record comes at its return): waiting there for a late rank, the
-	 * step ends late; up to the hang timeout */
-	if (j->ops.inflight && j->ops.inflight(j->ops.ctx, (int)(r - j->r), &in) &&
-	    in.comm != r->main_comm && coll_role(in.op) == ROLE_REDUCE && in.enter_ns >= c->exit &&
-	    j->now < in.enter_ns + wait)
-		return 0;
 	return j->now >= end + JOB_SETTLE_NS ? end : 0;
 }
 
@@ -3438,6 +3436,16 @@ static uint64_t comm_id(const struct job *j, int c, uint64_t comm)
 	return comm;
 }
 
+/* Whether column c has waited in a call past the hang timeout. */
+static bool col_stuck(struct job *j, int c, uint64_t now)
+{
+	struct job_inflight in;
+
+	return j->ops.inflight && j->cfg.hang_timeout_ns && !j->r[c].exited &&
+	       j->ops.inflight(j->ops.ctx, c, &in) && now > in.enter_ns &&
+	       now - in.enter_ns >= j->cfg.hang_timeout_ns;
+}
+
 static void assemble(struct job *j, uint64_t now, bool final)
 {
 	struct step_obs *row;
@@ -3461,8 +3469,10 @@ static void assemble(struct job *j, uint64_t now, bool final)
 			if (b < 0)
 				continue;	/* never: absent from this row */
 			if (!b) {
-				if (r->exited)
-					continue;	/* absent from this row */
+				/* absent from this row: gone, or, when no more will come, stuck
+				 * in a call (a hang, a divergent call) where its peers went on */
+				if (r->exited || (final && col_stuck(j, c, now)))
+					continue;
 				goto done;
 			}
 			if (!final && now < e + JOB_SETTLE_NS)
@@ -4048,12 +4058,10 @@ static void check_exits(struct job *j, uint64_t now)
 /* Whether a rank has waited in a call past the hang timeout. */
 static bool stuck_waiting(struct job *j, uint64_t now)
 {
-	struct job_inflight in;
 	int c;
 
-	for (c = 0; c < j->n && j->ops.inflight && j->cfg.hang_timeout_ns; c++)
-		if (!j->r[c].exited && j->ops.inflight(j->ops.ctx, c, &in) && now > in.enter_ns &&
-		    now - in.enter_ns >= j->cfg.hang_timeout_ns)
+	for (c = 0; c < j->n; c++)
+		if (col_stuck(j, c, now))
 			return true;
 	return false;
 }
