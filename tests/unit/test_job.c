@@ -531,6 +531,45 @@ static void late_every_12th_step__intermittent_from_the_steps_kept(void **state)
 }
 
 /*
+ * Column 2 computes 8 ms more in two steps 11 apart, and the job ends 6 steps after the
+ * second: no window of 8 holds both, the longer view does. Steps on time between them make
+ * them two, not one burst: named from the longer view, not after yet another window. Two 3
+ * steps apart may be one burst of contention: not named before it comes again.
+ */
+static void late_twice_eleven_steps_apart__named_soon_after_the_second(void **state)
+{
+	static const int skip[] = { 0, 0, 0, 0 };
+	static const int apart[] = { 11, 3 };
+	static struct seen s;
+	int i, a, named;
+
+	for (a = 0; a < 2; a++) {
+		struct job *j = new_job(&s, 4, STEPS_AUTO);
+		struct gen g = { .t = 1000 * MS };
+
+		mpi_buckets(j, 4, 10, 3, -1, 0, skip, &g);
+		mpi_buckets(j, 4, 1, 3, 2, 8 * MS, skip, &g);
+		mpi_buckets(j, 4, apart[a] - 1, 3, -1, 0, skip, &g);
+		mpi_buckets(j, 4, 1, 3, 2, 8 * MS, skip, &g);
+		mpi_buckets(j, 4, 6, 3, -1, 0, skip, &g);
+		job__advance(j, g.t + 1000 * MS, true);
+		for (named = 0, i = 0; i < s.nv; i++) {
+			if (s.v[i].cls == V_NONE)
+				continue;
+			assert_int_equal(s.v[i].cls, V_COMPUTE);
+			assert_int_equal(s.v[i].col, 2);
+			assert_true(s.v[i].v.intermittent);
+			assert_int_equal(s.v[i].v.hits, 2);
+			named++;
+		}
+		if ((named > 0) != (a == 0))
+			print_error("%d apart: %d verdict(s)\n", apart[a], named);
+		assert_int_equal(named > 0, a == 0);
+		job__free(j);
+	}
+}
+
+/*
  * Column 2 computes 8 ms more in every 6th step: a window of 8 steps that holds two of them
  * tells it (2 of 8), one that holds one does not, so the windows that name it overstate its
  * share. Told over every step kept, it is 1 in 6.
@@ -2369,6 +2408,7 @@ int main(void)
 		cmocka_unit_test(equal_buckets__slow_rank__compute_on_it),
 		cmocka_unit_test(equal_buckets__healthy__no_verdict),
 		cmocka_unit_test(late_every_12th_step__intermittent_from_the_steps_kept),
+		cmocka_unit_test(late_twice_eleven_steps_apart__named_soon_after_the_second),
 		cmocka_unit_test(late_every_6th_step__share_over_every_step_kept),
 		cmocka_unit_test(pattern_change__relearned_and_reported),
 		cmocka_unit_test(all_ranks_exit__rank_exited_at_the_next_step),

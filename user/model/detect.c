@@ -410,7 +410,7 @@ static bool intermittent(const struct step_obs *obs, int nsteps, int nranks, con
 					   PH_GPU_WAIT, PH_OTHER };
 	int64_t skews[DETECT_HITS_MAX], exc[DETECT_HITS_MAX], e, best_e = INT64_MIN;
 	int s, r, c, m = 0, h, late = -1, hits = 0, others = 0, best_ph = PH_COMPUTE;
-	int episodes = 0, prev = -2;
+	int episodes = 0, prev = -2, first = -1, last = -1;
 	uint64_t mine[DETECT_HITS_MAX], peer[DETECT_HITS_MAX];
 
 	for (s = 0; s < nsteps; s++) {	/* each step's latest rank, when it is late by a lot */
@@ -463,7 +463,11 @@ static bool intermittent(const struct step_obs *obs, int nsteps, int nranks, con
 		skews[h] = lat[s * nranks + late];
 		mine[h] = get_phase(&row[late], best_ph);
 		peer[h] = peers_median(row, nranks, late, tmp, get_phase, best_ph);
-		hits += explained_hit(&lat[s * nranks], nranks, late, threshold, mine[h], peer[h]);
+		if (explained_hit(&lat[s * nranks], nranks, late, threshold, mine[h], peer[h])) {
+			first = first < 0 ? s : first;
+			last = s;
+			hits++;
+		}
 		h++;
 	}
 	e = detect__median_i64(skews, h);
@@ -474,6 +478,7 @@ static bool intermittent(const struct step_obs *obs, int nsteps, int nranks, con
 	name_rank(v, late, e, best_ph, best_e, mine, peer, h);
 	v->intermittent = true;
 	v->hits = hits;
+	v->hit_span = first >= 0 ? last - first : 0;
 	return true;
 }
 

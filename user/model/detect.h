@@ -99,6 +99,7 @@ struct verdict {
 	 * threshold in this phase, a different rank from step to step; hits: those steps */
 	bool imbalance;
 	int hits;
+	int hit_span;		/* intermittent: steps from the first hit to the last */
 	uint64_t threshold_ns;	/* the lateness that counted as late in this window */
 };
 

@@ -3272,8 +3272,9 @@ static void judge(struct job *j, uint64_t k)
 	 * it, a straggler moves every window's. One told by the fewest steps of a window that can
 	 * tell it (an intermittent one late in two) must hold until the window has no step in
 	 * common with the first that told it: one burst makes a rank late by a lot in two steps,
-	 * an intermittent straggler does it again */
-	weak = jv.v.intermittent && jv.v.hits <= DETECT_HITS_MIN;
+	 * an intermittent straggler does it again. Two a window apart or more (the longer view),
+	 * with steps on time between, are two, not one burst: it did it again */
+	weak = jv.v.intermittent && jv.v.hits <= DETECT_HITS_MIN && jv.v.hit_span < w;
 	if (jv.cls != V_NONE && (weak || jv.v.skew_ns < 2 * (int64_t)detect__threshold_of(&jv.v)) &&
 	    !(j->emitted && jv.cls == j->last.cls && jv.col == j->last.col)) {
 		if (jv.cls == j->cand_cls && jv.col == j->cand_col) {
