@@ -857,6 +857,33 @@ static void window__late_by_a_lot_in_few_steps__intermittent(void **state)
 	assert_int_equal(v.hits, 2);
 }
 
+/*
+ * Rank 0 saves a checkpoint in steps 0 and 6 (1.5 s of its own writes, the job waits), and
+ * rank 1 reads 1 s more in steps 2, 4 and 8: the rank late by a lot most often is rank 1,
+ * not the first one late, and the save's steps are that save's story, not a different rank
+ * late each step: storage on rank 1, intermittent, in 3 steps.
+ */
+static void window__saves_and_an_intermittent_reader__the_reader(void **state)
+{
+	struct window *x = healthy();
+	struct verdict v;
+	int s;
+
+	x->w[0][0].io = x->w[6][0].io = 1500 * MS;
+	x->w[2][1].io = x->w[4][1].io = x->w[8][1].io = SEC;
+	add_jitter(x);
+	build(x);
+	for (s = 0; s < NSTEPS; s += 6)
+		x->obs[s * NRANKS].ph.io_write = 1500 * MS;
+	memset(&v, 0xa5, sizeof(v));
+	assert_int_equal(detect__window(x->obs, NSTEPS, NRANKS, &v), 0);
+	assert_int_equal(v.cls, V_STORAGE);
+	assert_int_equal(v.rank, 1);
+	assert_true(v.intermittent);
+	assert_int_equal(v.hits, 3);
+	free(x);
+}
+
 static void window__late_for_another_cause__no_hit_of_the_verdict(void **state)
 {
 	struct window *x = healthy();
@@ -1712,6 +1739,7 @@ int main(void)
 		cmocka_unit_test(window__latest_by_less_than_a_hundredth_over_the_next__none),
 		cmocka_unit_test(window__within_the_peers_noise__none),
 		cmocka_unit_test(window__late_by_a_lot_in_few_steps__intermittent),
+		cmocka_unit_test(window__saves_and_an_intermittent_reader__the_reader),
 		cmocka_unit_test(window__late_for_another_cause__no_hit_of_the_verdict),
 		cmocka_unit_test(window__starved_inside_the_collectives__cpu_contention),
 		cmocka_unit_test(window__pipeline_starved_inside_its_receives__cpu_contention_if_it_holds),

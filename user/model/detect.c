@@ -399,9 +399,11 @@ static int64_t holds_back(const int64_t *lat, const bool *ok, int nsteps, int nr
 /*
  * No rank late in most steps: one late by a lot (twice the threshold) in a few of them, and
  * its own time in one phase explains it there, is an intermittent straggler (a long batch
- * every k-th step). It must hit at least DETECT_HITS_MIN steps, and the other ranks' such
- * steps together at most half as many: a different rank each step (sequence lengths) is
- * nobody's. Fills v (rank, skew, phase, hits) and returns true; false leaves it alone.
+ * every k-th step). It is the rank late by a lot most often; it must hit at least
+ * DETECT_HITS_MIN steps, and the other ranks' such steps together at most half as many: a
+ * different rank each step (sequence lengths) is nobody's. A step another rank is late in
+ * by its own writes (rank 0 saving every 9th step) is no such step: it is that save's story.
+ * Fills v (rank, skew, phase, hits) and returns true; false leaves it alone.
  */
 static bool intermittent(const struct step_obs *obs, int nsteps, int nranks, const bool *ok,
 			 const int64_t *lat, uint64_t threshold, uint64_t *tmp, struct verdict *v)
@@ -411,12 +413,16 @@ static bool intermittent(const struct step_obs *obs, int nsteps, int nranks, con
 	int64_t skews[DETECT_HITS_MAX], exc[DETECT_HITS_MAX], e, best_e = INT64_MIN;
 	int s, r, c, m = 0, h, late = -1, hits = 0, others = 0, best_ph = PH_COMPUTE;
 	int episodes = 0, prev = -2, first = -1, last = -1;
+	int *tops = calloc(nsteps, sizeof(*tops)), *cnt = calloc(nranks, sizeof(*cnt));
 	uint64_t mine[DETECT_HITS_MAX], peer[DETECT_HITS_MAX];
 
+	if (!tops || !cnt)
+		goto none;
 	for (s = 0; s < nsteps; s++) {	/* each step's latest rank, when it is late by a lot */
 		const int64_t *l = &lat[s * nranks];
 		int top = -1;
 
+		tops[s] = -1;
 		if (!ok[s])
 			continue;
 		m++;
@@ -425,18 +431,31 @@ static bool intermittent(const struct step_obs *obs, int nsteps, int nranks, con
 				top = r;
 		if (top < 0 || l[top] < 2 * (int64_t)threshold)
 			continue;
-		if (late < 0)
+		tops[s] = top;
+		/* the rank late by a lot most often is the one asked about */
+		if (++cnt[top] > (late < 0 ? 0 : cnt[late]))
 			late = top;
-		if (top == late) {
+	}
+	for (s = 0; late >= 0 && s < nsteps; s++) {
+		const struct step_obs *o = &obs[s * nranks + (tops[s] < 0 ? 0 : tops[s])];
+
+		if (tops[s] < 0)
+			continue;
+		if (tops[s] == late) {
 			hits++;
 			/* steps on time between two hits make them two episodes: one burst of
 			 * contention makes a run of late steps, a straggler comes back */
 			episodes += prev != s - 1;
 			prev = s;
-		} else {
+		} else if (o->ph.io_write * 2 < (uint64_t)lat[s * nranks + tops[s]]) {
+			/* another rank late in a step: a different rank each step is nobody's
+			 * straggler; one late by its own writes is saving, another story */
 			others++;
 		}
 	}
+none:
+	free(tops);
+	free(cnt);
 	if (late < 0 || episodes < DETECT_HITS_MIN || others * 2 > hits || hits == m)
 		return false;
 	/* the phase that explains it, over the steps it hit */
