@@ -570,6 +570,67 @@ static void late_twice_eleven_steps_apart__named_soon_after_the_second(void **st
 }
 
 /*
+ * Six ranks, four layers a step, each with its all-reduce. Column 5 computes `extra` more
+ * before every one; at each layer another of the others computes 0.8 ms more and another
+ * 0.8 ms less (noise of both signs, taking turns). With 0.6 ms extra it is late in every
+ * step against its peers' median (2.4 ms a step) but never the last to come: the job waits
+ * for the noise, not for it, and there is nobody to name. With 1.2 ms it comes last at every
+ * layer and is named.
+ */
+static void layers_with_noise_taking_turns(struct job *j, int steps, uint64_t extra)
+{
+	uint64_t seq[6] = { 0 }, t = 1000 * MS, at[6], done;
+	int s, b, c;
+
+	for (s = 0; s < steps; s++) {
+		for (c = 0; c < 6; c++)
+			at[c] = t;
+		for (b = 0; b < 4; b++) {
+			for (done = 0, c = 0; c < 6; c++) {
+				at[c] += 2 * MS + (c == 5 ? extra : 0) + (c == (s + b) % 5 ? 800 * US : 0);
+				at[c] -= c == (s + b + 2) % 5 ? 800 * US : 0;
+				done = at[c] > done ? at[c] : done;
+			}
+			done += 60 * US;
+			for (c = 0; c < 6; c++) {
+				job__on_coll(j, c, 100 + c, RS_OP_ALLREDUCE, RS_LIB_MPI, 7, ++seq[c],
+					     (uint64_t)(b + 1) << 16, at[c], done + c * US);
+				at[c] = done + c * US;
+			}
+		}
+		t = done + 300 * US;
+		job__advance(j, t, false);
+	}
+	job__advance(j, t + 1000 * MS, true);
+}
+
+static void layers_late_everywhere_never_last__nobody_named(void **state)
+{
+	static const uint64_t extra[] = { 600 * US, 1200 * US };
+	static struct seen s;
+	int a, i, named;
+
+	for (a = 0; a < 2; a++) {
+		struct job *j = new_job(&s, 6, STEPS_AUTO);
+
+		layers_with_noise_taking_turns(j, 40, extra[a]);
+		for (named = 0, i = 0; i < s.nv; i++) {
+			if (s.v[i].cls == V_NONE)
+				continue;
+			if (a == 0)
+				print_error("0.6 ms: verdict class %d col %d\n", s.v[i].cls,
+					    s.v[i].col);
+			assert_int_equal(s.v[i].cls, V_COMPUTE);
+			assert_int_equal(s.v[i].col, 5);
+			named++;
+		}
+		assert_true(s.steps[5] >= 38);
+		assert_int_equal(named > 0, a == 1);
+		job__free(j);
+	}
+}
+
+/*
  * Column 2 computes 8 ms more in every 6th step: a window of 8 steps that holds two of them
  * tells it (2 of 8), one that holds one does not, so the windows that name it overstate its
  * share. Told over every step kept, it is 1 in 6.
@@ -2410,6 +2471,7 @@ int main(void)
 		cmocka_unit_test(late_every_12th_step__intermittent_from_the_steps_kept),
 		cmocka_unit_test(late_twice_eleven_steps_apart__named_soon_after_the_second),
 		cmocka_unit_test(late_every_6th_step__share_over_every_step_kept),
+		cmocka_unit_test(layers_late_everywhere_never_last__nobody_named),
 		cmocka_unit_test(pattern_change__relearned_and_reported),
 		cmocka_unit_test(all_ranks_exit__rank_exited_at_the_next_step),
 		cmocka_unit_test(stuck_before_attach__first_look_names_the_stopped_rank),

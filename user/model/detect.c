@@ -370,11 +370,14 @@ static bool explained_hit(const int64_t *l, int nranks, int r, uint64_t threshol
 	return (int64_t)mine - (int64_t)peer >= (int64_t)(l[r] * DETECT_EXPLAINED);
 }
 
-/* How much later than the next latest rank column late is, at the median over the complete
- * rows where it is late by from at least: what its peers wait for it (what its lateness
- * measures against peers' medians counts it once or more: 2 ranks, twice). */
-static int64_t holds_back(const int64_t *lat, const bool *ok, int nsteps, int nranks, int late,
-			  int64_t from)
+/* What its peers wait for column late, at the median over the complete rows where it is late
+ * by from at least: where known, what they waited for it alone at each collective of the
+ * step (has_alone); else how much later than the next latest rank it is (what its lateness
+ * measures against peers' medians counts it once or more: 2 ranks, twice). Not the step's
+ * sums: with many peers and several collectives a step, another peer comes last at most of
+ * them by its own noise, and the sums hide that. */
+static int64_t holds_back(const struct step_obs *obs, const int64_t *lat, const bool *ok,
+			  int nsteps, int nranks, int late, int64_t from)
 {
 	int64_t *v = malloc(sizeof(*v) * (size_t)nsteps), next, h;
 	int s, r, n = 0;
@@ -382,10 +385,15 @@ static int64_t holds_back(const int64_t *lat, const bool *ok, int nsteps, int nr
 	if (!v)
 		return INT64_MAX;
 	for (s = 0; s < nsteps; s++) {
+		const struct step_obs *o = &obs[s * nranks + late];
 		const int64_t *l = &lat[s * nranks];
 
 		if (!ok[s] || l[late] < from)
 			continue;
+		if (o->has_late && o->has_alone) {
+			v[n++] = (int64_t)o->alone_ns;
+			continue;
+		}
 		for (next = INT64_MIN, r = 0; r < nranks; r++)
 			if (r != late && l[r] > next)
 				next = l[r];
@@ -491,7 +499,7 @@ none:
 	}
 	e = detect__median_i64(skews, h);
 	if (best_e < (int64_t)(e * DETECT_EXPLAINED) ||
-	    holds_back(lat, ok, nsteps, nranks, late, 2 * (int64_t)threshold) <
+	    holds_back(obs, lat, ok, nsteps, nranks, late, 2 * (int64_t)threshold) <
 	    (int64_t)(v->step_ns * DETECT_HOLDS_FRAC))
 		return false;
 	name_rank(v, late, e, best_ph, best_e, mine, peer, h);
@@ -1095,7 +1103,7 @@ int detect__window_seen(const struct step_obs *obs, int nsteps, int nranks, bool
 	}
 	/* late, consistently, but by less than the rest make it wait: nobody to name */
 	quiet = best_skew >= (int64_t)threshold && consistent &&
-		holds_back(lat, ok, nsteps, nranks, late, INT64_MIN) <
+		holds_back(obs, lat, ok, nsteps, nranks, late, INT64_MIN) <
 		(int64_t)(v->step_ns * DETECT_HOLDS_FRAC);
 	if ((best_skew < (int64_t)threshold || !consistent) &&
 	    /* the latest of many ranks reaches the tail of their noise every step: an imbalance

@@ -64,6 +64,11 @@ struct step_obs {
 	 * a backward overlapped with its buckets spreads a straggler's lateness over them. */
 	bool has_late;
 	int64_t late_ns;	/* sum of (own entry - the peers' median entry) */
+	/* where has_alone: sum of (own entry - the latest peer's entry) where it came last,
+	 * what its peers waited for it alone; the median counts every collective a peer was
+	 * late at by its own noise against it, and many peers take turns at that */
+	bool has_alone;
+	uint64_t alone_ns;
 	uint64_t wait_ns;	/* sum of (last entry - own entry), each clamped to the time inside */
 	/* pipeline parallel: the rank's stage (-1: none), the stages and micro-batches a step
 	 * (0: not known) and its main thread's time in sends and receives */

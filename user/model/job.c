@@ -2581,23 +2581,29 @@ static void step_lateness(struct job *j, uint64_t k, struct step_obs *row)
 		if (one)
 			detect__sort_u64(sorted, m);
 		for (c = 0; c < j->n; c++) {
-			uint64_t med;
+			uint64_t med, mx;
 			int p = 0;
 
 			if (!at[c])
 				continue;
-			for (last = at[c]->enter, i = 0; i < j->n; i++) {
+			for (mx = 0, last = at[c]->enter, i = 0; i < j->n; i++) {
 				if (i == c || !at[i])
 					continue;
-				if (!one && work[i] != UINT64_MAX && (grp[i] == grp[c] || !known))
+				if (!one && work[i] != UINT64_MAX && (grp[i] == grp[c] || !known)) {
 					tmp[p++] = work[i];
+					mx = work[i] > mx ? work[i] : mx;
+				}
 				if (grp[i] == grp[c])
 					last = at[i]->enter > last ? at[i]->enter : last;
 			}
 			if (work[c] == UINT64_MAX || (one ? m < 2 : !p))
 				continue;
 			med = one ? detect__median_without(sorted, m, work[c]) : detect__median(tmp, p);
+			if (one)	/* the latest of the others */
+				mx = sorted[m - 1] == work[c] ? sorted[m - 2] : sorted[m - 1];
 			row[c].late_ns += (int64_t)work[c] - (int64_t)med;
+			row[c].alone_ns += work[c] > mx ? work[c] - mx : 0;
+			row[c].has_alone = true;
 			in = at[c]->exit - at[c]->enter;
 			row[c].wait_ns += last - at[c]->enter < in ? last - at[c]->enter : in;
 		}
