@@ -256,6 +256,82 @@ static void replay__async_step_then_compute__the_last_step_ends(void **state)
 }
 
 /*
+ * Four ranks of asynchronous steps: compute, an all-reduce that returns at once, then the
+ * wait for it, which ends at the same instant everywhere. Rank 3 is runnable and not running
+ * for 3 ms inside each of its waits (an op trace's sched_delay inside the wait): early in it
+ * (`late` false), it then blocks again and its wait ends with the others'; at its end, woken
+ * and runnable, it ends 3 ms after them. Returns the replay's --json output.
+ */
+static char *starved_in_waits(bool late)
+{
+	char path[] = "/tmp/rs-replay-XXXXXX", *out;
+	uint64_t st[4], a[4], done, w, e;
+	int fd = mkstemp(path), s, r, err;
+	FILE *f;
+
+	assert_true(fd >= 0);
+	f = fdopen(fd, "w");
+	assert_non_null(f);
+	for (r = 0; r < 4; r++)
+		st[r] = 10000 * MS;
+	for (s = 0; s < 40; s++) {
+		for (done = 0, r = 0; r < 4; r++) {
+			a[r] = st[r] + 8 * MS + r * 100000;
+			done = a[r] > done ? a[r] : done;
+		}
+		done += 4 * MS;
+		for (r = 0; r < 4; r++) {
+			w = a[r] + 20000;
+			e = late && r == 3 ? done + 3 * MS : done;
+			fprintf(f, "{\"type\":\"op\",\"rank\":%d,\"op\":\"compute\",\"start_ns\":%llu,"
+				"\"dur_ns\":%llu}\n", r, (unsigned long long)st[r],
+				(unsigned long long)(a[r] - st[r]));
+			fprintf(f, "{\"type\":\"op\",\"rank\":%d,\"op\":\"allreduce\",\"start_ns\":%llu,"
+				"\"dur_ns\":10000,\"comm\":\"w\",\"bytes\":4096,\"async\":true}\n", r,
+				(unsigned long long)a[r]);
+			fprintf(f, "{\"type\":\"op\",\"rank\":%d,\"op\":\"wait\",\"start_ns\":%llu,"
+				"\"dur_ns\":%llu,\"comm\":\"w\"}\n", r, (unsigned long long)w,
+				(unsigned long long)(e - w));
+			if (r == 3)
+				fprintf(f, "{\"type\":\"op\",\"rank\":3,\"op\":\"sched_delay\","
+					"\"start_ns\":%llu,\"dur_ns\":%llu}\n",
+					(unsigned long long)(late ? e - 3 * MS : w + 100000),
+					(unsigned long long)(3 * MS));
+			st[r] = e + 50000;
+		}
+	}
+	fclose(f);
+	out = run(path, &err, 60000 * MS);
+	assert_int_equal(err, 0);
+	unlink(path);
+	return out;
+}
+
+/* Either way the sched_delay is the wait's own time, not an interval that cuts it: no input
+ * wait, and rank 3's steps end with its waits. Early, the all-reduce went on without it and
+ * it held nobody; at the end, its next step starts late: CPU contention on it. */
+static void replay__starved_inside_its_waits__cpu_contention_only_when_it_ends_them(void **state)
+{
+	char *out;
+	int late, steps;
+
+	for (late = 0; late < 2; late++) {
+		out = starved_in_waits(late);
+		steps = count(out, "\"type\":\"step\"");
+		assert_true(steps >= 4 * 35);
+		if (count(out, "\"input_wait\":0,") != steps)
+			fail_msg("a wait told as input: %s", strstr(out, "\"type\":\"step\""));
+		assert_int_equal(count(out, "\"rank\":3,\"pid\":0,"), steps / 4);
+		assert_true(count(out, "\"type\":\"verdict\"") > 0);
+		if (late ? count(out, "\"class\":\"cpu_contention\",\"rank\":3,\"persistent\":true")
+			   == 0 : count(out, "\"class\":\"none\"") != count(out, "\"type\":\"verdict\""))
+			fail_msg("starved %s in its waits: %s", late ? "at the end" : "early",
+				 strstr(out, "\"type\":\"verdict\""));
+		free(out);
+	}
+}
+
+/*
  * Tensor + data parallel, 4 ranks: TP groups {0,1} ("tp0") and {2,3} ("tp1") each run 29
  * all-reduces a step, 40 ms apart, then DP groups {0,2} and {1,3} all-reduce the gradients.
  * Rank 3 waits 600 ms for its input at the start of each step, so its whole TP group runs
@@ -366,6 +442,7 @@ int main(void)
 		cmocka_unit_test(replay__offset_clocks_shuffled__compute_on_slow_rank),
 		cmocka_unit_test(replay__never_returns__hang_on_the_computing_rank),
 		cmocka_unit_test(replay__async_step_then_compute__the_last_step_ends),
+		cmocka_unit_test(replay__starved_inside_its_waits__cpu_contention_only_when_it_ends_them),
 		cmocka_unit_test(replay__tp_group_half_a_step_behind__steps_end_together),
 		cmocka_unit_test(replay__bad_op__einval_nothing_run),
 	};

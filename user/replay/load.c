@@ -100,6 +100,11 @@ static int keep(struct replay *rp, const struct rp_rec *r)
 	return 0;
 }
 
+int rp__reserve(struct replay *rp, size_t more)
+{
+	return rp->nrec + more > rp->caprec ? grow(rp, rp->nrec + more) : 0;
+}
+
 void rp__free_records(struct replay *rp)
 {
 	free(rp->rec);

@@ -446,6 +446,56 @@ bool rp__inside(struct rp_job *j, int col, struct job_inflight *in)
 	return true;
 }
 
+#define RP_RUNQ_END_NS	200000	/* a sched_delay ending this near its op's end ends it (as
+				 * job.c's chain of off-CPU intervals) */
+
+/*
+ * An op trace's sched_delay inside a blocking op of the same rank (its wait for asynchronous
+ * collectives, a futex: ord, by column and start) is told as a live run tells it, where the
+ * intervals a thread is off CPU never overlap. One that ends the op is the op's last part,
+ * woken and runnable (its runq): it delays the thread. One that ends before the op does, the
+ * thread was runnable and then blocked again: the op is cut around it, and what comes after
+ * it is what it waited anyway. Either way the op stays one wait and its end the step's.
+ */
+static int nest_runq(struct replay *rp, const uint32_t *ord)
+{
+	size_t i, n = rp->nrec, more = 0, box = SIZE_MAX;
+	struct rp_rec *b, *r;
+
+	for (i = 0; i < n; i++)
+		more += rp->rec[i].trace && rp->rec[i].f.kind == FEED_OFF && rp->rec[i].f.runq;
+	if (rp__reserve(rp, more))
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		r = &rp->rec[ord[i]];
+		if (!r->trace || r->f.kind != FEED_OFF || r->open || r->job < 0 || r->f.col < 0)
+			continue;
+		b = box != SIZE_MAX ? &rp->rec[box] : NULL;
+		if (b && (b->job != r->job || b->f.col != r->f.col))
+			b = NULL;
+		if (r->f.runq < r->f.end - r->f.start) {	/* blocked: a box */
+			if (!b || r->f.end > b->f.end)
+				box = ord[i];
+			continue;
+		}
+		if (!b || r->f.start < b->f.start || r->f.end > b->f.end)
+			continue;
+		if (r->f.end + RP_RUNQ_END_NS >= b->f.end) {
+			b->f.runq += b->f.end - r->f.start;
+			if (b->f.runq > b->f.end - b->f.start)
+				b->f.runq = b->f.end - b->f.start;
+			r->f.col = -1;		/* fed as the box's */
+			continue;
+		}
+		rp->rec[rp->nrec] = *b;		/* after it: a box of its own (reserved) */
+		rp->rec[rp->nrec].f.start = r->f.end;
+		b->f.end = r->f.start;
+		b->f.runq = 0;
+		box = rp->nrec++;
+	}
+	return 0;
+}
+
 static void advance_all(struct replay *rp, uint64_t t, bool final)
 {
 	int k;
@@ -490,6 +540,14 @@ int rp__run_merged(struct replay *rp)
 	}
 	if (!err)
 		err = calls_by_col(rp, ord);
+	i = rp->nrec;
+	if (!err && !(err = nest_runq(rp, ord)) && rp->nrec > i) {	/* ops cut in two */
+		free(ord);
+		free(o);
+		ord = rp__big((rp->nrec + 1) * sizeof(*ord));
+		o = rp__big((2 * rp->nrec + 1) * sizeof(*o));
+		err = ord && o ? 0 : -ENOMEM;
+	}
 	if (err)
 		goto out;
 	sort_records(rp, false, ord, o);

@@ -120,6 +120,8 @@ struct rp_job *rp__job(struct replay *rp, const char *id);
 /* load.c: read every file; a recording with model lines runs as it is read (rp->exact). */
 int rp__load(struct replay *rp, char *const *files, int n);
 void rp__free_records(struct replay *rp);
+/* Room for `more` records beyond those kept (the array may move). */
+int rp__reserve(struct replay *rp, size_t more);
 /* bytes for millions of records or keys, on huge pages where the kernel lends them (or a
  * replay spends a sixth of its time in page faults); free() it. NULL: no memory. */
 void *rp__big(size_t bytes);
