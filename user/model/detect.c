@@ -445,8 +445,6 @@ static bool intermittent(const struct step_obs *obs, int nsteps, int nranks, con
 			late = top;
 	}
 	for (s = 0; late >= 0 && s < nsteps; s++) {
-		const struct step_obs *o = &obs[s * nranks + (tops[s] < 0 ? 0 : tops[s])];
-
 		if (tops[s] < 0)
 			continue;
 		if (tops[s] == late) {
@@ -455,7 +453,8 @@ static bool intermittent(const struct step_obs *obs, int nsteps, int nranks, con
 			 * contention makes a run of late steps, a straggler comes back */
 			episodes += prev != s - 1;
 			prev = s;
-		} else if (o->ph.io_write * 2 < (uint64_t)lat[s * nranks + tops[s]]) {
+		} else if (obs[s * nranks + tops[s]].ph.io_write * 2 <
+			   (uint64_t)lat[s * nranks + tops[s]]) {
 			/* another rank late in a step: a different rank each step is nobody's
 			 * straggler; one late by its own writes is saving, another story */
 			others++;

@@ -64,9 +64,10 @@ struct step_obs {
 	 * a backward overlapped with its buckets spreads a straggler's lateness over them. */
 	bool has_late;
 	int64_t late_ns;	/* sum of (own entry - the peers' median entry) */
-	/* where has_alone: sum of (own entry - the latest peer's entry) where it came last,
-	 * what its peers waited for it alone; the median counts every collective a peer was
-	 * late at by its own noise against it, and many peers take turns at that */
+	/* where has_alone: sum of (own work before the collective - the most any peer did)
+	 * where it did the most, what its peers waited for it alone; late_ns counts every
+	 * collective a peer was late at by its own noise against it, and many peers take
+	 * turns at that */
 	bool has_alone;
 	uint64_t alone_ns;
 	uint64_t wait_ns;	/* sum of (last entry - own entry), each clamped to the time inside */
